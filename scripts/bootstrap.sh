@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Prepare one toolchain from nothing: a virtualenv with the pinned test requirements,
+# kubernetes.core next to our collection, and ansible-test's pip bootstrap so it runs offline.
+#
+#   scripts/bootstrap.sh VENV PYTHON REQUIREMENTS
+#
+# Re-running is cheap: the virtualenv is reused while the requirements file is unchanged.
+set -euo pipefail
+
+venv=$(realpath -m "${1:?virtualenv folder}")
+python=${2:?python interpreter}
+requirements=${3:?requirements file}
+root=$(cd "$(dirname "$0")/.." && pwd)
+collections="$root/.collections"
+# The ansible package on PyPI bundles kubernetes.core; used when Galaxy is unreachable.
+ansible_bundle=${GPU_OPS_ANSIBLE_BUNDLE:-ansible==12.3.0}
+
+log() { printf '[bootstrap] %s\n' "$*" >&2; }
+
+quiet_pip() { grep -v "^WARNING: Location 'file://" >&2 || true; }
+
+stamp_of() { cat "$root/$requirements" "$root/tests/requirements-common.txt" | sha256sum | cut -d' ' -f1; }
+
+make_venv() {
+    local stamp
+    stamp=$(stamp_of)
+    if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.stamp" 2>/dev/null)" = "$stamp" ]; then
+        return
+    fi
+    log "creating $venv with $python"
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+    # (the grep drops this image's notes about local package mirrors that do not exist)
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --upgrade pip 2>&1 | quiet_pip
+    (cd "$root/tests" && "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$root/$requirements") 2>&1 | quiet_pip
+    echo "$stamp" > "$venv/.stamp"
+}
+
+install_kubernetes_core() {
+    local target="$collections/ansible_collections/kubernetes/core"
+    [ -f "$target/MANIFEST.json" ] && return
+    mkdir -p "$collections"
+    log "installing kubernetes.core from Galaxy"
+    if timeout 120 "$venv/bin/ansible-galaxy" collection install -r "$root/requirements.yml" \
+        -p "$collections" >/dev/null 2>&1; then
+        return
+    fi
+    log "Galaxy unreachable; taking kubernetes.core from the $ansible_bundle package"
+    local tmp
+    tmp=$(mktemp -d)
+    "$venv/bin/pip" download --quiet --no-deps --disable-pip-version-check -d "$tmp" "$ansible_bundle"
+    "$venv/bin/python" - "$tmp" "$collections" <<'PY'
+import glob, sys, zipfile
+tmp, dest = sys.argv[1:]
+wheel = glob.glob(tmp + "/ansible-*.whl")[0]
+prefix = "ansible_collections/kubernetes/core/"
+with zipfile.ZipFile(wheel) as zf:
+    members = [m for m in zf.namelist() if m.startswith(prefix)]
+    zf.extractall(dest, members)
+print("extracted %d files" % len(members), file=sys.stderr)
+PY
+    rm -rf "$tmp"
+}
+
+seed_ansible_test_pip() {
+    # ansible-test builds each sanity virtualenv with a get-pip script it downloads from a host
+    # this network cannot reach. It looks in its cache first, so put a stand-in there that
+    # installs the same pip version from PyPI's wheel.
+    local version cache script
+    version=$("$venv/bin/python" - <<'PY'
+import pathlib, re, ansible_test
+text = (pathlib.Path(ansible_test.__file__).parent / "_internal/python_requirements.py").read_text()
+print(re.search(r"pip='([0-9.]+)'", text).group(1))
+PY
+)
+    cache="$HOME/.ansible/test/cache"
+    script="$cache/get_pip_${version//./_}.py"
+    [ -f "$script" ] && ls "$cache"/pip-"$version"-*.whl >/dev/null 2>&1 && return
+    mkdir -p "$cache"
+    "$venv/bin/pip" download --quiet --no-deps --disable-pip-version-check -d "$cache" "pip==$version"
+    cat > "$script" <<PY
+# Offline stand-in for get-pip.py written by gpu_ops.cluster scripts/bootstrap.sh.
+import glob, os, sys
+wheel = glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "pip-$version-*.whl"))[0]
+sys.path.insert(0, wheel)
+from pip._internal.cli.main import main
+args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
+sys.exit(main(["install", "--upgrade", "--force-reinstall"] + args))
+PY
+    log "seeded $script"
+}
+
+make_venv
+install_kubernetes_core
+seed_ansible_test_pip
+
+# `make demo`, ansible-lint and molecule find this collection through ansible.cfg's collections_path.
+mkdir -p "$collections/ansible_collections/gpu_ops"
+ln -sfn "$root" "$collections/ansible_collections/gpu_ops/cluster"

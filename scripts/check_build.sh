@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Build the collection tarball, install it into an empty tree, and render every plugin's and
+# role's documentation from the installed copy (what a user of the tarball would see).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+ansible-galaxy collection build "$root" --output-path "$work/dist" --force
+tarball=$(ls "$work"/dist/gpu_ops-cluster-*.tar.gz)
+echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
+ansible-galaxy collection install "$tarball" -p "$work/collections" --no-deps
+ln -s "$root/.collections/ansible_collections/kubernetes" "$work/collections/ansible_collections/kubernetes"
+export ANSIBLE_COLLECTIONS_PATH="$work/collections"
+
+count=0
+for kind in module filter role; do
+    names=$(ansible-doc -t "$kind" -l gpu_ops.cluster --json | python3 -c 'import json, sys; print(" ".join(sorted(json.load(sys.stdin))))')
+    for name in $names; do
+        ansible-doc -t "$kind" "$name" >/dev/null
+        count=$((count + 1))
+    done
+done
+echo "ansible-doc rendered $count modules, filters and roles from the installed tarball"

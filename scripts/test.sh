@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The whole test suite, set up from nothing: `make test` (and so .ci/run) runs this.
+#
+# Primary line: ansible-core 2.19 on Python 3.11 runs every step.
+# Second line:  ansible-core 2.21 on Python 3.12, when that interpreter is present, runs
+#               sanity, units, contract and integration again.
+#
+#   scripts/test.sh              everything
+#   STEPS="sanity units" scripts/test.sh     a subset (names below)
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+all_steps="sanity units contract integration lint molecule build"
+steps=${STEPS:-$all_steps}
+passed=0
+failed=0
+failures=()
+
+log() { printf '\n=== %s\n' "$*"; }
+
+run_step() {
+    local line=$1 name=$2
+    shift 2
+    local start=$SECONDS
+    log "[$line] $name"
+    if "$@"; then
+        passed=$((passed + 1))
+        printf '=== [%s] %s passed in %ss\n' "$line" "$name" $((SECONDS - start))
+    else
+        failed=$((failed + 1))
+        failures+=("$line:$name")
+        printf '=== [%s] %s FAILED in %ss\n' "$line" "$name" $((SECONDS - start))
+    fi
+}
+
+find_python312() {
+    local candidate
+    for candidate in python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+        if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then
+            echo "$candidate"
+            return
+        fi
+    done
+}
+
+# ansible-test insists on running inside ansible_collections/<ns>/<name>: copy what git knows
+# about (tracked, plus untracked files that are not ignored) into such a tree.
+stage_collection() {
+    local build=$1
+    local dest="$build/ansible_collections/gpu_ops/cluster"
+    rm -rf "$dest"
+    mkdir -p "$dest" "$build/ansible_collections/kubernetes"
+    git ls-files -co --exclude-standard -z | while IFS= read -r -d '' f; do
+        [ -e "$f" ] && printf '%s\0' "$f"
+    done | tar --null -T - -cf - | tar -xf - -C "$dest"
+    ln -sfn "$root/.collections/ansible_collections/kubernetes/core" "$build/ansible_collections/kubernetes/core"
+    echo "$dest"
+}
+
+check_no_ignores() {
+    local found
+    found=$(find tests/sanity -name 'ignore-*.txt' -size +0 2>/dev/null)
+    if [ -n "$found" ]; then
+        echo "sanity ignore files must stay empty: $found" >&2
+        return 1
+    fi
+}
+
+sanity() {
+    check_no_ignores && (cd "$stage" && "$venv/bin/ansible-test" sanity --local --python "$pyver" --color no)
+}
+
+units() {
+    (cd "$stage" && "$venv/bin/ansible-test" units --local --python "$pyver" --color no)
+}
+
+pytest_in_stage() {
+    (cd "$stage" && PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$build" PYTHONPATH="$build" \
+        "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@")
+}
+
+contract() { pytest_in_stage tests/contract; }
+
+integration() { pytest_in_stage tests/integration; }
+
+lint() {
+    (PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$root/.collections" \
+        "$venv/bin/ansible-lint" --offline --profile production)
+}
+
+molecule_test() {
+    (cd "$root" && PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$root/.collections" \
+        "$venv/bin/molecule" test --all)
+}
+
+build_and_doc() {
+    PATH="$venv/bin:$PATH" bash "$root/scripts/check_build.sh"
+}
+
+run_line() {
+    line=$1 venv=$2 python=$3 requirements=$4 line_steps=$5
+    if ! bash scripts/bootstrap.sh "$venv" "$python" "$requirements"; then
+        failed=$((failed + 1))
+        failures+=("$line:bootstrap")
+        return
+    fi
+    pyver=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    build="$root/.build/$line"
+    stage=$(stage_collection "$build")
+    for step in $line_steps; do
+        case " $steps " in *" $step "*) ;; *) continue ;; esac
+        case $step in
+            sanity) run_step "$line" sanity sanity ;;
+            units) run_step "$line" units units ;;
+            contract) run_step "$line" contract contract ;;
+            integration) run_step "$line" integration integration ;;
+            lint) run_step "$line" ansible-lint lint ;;
+            molecule) run_step "$line" molecule molecule_test ;;
+            build) run_step "$line" build-and-doc build_and_doc ;;
+        esac
+    done
+}
+
+run_line core-2.19 "$root/.venv" python3.11 tests/requirements-2.19.txt "$all_steps"
+
+python312=$(find_python312)
+if [ -n "$python312" ] && [ -z "${SKIP_SECOND_LINE:-}" ]; then
+    run_line core-2.21 "$root/.venv312" "$python312" tests/requirements-2.21.txt "sanity units contract integration"
+else
+    log "Python 3.12 not found: the ansible-core 2.21 line is skipped"
+fi
+
+echo
+if [ "$failed" -gt 0 ]; then
+    echo "failed steps: ${failures[*]}"
+fi
+echo "steps: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
