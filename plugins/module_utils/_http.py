@@ -25,7 +25,6 @@ import threading
 import time
 
 try:
-    import requests
     from requests import exceptions as requests_exceptions
 
     HAS_REQUESTS = True
@@ -35,7 +34,6 @@ try:
         requests_exceptions.Timeout,
     )
 except ImportError:  # pragma: no cover - reported by the module through missing_required_lib
-    requests = None
     HAS_REQUESTS = False
     TRANSIENT_ERRORS = (ConnectionError,)
 
