@@ -56,3 +56,14 @@ attributes:
     membership:
       - gpu_ops.cluster.azure
 """
+
+    ACTIONGROUP_GCP_AZURE = r"""
+options: {}
+attributes:
+  action_group:
+    description: Use C(group/gpu_ops.cluster.gcp) or C(group/gpu_ops.cluster.azure) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership:
+      - gpu_ops.cluster.gcp
+      - gpu_ops.cluster.azure
+"""

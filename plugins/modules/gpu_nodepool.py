@@ -1,0 +1,423 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_nodepool
+short_description: GPU node pools on GKE (A3 GPUDirect, GPU sharing) and AKS (multi-instance GPU)
+version_added: 0.1.0
+description:
+  - Creates, updates and deletes one GPU node pool.
+  - With O(provider=gke) it manages a GKE node pool through the container API, including the A3 GPUDirect
+    settings (additional node networks, gVNIC, compact placement, reservations, host maintenance interval) and GPU sharing.
+  - With O(provider=aks) it manages an AKS agent pool through Azure Resource Manager, including the multi-instance GPU
+    profile (O(gpu_instance_profile)).
+  - Options marked GKE or AKS belong to that provider only; setting one for the other provider is an error.
+  - A change to a field the cloud cannot update in place (for example the machine type, the accelerator, the GPU
+    instance profile) names the fields and fails, unless O(recreate=true), which deletes and recreates the pool.
+author:
+  - gpu_ops.cluster developers
+extends_documentation_fragment:
+  - gpu_ops.cluster.attributes
+  - gpu_ops.cluster.attributes.ACTIONGROUP_GCP_AZURE
+  - gpu_ops.cluster.gcp
+  - gpu_ops.cluster.azure
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  idempotent:
+    support: full
+options:
+  provider:
+    description:
+      - The cloud that hosts the cluster.
+    type: str
+    required: true
+    choices: [gke, aks]
+  project:
+    description:
+      - GKE. The Google Cloud project ID. Required with O(provider=gke).
+    type: str
+  subscription_id:
+    description:
+      - AKS. The Azure subscription ID. Required with O(provider=aks).
+    type: str
+  name:
+    description:
+      - Name of the node pool (AKS agent pool names are 1 to 12 lowercase letters and digits).
+    type: str
+    required: true
+  cluster:
+    description:
+      - Name of the cluster that owns the pool.
+    type: str
+    required: true
+  state:
+    description:
+      - Whether the pool should exist.
+    type: str
+    choices: [present, absent]
+    default: present
+  recreate:
+    description:
+      - Allow deleting and recreating the pool when an immutable field changes.
+    type: bool
+    default: false
+  node_count:
+    description:
+      - Number of nodes (per zone on GKE). Ignored while autoscaling is on.
+    type: int
+  enable_autoscaling:
+    description:
+      - Turn on the cluster autoscaler for the pool. Refused together with a GPU instance profile on AKS.
+    type: bool
+  min_count:
+    description:
+      - Autoscaling lower bound.
+    type: int
+  max_count:
+    description:
+      - Autoscaling upper bound.
+    type: int
+  node_labels:
+    description:
+      - Kubernetes labels for the nodes.
+    type: dict
+  node_taints:
+    description:
+      - Kubernetes taints for the nodes, each written C(key=value:Effect) with Effect one of NoSchedule,
+        PreferNoSchedule, NoExecute.
+    type: list
+    elements: str
+  wait:
+    description:
+      - Wait for the long-running operation to finish.
+    type: bool
+    default: true
+  location:
+    description:
+      - GKE. Zone or region of the cluster.
+    type: str
+  node_locations:
+    description:
+      - GKE. Zones for the pool's nodes (for A3 pools, usually the one zone of the reservation).
+    type: list
+    elements: str
+  machine_type:
+    description:
+      - GKE. Compute Engine machine type, for example C(a3-megagpu-8g).
+    type: str
+  accelerator_type:
+    description:
+      - GKE. Accelerator type, for example C(nvidia-h100-mega-80gb). Defaults from O(gpudirect) when set.
+    type: str
+  accelerator_count:
+    description:
+      - GKE. GPUs per node. Defaults from O(gpudirect) when set.
+    type: int
+  gpu_driver_version:
+    description:
+      - GKE. Driver installation by GKE. V(disabled) leaves the driver to you (for example the GPU Operator).
+    type: str
+    choices: [default, latest, disabled]
+  gpu_partition_size:
+    description:
+      - GKE. MIG partition size for GKE-managed MIG, for example C(1g.10gb).
+    type: str
+  gpu_sharing:
+    description:
+      - GKE. GPU sharing (time-sharing or MPS). Refused together with O(gpudirect).
+    type: dict
+    suboptions:
+      strategy:
+        description: Sharing strategy.
+        type: str
+        choices: [time-sharing, mps]
+        required: true
+      max_shared_clients_per_gpu:
+        description: Containers that may share one GPU.
+        type: int
+        required: true
+  gpudirect:
+    description:
+      - GKE. The GPUDirect profile the pool is for. Checks the machine type against it (C(a3-highgpu-8g) with
+        V(tcpx), C(a3-megagpu-8g) with V(tcpxo)), fills in the accelerator, and refuses GPU sharing.
+    type: str
+    choices: [tcpx, tcpxo]
+  additional_node_networks:
+    description:
+      - GKE. The GPU NIC networks, as returned by M(gpu_ops.cluster.gke_multinetwork) (RV(gpu_ops.cluster.gke_multinetwork#module:additional_node_networks)).
+    type: list
+    elements: dict
+    suboptions:
+      network:
+        description: VPC network name.
+        type: str
+        required: true
+      subnetwork:
+        description: Subnetwork name.
+        type: str
+        required: true
+  gvnic:
+    description:
+      - GKE. Use the gVNIC network interface (requires a COS image).
+    type: bool
+  image_type:
+    description:
+      - GKE. Node image.
+    type: str
+    default: COS_CONTAINERD
+  placement_policy:
+    description:
+      - GKE. Compact placement of the nodes.
+    type: dict
+    suboptions:
+      type:
+        description: Placement type.
+        type: str
+        choices: [COMPACT]
+        default: COMPACT
+      policy_name:
+        description: A named resource policy (in the same project and region) instead of an automatic one.
+        type: str
+  reservation_affinity:
+    description:
+      - GKE. Which Compute Engine reservations the nodes consume.
+    type: dict
+    suboptions:
+      consume:
+        description: Reservation use.
+        type: str
+        choices: [none, any, specific]
+        required: true
+      reservation:
+        description:
+          - Reservation name (or C(<name>/reservationBlocks/<block>)). Required with O(reservation_affinity.consume=specific).
+        type: str
+  host_maintenance_interval:
+    description:
+      - GKE. Host maintenance interval. Sent through the v1beta1 API, the only one that has the field.
+    type: str
+    choices: [AS_NEEDED, PERIODIC]
+  service_account:
+    description:
+      - GKE. Service account the nodes run as.
+    type: str
+  oauth_scopes:
+    description:
+      - GKE. OAuth scopes of the nodes.
+    type: list
+    elements: str
+  disk_size_gb:
+    description:
+      - GKE. Boot disk size.
+    type: int
+  disk_type:
+    description:
+      - GKE. Boot disk type.
+    type: str
+  spot:
+    description:
+      - GKE. Use Spot VMs.
+    type: bool
+  auto_upgrade:
+    description:
+      - GKE. Node auto-upgrade. Off by default so GPUDirect versions stay pinned.
+    type: bool
+    default: false
+  auto_repair:
+    description:
+      - GKE. Node auto-repair.
+    type: bool
+    default: true
+  node_version:
+    description:
+      - GKE. Kubernetes version of the nodes; defaults to the cluster's.
+    type: str
+  resource_group:
+    description:
+      - AKS. Resource group of the cluster.
+    type: str
+  vm_size:
+    description:
+      - AKS. VM size, for example C(Standard_ND96asr_v4).
+    type: str
+  gpu_instance_profile:
+    description:
+      - AKS. Multi-instance GPU profile of every GPU in the pool.
+    type: str
+    choices: [MIG1g, MIG2g, MIG3g, MIG4g, MIG7g]
+  os_sku:
+    description:
+      - AKS. Node OS. MIG is not supported on V(AzureLinux).
+    type: str
+    choices: [Ubuntu, Ubuntu2204, Ubuntu2404, AzureLinux]
+  mode:
+    description:
+      - AKS. Agent pool mode.
+    type: str
+    choices: [User, System]
+    default: User
+  orchestrator_version:
+    description:
+      - AKS. Kubernetes version of the pool.
+    type: str
+  gpu_driver:
+    description:
+      - AKS. Whether AKS installs the GPU driver (V(None) when the GPU Operator manages it).
+    type: str
+    choices: [Install, None]
+"""
+
+EXAMPLES = r"""
+- name: A3 Mega node pool for GPUDirect-TCPXO
+  gpu_ops.cluster.gpu_nodepool:
+    provider: gke
+    project: my-project
+    location: us-central1
+    cluster: a3mega
+    name: a3mega-pool
+    node_locations: [us-central1-c]
+    gpudirect: tcpxo
+    machine_type: a3-megagpu-8g
+    node_count: 2
+    gpu_driver_version: latest
+    additional_node_networks: "{{ fabric.additional_node_networks }}"
+    gvnic: true
+    placement_policy:
+      type: COMPACT
+    reservation_affinity:
+      consume: specific
+      reservation: my-a3-reservation
+    host_maintenance_interval: PERIODIC
+
+- name: AKS MIG node pool, seven 1g.5gb instances per A100
+  gpu_ops.cluster.gpu_nodepool:
+    provider: aks
+    subscription_id: "{{ azure_subscription }}"
+    resource_group: gpu-rg
+    cluster: gpu-aks
+    name: mignode
+    vm_size: Standard_ND96asr_v4
+    node_count: 1
+    gpu_instance_profile: MIG1g
+    os_sku: Ubuntu
+"""
+
+RETURN = r"""
+changes:
+  description: What was (or, in check mode, would be) done, in order.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"action": "create", "kind": "nodePool", "name": "a3mega-pool"}]
+node_pool:
+  description: The node pool as the cloud API returns it (GKE C(NodePool) or AKS C(AgentPool)); empty when absent.
+  returned: always
+  type: dict
+expected_resources:
+  description: The extended resources each node should advertise, from the GPU catalogs (for example C({"nvidia.com/gpu": 8})).
+  returned: when known
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import (
+    AZURE_COMMON_SPEC,
+    GCP_COMMON_SPEC,
+    with_common,
+)
+
+
+def argument_spec():
+    spec = with_common(GCP_COMMON_SPEC, AZURE_COMMON_SPEC)
+    # each provider's account option is required only for that provider (required_if below)
+    spec["project"] = dict(type="str")
+    spec["subscription_id"] = dict(type="str")
+    spec.update(
+        provider=dict(type="str", required=True, choices=["gke", "aks"]),
+        name=dict(type="str", required=True),
+        cluster=dict(type="str", required=True),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+        recreate=dict(type="bool", default=False),
+        node_count=dict(type="int"),
+        enable_autoscaling=dict(type="bool"),
+        min_count=dict(type="int"),
+        max_count=dict(type="int"),
+        node_labels=dict(type="dict"),
+        node_taints=dict(type="list", elements="str"),
+        wait=dict(type="bool", default=True),
+        # GKE
+        location=dict(type="str"),
+        node_locations=dict(type="list", elements="str"),
+        machine_type=dict(type="str"),
+        accelerator_type=dict(type="str"),
+        accelerator_count=dict(type="int"),
+        gpu_driver_version=dict(type="str", choices=["default", "latest", "disabled"]),
+        gpu_partition_size=dict(type="str"),
+        gpu_sharing=dict(type="dict", options=dict(
+            strategy=dict(type="str", required=True, choices=["time-sharing", "mps"]),
+            max_shared_clients_per_gpu=dict(type="int", required=True),
+        )),
+        gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
+        additional_node_networks=dict(type="list", elements="dict", options=dict(
+            network=dict(type="str", required=True),
+            subnetwork=dict(type="str", required=True),
+        )),
+        gvnic=dict(type="bool"),
+        image_type=dict(type="str", default="COS_CONTAINERD"),
+        placement_policy=dict(type="dict", options=dict(
+            type=dict(type="str", default="COMPACT", choices=["COMPACT"]),
+            policy_name=dict(type="str"),
+        )),
+        reservation_affinity=dict(type="dict", options=dict(
+            consume=dict(type="str", required=True, choices=["none", "any", "specific"]),
+            reservation=dict(type="str"),
+        )),
+        host_maintenance_interval=dict(type="str", choices=["AS_NEEDED", "PERIODIC"]),
+        service_account=dict(type="str"),
+        oauth_scopes=dict(type="list", elements="str"),
+        disk_size_gb=dict(type="int"),
+        disk_type=dict(type="str"),
+        spot=dict(type="bool"),
+        auto_upgrade=dict(type="bool", default=False),
+        auto_repair=dict(type="bool", default=True),
+        node_version=dict(type="str"),
+        # AKS
+        resource_group=dict(type="str"),
+        vm_size=dict(type="str"),
+        gpu_instance_profile=dict(type="str", choices=["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]),
+        os_sku=dict(type="str", choices=["Ubuntu", "Ubuntu2204", "Ubuntu2404", "AzureLinux"]),
+        mode=dict(type="str", default="User", choices=["User", "System"]),
+        orchestrator_version=dict(type="str"),
+        gpu_driver=dict(type="str", choices=["Install", "None"]),
+    )
+    return spec
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(),
+        supports_check_mode=True,
+        required_if=[
+            ("provider", "gke", ("project", "location")),
+            ("provider", "aks", ("subscription_id", "resource_group")),
+            ("enable_autoscaling", True, ("min_count", "max_count")),
+        ],
+        mutually_exclusive=[("gpu_sharing", "gpudirect")],
+    )
+    if module.params["provider"] == "gke":
+        from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_nodepool as engine
+    else:
+        from ansible_collections.gpu_ops.cluster.plugins.module_utils import _aks_nodepool as engine
+    engine.run(module)
+
+
+if __name__ == "__main__":
+    main()
