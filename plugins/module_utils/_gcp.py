@@ -1,0 +1,457 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""The Google Cloud session every GCP module of this collection uses.
+
+``GcpSession`` holds the credentials (google-auth), the endpoints of the GKE and Compute Engine APIs,
+an ``_http.HttpClient`` (the one retry loop) and the operation waiters:
+
+- GKE operations (``projects/*/locations/*/operations/*``) are polled with a growing interval.
+- Compute Engine operations (global or regional) are waited on with the API's ``wait`` method,
+  which returns when the operation is DONE or after about two minutes, whichever comes first.
+
+In render mode (``render_dir``) no credentials are read: the HTTP session is an
+``_http.RenderSession`` that records every write under ``<render_dir>/requests/`` and answers it
+with an operation that is already DONE, so the engines run their normal code path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import time
+
+from ansible.module_utils.basic import missing_required_lib
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
+    ApiError,
+    HttpClient,
+    RenderSession,
+    RetryPolicy,
+    HAS_REQUESTS,
+)
+
+try:
+    import google.auth
+    import google.auth.exceptions
+    import google.auth.transport.requests
+    import google.oauth2.credentials
+    import google.oauth2.service_account
+
+    HAS_GOOGLE_AUTH = True
+    GOOGLE_AUTH_IMPORT_ERROR = None
+except ImportError as import_error:  # pragma: no cover - reported through missing_required_lib
+    HAS_GOOGLE_AUTH = False
+    GOOGLE_AUTH_IMPORT_ERROR = import_error
+
+try:
+    from requests.adapters import HTTPAdapter
+except ImportError:  # pragma: no cover - reported through missing_required_lib
+    HTTPAdapter = None
+
+try:
+    from concurrent.futures import ThreadPoolExecutor
+except ImportError:  # pragma: no cover - part of the standard library since 3.2
+    ThreadPoolExecutor = None
+
+DEFAULT_CONTAINER_ENDPOINT = "https://container.googleapis.com/"
+DEFAULT_COMPUTE_ENDPOINT = "https://compute.googleapis.com/"
+DEFAULT_SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+AUTH_KINDS = ("application", "serviceaccount", "accesstoken")
+
+# compute ``wait`` answers after at most ~2 minutes; give the HTTP request room for that
+COMPUTE_WAIT_REQUEST_TIMEOUT = 150
+
+
+class OperationError(ApiError):
+    """A long-running operation that finished with an error."""
+
+    def __init__(self, operation, message, status=None, errors=None):
+        self.operation = operation or {}
+        self.errors = list(errors or [])
+        self.operation_name = self.operation.get("name") or "(unnamed)"
+        self.operation_type = self.operation.get("operationType") or ""
+        target = self.operation.get("targetLink") or ""
+        what = " ".join(p for p in (self.operation_type, target) if p)
+        text = "operation %s%s failed: %s" % (self.operation_name, " (%s)" % what if what else "", message)
+        super().__init__(status, text)
+
+    def describe(self):
+        return "%s%s" % ("HTTP %s: " % self.status if self.status else "", self.message)
+
+
+class OperationTimeoutError(ApiError):
+    """An operation that was not DONE within the time allowed."""
+
+    def __init__(self, operation, seconds):
+        self.operation = operation or {}
+        self.operation_name = self.operation.get("name") or "(unnamed)"
+        super().__init__(None, "operation %s (%s) was not DONE after %ss (status %s)" % (
+            self.operation_name, self.operation.get("operationType") or "unknown type", seconds,
+            self.operation.get("status") or "unknown"))
+
+    def describe(self):
+        return self.message
+
+
+class CredentialsError(Exception):
+    """Credentials could not be obtained; the message never carries a secret."""
+
+
+class ConcurrentError(Exception):
+    """Not raised on its own: the attribute ``others`` is set on the first error of run_concurrently."""
+
+
+class _SharedLogClient(HttpClient):
+    """An HttpClient with its own timeout that records its attempts in another client's ``sent`` list."""
+
+    def __init__(self, other, timeout):
+        super().__init__(other.session, retry=other.retry, timeout=timeout, on_retry=other.on_retry)
+        self.sent = other.sent
+        self._lock = other._lock  # pylint: disable=protected-access
+
+
+class _GoogleAuthSession:
+    """Wraps AuthorizedSession so that a refresh failure becomes an ApiError without secrets."""
+
+    def __init__(self, authorized, secrets):
+        self.authorized = authorized
+        self._secrets = secrets
+
+    def request(self, method, url, **kwargs):
+        try:
+            return self.authorized.request(method, url, **kwargs)
+        except google.auth.exceptions.GoogleAuthError as exc:
+            raise ApiError(401, "could not obtain or refresh Google credentials: %s" % scrub(
+                "%s: %s" % (type(exc).__name__, exc), self._secrets), method, url) from None
+
+
+def scrub(text, secrets):
+    """``text`` with every secret (and anything shaped like a bearer token) masked."""
+    text = "%s" % (text,)
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "********")
+    text = re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+", r"\1********", text)
+    text = re.sub(r"ya29\.[A-Za-z0-9._-]+", "********", text)
+    text = re.sub(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", "********", text, flags=re.S)
+    return text
+
+
+def _endpoint(url):
+    return url if url.endswith("/") else url + "/"
+
+
+class GcpSession:
+    """Credentials, endpoints, HTTP with retries, operation waiters and a small thread pool."""
+
+    def __init__(self, project, auth_kind="application", service_account_file=None,
+                 service_account_contents=None, access_token=None, scopes=None,
+                 container_endpoint=DEFAULT_CONTAINER_ENDPOINT, compute_endpoint=DEFAULT_COMPUTE_ENDPOINT,
+                 request_timeout=60, operation_timeout=3600, max_retries=8, render_dir=None,
+                 sleep=time.sleep, log=None, clock=time.monotonic, poll_initial=1.0, poll_max=10.0):
+        if not project:
+            raise CredentialsError("project is required")
+        self.project = project
+        self.container_endpoint = _endpoint(container_endpoint or DEFAULT_CONTAINER_ENDPOINT)
+        self.compute_endpoint = _endpoint(compute_endpoint or DEFAULT_COMPUTE_ENDPOINT)
+        self.request_timeout = request_timeout
+        self.operation_timeout = operation_timeout
+        self.render = bool(render_dir)
+        self.render_dir = render_dir
+        self.sleep = sleep
+        self.clock = clock
+        self.log = log
+        self.poll_initial = poll_initial
+        self.poll_max = poll_max
+        self._secrets = [s for s in (access_token,) if s]
+        self._render_counter = itertools.count(1)
+        self._render_lock = threading.Lock()
+        if self.render:
+            session = RenderSession(render_dir, "gcp", self._render_responder)
+        else:
+            session = _GoogleAuthSession(
+                self._authorized_session(auth_kind, service_account_file, service_account_contents,
+                                         access_token, list(scopes or DEFAULT_SCOPES)),
+                self._secrets)
+        retry = RetryPolicy(max_retries=max_retries, sleep=sleep)
+        self.http = HttpClient(session, retry=retry, timeout=request_timeout, on_retry=self._log)
+        self._wait_http = _SharedLogClient(self.http, max(request_timeout, COMPUTE_WAIT_REQUEST_TIMEOUT))
+
+    # ---------------------------------------------------------------- construction
+
+    @classmethod
+    def from_module(cls, module, **kwargs):
+        """A session from the GCP_COMMON_SPEC options of ``module``; fails the module cleanly."""
+        params = module.params
+        render_dir = params.get("render_dir")
+        if not render_dir:
+            if not HAS_REQUESTS:
+                module.fail_json(msg=missing_required_lib("requests"))
+            if not HAS_GOOGLE_AUTH:
+                module.fail_json(msg=missing_required_lib("google-auth"), exception=str(GOOGLE_AUTH_IMPORT_ERROR))
+        for option in ("request_timeout", "operation_timeout"):
+            if params.get(option) is not None and params[option] <= 0:
+                module.fail_json(msg="%s must be greater than 0, got %s" % (option, params[option]))
+        if params.get("max_retries") is not None and params["max_retries"] < 0:
+            module.fail_json(msg="max_retries must be 0 or more, got %s" % params["max_retries"])
+
+        def log(message):
+            module.debug(message)
+
+        try:
+            return cls(
+                project=params["project"],
+                auth_kind=params.get("auth_kind") or "application",
+                service_account_file=params.get("service_account_file"),
+                service_account_contents=params.get("service_account_contents"),
+                access_token=params.get("access_token"),
+                scopes=params.get("scopes"),
+                container_endpoint=params.get("container_endpoint") or DEFAULT_CONTAINER_ENDPOINT,
+                compute_endpoint=params.get("compute_endpoint") or DEFAULT_COMPUTE_ENDPOINT,
+                request_timeout=params.get("request_timeout") or 60,
+                operation_timeout=params.get("operation_timeout") or 3600,
+                max_retries=params["max_retries"] if params.get("max_retries") is not None else 8,
+                render_dir=render_dir,
+                log=log,
+                **kwargs
+            )
+        except CredentialsError as exc:
+            module.fail_json(msg=str(exc))
+        return None  # not reached: fail_json exits
+
+    def _authorized_session(self, auth_kind, service_account_file, service_account_contents, access_token, scopes):
+        if not HAS_GOOGLE_AUTH:
+            raise CredentialsError("google-auth is required to talk to Google Cloud (pip install google-auth)")
+        if auth_kind not in AUTH_KINDS:
+            raise CredentialsError("auth_kind must be one of %s, got %r" % (", ".join(AUTH_KINDS), auth_kind))
+        credentials = self._credentials(auth_kind, service_account_file, service_account_contents, access_token, scopes)
+        session = google.auth.transport.requests.AuthorizedSession(credentials)
+        if HTTPAdapter is not None:
+            # room for run_concurrently's workers on one host
+            adapter = HTTPAdapter(pool_connections=4, pool_maxsize=32)
+            session.mount("https://", adapter)
+            session.mount("http://", adapter)
+        return session
+
+    def _credentials(self, auth_kind, service_account_file, service_account_contents, access_token, scopes):
+        try:
+            if auth_kind == "accesstoken":
+                if not access_token:
+                    raise CredentialsError("auth_kind=accesstoken needs access_token")
+                return google.oauth2.credentials.Credentials(access_token)
+            if auth_kind == "serviceaccount":
+                if service_account_contents:
+                    info = service_account_contents
+                    if isinstance(info, str):
+                        import json  # pylint: disable=import-outside-toplevel
+
+                        try:
+                            info = json.loads(info)
+                        except ValueError:
+                            raise CredentialsError("service_account_contents is not valid JSON") from None
+                    if not isinstance(info, dict):
+                        raise CredentialsError("service_account_contents must be a JSON object (a service-account key)")
+                    return google.oauth2.service_account.Credentials.from_service_account_info(info, scopes=scopes)
+                if service_account_file:
+                    return google.oauth2.service_account.Credentials.from_service_account_file(
+                        service_account_file, scopes=scopes)
+                raise CredentialsError(
+                    "auth_kind=serviceaccount needs service_account_file or service_account_contents")
+            credentials, dummy = google.auth.default(scopes=scopes)
+            return credentials
+        except CredentialsError:
+            raise
+        except (google.auth.exceptions.GoogleAuthError, ValueError, KeyError, OSError) as exc:
+            secrets = list(self._secrets)
+            if isinstance(service_account_contents, dict):
+                secrets.extend(str(v) for v in service_account_contents.values())
+            elif service_account_contents:
+                secrets.append(str(service_account_contents))
+            raise CredentialsError("could not load %s credentials: %s" % (
+                auth_kind, scrub("%s: %s" % (type(exc).__name__, exc), secrets))) from None
+
+    def _log(self, message):
+        if self.log:
+            self.log(scrub(message, self._secrets))
+
+    # ---------------------------------------------------------------- URLs
+
+    def container_url(self, path, beta=False):
+        """``<container endpoint>v1/<path>`` (``v1beta1`` with ``beta``)."""
+        return "%s%s/%s" % (self.container_endpoint, "v1beta1" if beta else "v1", path.lstrip("/"))
+
+    def compute_url(self, path):
+        """``<compute endpoint>compute/v1/projects/<project>/<path>``."""
+        return "%scompute/v1/projects/%s/%s" % (self.compute_endpoint, self.project, path.lstrip("/"))
+
+    def compute_link(self, link):
+        """A compute resource URL (selfLink from any host, or a relative ``projects/...`` path) on our endpoint."""
+        if "/compute/v1/" in link:
+            return self.compute_endpoint + "compute/v1/" + link.split("/compute/v1/", 1)[1]
+        link = link.lstrip("/")
+        if link.startswith("projects/"):
+            return self.compute_endpoint + "compute/v1/" + link
+        return self.compute_url(link)
+
+    # ---------------------------------------------------------------- requests
+
+    def get(self, url, params=None):
+        """The resource at ``url``, or None when it does not exist (404)."""
+        return self.http.get(url, params=params)
+
+    def post(self, url, body=None, params=None):
+        return self.http.request("POST", url, body=body, params=params).body or {}
+
+    def patch(self, url, body=None, params=None):
+        return self.http.request("PATCH", url, body=body, params=params).body or {}
+
+    def put(self, url, body=None, params=None):
+        return self.http.request("PUT", url, body=body, params=params).body or {}
+
+    def delete(self, url, body=None, params=None):
+        return self.http.request("DELETE", url, body=body, params=params).body or {}
+
+    # ---------------------------------------------------------------- operations
+
+    def wait_container_operation(self, op, timeout=None):
+        """Poll a GKE operation until DONE; OperationError when it ended with an error."""
+        timeout = self.operation_timeout if timeout is None else timeout
+        url = self._container_operation_url(op)
+        deadline = self.clock() + timeout
+        interval = self.poll_initial
+        while True:
+            if (op or {}).get("status") == "DONE":
+                error = op.get("error")
+                if error:
+                    raise OperationError(op, error.get("message") or error.get("code") or "unknown error",
+                                         status=_google_rpc_http_status(error.get("code")),
+                                         errors=[error])
+                return op
+            if self.clock() >= deadline:
+                raise OperationTimeoutError(op, timeout)
+            self.sleep(min(interval, max(0.0, deadline - self.clock())))
+            interval = min(self.poll_max, interval * 1.5)
+            latest = self.get(url)
+            if latest is None:
+                raise OperationError(op, "the operation disappeared (404 on %s)" % url, status=404)
+            op = latest
+
+    def _container_operation_url(self, op):
+        name = (op or {}).get("name") or ""
+        if name.startswith("projects/"):
+            return self.container_url(name)
+        location = op.get("location") or op.get("zone")
+        if location and "/" not in location:
+            return self.container_url("projects/%s/locations/%s/operations/%s" % (self.project, location, name))
+        link = op.get("selfLink") or ""
+        match = re.search(r"(projects/[^/]+/(?:locations|zones)/[^/]+/operations/[^/?]+)", link)
+        if match:
+            return self.container_url(match.group(1).replace("/zones/", "/locations/"))
+        if self.render:
+            return ""
+        raise OperationError(op, "cannot tell where to poll it (no location, zone or selfLink)")
+
+    def wait_compute_operation(self, op, timeout=None):
+        """Wait on a global or regional compute operation with its ``wait`` method until DONE."""
+        timeout = self.operation_timeout if timeout is None else timeout
+        deadline = self.clock() + timeout
+        url = None
+        while True:
+            if (op or {}).get("status") == "DONE":
+                errors = ((op.get("error") or {}).get("errors")) or []
+                if errors:
+                    message = "; ".join(
+                        "%s: %s" % (e.get("code") or "ERROR", e.get("message") or "") for e in errors)
+                    raise OperationError(op, message, status=op.get("httpErrorStatusCode"), errors=errors)
+                return op
+            if self.clock() >= deadline:
+                raise OperationTimeoutError(op, timeout)
+            url = url or self._compute_operation_url(op) + "/wait"
+            op = self._wait_http.request("POST", url).body or {}
+
+    def _compute_operation_url(self, op):
+        if op.get("selfLink"):
+            return self.compute_link(op["selfLink"])
+        name = op.get("name")
+        if not name:
+            raise OperationError(op, "cannot tell where to wait for it (no selfLink or name)")
+        if op.get("zone"):
+            return self.compute_url("zones/%s/operations/%s" % (op["zone"].rstrip("/").split("/")[-1], name))
+        if op.get("region"):
+            return self.compute_url("regions/%s/operations/%s" % (op["region"].rstrip("/").split("/")[-1], name))
+        return self.compute_url("global/operations/%s" % name)
+
+    # ---------------------------------------------------------------- concurrency
+
+    def run_concurrently(self, tasks, max_workers=8):
+        """Run zero-argument callables concurrently; their results in task order.
+
+        Render mode runs them one after the other so that the request files come out in a stable
+        order. When tasks fail, the others still run to the end; then the first error (in task
+        order) is raised with ``others`` holding the rest.
+        """
+        tasks = list(tasks)
+        outcomes = []
+        if self.render or len(tasks) <= 1 or max_workers <= 1 or ThreadPoolExecutor is None:
+            for task in tasks:
+                outcomes.append(_outcome(task))
+        else:
+            with ThreadPoolExecutor(max_workers=min(max_workers, len(tasks))) as pool:
+                futures = [pool.submit(_outcome, task) for task in tasks]
+                outcomes = [future.result() for future in futures]
+        errors = [error for ok, error in outcomes if not ok]
+        if errors:
+            first = errors[0]
+            try:
+                first.others = errors[1:]
+            except AttributeError:  # pragma: no cover - exceptions with __slots__
+                pass
+            raise first
+        return [value for dummy, value in outcomes]
+
+    # ---------------------------------------------------------------- render mode
+
+    def _render_responder(self, method, url, body):
+        with self._render_lock:
+            number = next(self._render_counter)
+        target = url.split("?")[0]
+        if target.startswith(self.compute_endpoint):
+            verb = {"POST": "insert", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}.get(method, method.lower())
+            if method == "POST" and isinstance(body, dict) and body.get("name"):
+                target = "%s/%s" % (target, body["name"])
+            elif method == "POST" and not target.rsplit("/", 1)[-1].islower():
+                verb = target.rsplit("/", 1)[-1]
+            return dict(kind="compute#operation", name="operation-render-%03d" % number, status="DONE",
+                        operationType=verb, targetLink=target, progress=100)
+        parts = target.split("/")
+        kind = "NODE_POOL" if "nodePools" in parts else "CLUSTER"
+        verb = {"POST": "CREATE", "PUT": "UPDATE", "PATCH": "UPDATE", "DELETE": "DELETE"}.get(method, "UPDATE")
+        if ":" in parts[-1]:
+            verb = "UPDATE"
+        location = ""
+        if "locations" in parts and parts.index("locations") + 1 < len(parts):
+            location = parts[parts.index("locations") + 1]
+        return dict(name="operation-render-%03d" % number, status="DONE", operationType="%s_%s" % (verb, kind),
+                    targetLink=target, location=location)
+
+
+def _outcome(task):
+    try:
+        return True, task()
+    except Exception as exc:  # pylint: disable=broad-except
+        return False, exc
+
+
+# google.rpc.Code -> HTTP status (the ones GKE operations report)
+_RPC_HTTP = {1: 499, 2: 500, 3: 400, 4: 504, 5: 404, 6: 409, 7: 403, 8: 429, 9: 400, 10: 409, 11: 400,
+             12: 501, 13: 500, 14: 503, 15: 500, 16: 401}
+
+
+def _google_rpc_http_status(code):
+    try:
+        return _RPC_HTTP.get(int(code))
+    except (TypeError, ValueError):
+        return None
