@@ -321,9 +321,10 @@ node_pool:
   returned: always
   type: dict
 expected_resources:
-  description: The extended resources each node should advertise, from the GPU catalogs (for example C({"nvidia.com/gpu": 8})).
+  description: The extended resources each node should advertise, from the GPU catalogs.
   returned: when known
   type: dict
+  sample: {"nvidia.com/gpu": 8}
 """
 
 from ansible.module_utils.basic import AnsibleModule
