@@ -68,13 +68,16 @@ def pick(document, fields):
     """The part of ``document`` holding the dotted ``fields`` (for a focused diff)."""
     picked = {}
     for field in fields:
-        source, target = document or {}, picked
         parts = field.split(".")
+        source = document or {}
         for part in parts[:-1]:
             source = source.get(part) if isinstance(source, dict) else None
+        if not (isinstance(source, dict) and parts[-1] in source):
+            continue
+        target = picked
+        for part in parts[:-1]:
             target = target.setdefault(part, {})
-        if isinstance(source, dict) and parts[-1] in source:
-            target[parts[-1]] = copy.deepcopy(source[parts[-1]])
+        target[parts[-1]] = copy.deepcopy(source[parts[-1]])
     return picked
 
 
