@@ -1,0 +1,455 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""The Azure Resource Manager session every Azure module of this collection uses.
+
+``ArmSession`` holds the credential (azure-identity), the ARM endpoint of the chosen cloud, an
+``_http.HttpClient`` (the one retry loop, which honours ``Retry-After``) and the long-running
+operation waiter. ARM reports a long-running operation in one of three ways, tried in this order:
+
+1. an ``Azure-AsyncOperation`` header: an operation-status URL that answers
+   ``{"status": "InProgress" | "Succeeded" | "Failed" | "Canceled", "error": {...}}``;
+2. a ``Location`` header: a URL that answers 202 while the operation runs and 200/201/204 when it
+   is done;
+3. neither: the resource's own ``properties.provisioningState``, read until it is terminal.
+
+Between polls the waiter sleeps for the server's ``Retry-After`` (or a default interval). A
+``Failed`` or ``Canceled`` operation raises ``LroError`` naming the request and the error code and
+message.
+
+In render mode (``render_dir``) no credential is created: the HTTP session is an
+``_http.RenderSession`` that records every write under ``<render_dir>/requests/`` and answers it
+with the written resource in provisioning state ``Succeeded``.
+
+Tokens are sent in the ``Authorization`` header only; nothing here logs headers, and error
+messages are scrubbed of the client secret and of anything shaped like a bearer token.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import re
+import threading
+import time
+
+from ansible.module_utils.basic import missing_required_lib
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
+    ApiError,
+    HttpClient,
+    RenderSession,
+    RetryPolicy,
+    HAS_REQUESTS,
+    parse_retry_after,
+)
+
+try:
+    import requests
+
+    _SessionBase = requests.Session
+except ImportError:  # pragma: no cover - reported through missing_required_lib
+    _SessionBase = object
+
+try:
+    import azure.core.exceptions
+    import azure.identity
+
+    HAS_AZURE_IDENTITY = True
+    AZURE_IDENTITY_IMPORT_ERROR = None
+except ImportError as import_error:  # pragma: no cover - reported through missing_required_lib
+    HAS_AZURE_IDENTITY = False
+    AZURE_IDENTITY_IMPORT_ERROR = import_error
+
+
+Cloud = collections.namedtuple("Cloud", ["arm_endpoint", "audience", "authority_host"])
+
+# The ARM endpoint, the token audience (the scope is the audience + ".default") and the Microsoft
+# Entra authority host of each Azure cloud.
+CLOUDS = {
+    "public": Cloud("https://management.azure.com/", "https://management.azure.com/", "login.microsoftonline.com"),
+    "china": Cloud("https://management.chinacloudapi.cn/", "https://management.chinacloudapi.cn/",
+                   "login.chinacloudapi.cn"),
+    "usgovernment": Cloud("https://management.usgovcloudapi.net/", "https://management.usgovcloudapi.net/",
+                          "login.microsoftonline.us"),
+}
+
+# ARM operation states (Azure-AsyncOperation "status" and properties.provisioningState).
+SUCCEEDED = "succeeded"
+FAILED_STATES = frozenset(("failed", "canceled", "cancelled"))
+TERMINAL_STATES = FAILED_STATES | frozenset((SUCCEEDED,))
+
+DEFAULT_POLL_INTERVAL = 10.0
+TOKEN_REFRESH_MARGIN = 300  # seconds before expiry at which a token is renewed
+
+
+class CredentialsError(Exception):
+    """A credential could not be set up or used; the message never carries a secret."""
+
+
+class LroError(ApiError):
+    """A long-running operation that ended Failed or Canceled, or did not end in time."""
+
+    def __init__(self, method, url, state, code=None, detail=None, status=None, operation=None):
+        self.state = state
+        self.code = code
+        self.detail = detail
+        self.operation = operation
+        text = "long-running operation %s" % state
+        if code or detail:
+            text += ": %s" % ": ".join(p for p in (code, detail) if p)
+        super().__init__(status, text, method, _strip_query(url))
+
+
+def scrub(text, secrets):
+    """``text`` with every secret and anything shaped like a bearer token or JWT masked."""
+    text = "%s" % (text,)
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "********")
+    text = re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+", r"\1********", text)
+    text = re.sub(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*", "********", text)
+    return text
+
+
+def _strip_query(url):
+    return (url or "").split("?")[0] or None
+
+
+def _header(headers, name):
+    """A header value, case-insensitively (requests gives a CaseInsensitiveDict, RenderSession a dict)."""
+    if not headers:
+        return None
+    value = headers.get(name)
+    if value is not None:
+        return value
+    lower = name.lower()
+    for key, item in headers.items():
+        if key.lower() == lower:
+            return item
+    return None
+
+
+def provisioning_state(document):
+    """``properties.provisioningState`` of an ARM resource document, or None."""
+    if not isinstance(document, dict):
+        return None
+    properties = document.get("properties")
+    if isinstance(properties, dict):
+        return properties.get("provisioningState")
+    return None
+
+
+class ArmResponse(tuple):
+    """``(body, headers)`` of a write, which also remembers the request (for ``ArmSession.wait``)."""
+
+    def __new__(cls, body, headers, method, url, status):
+        self = super().__new__(cls, (body, headers))
+        self.method = method
+        self.url = url
+        self.status = status
+        return self
+
+    @property
+    def body(self):
+        return self[0]
+
+    @property
+    def headers(self):
+        return self[1]
+
+
+class _BearerSession(_SessionBase):
+    """A requests.Session that sends an Azure bearer token, renewed before it expires."""
+
+    def __init__(self, credential, scope, secrets, clock=time.time):
+        super().__init__()
+        self._credential = credential
+        self._scope = scope
+        self._secrets = secrets
+        self._clock = clock
+        self._token = None
+        self._expires_on = 0
+        self._lock = threading.Lock()
+
+    def _authorization(self, method, url):
+        with self._lock:
+            if self._token is None or self._expires_on - self._clock() < TOKEN_REFRESH_MARGIN:
+                try:
+                    access = self._credential.get_token(self._scope)
+                except Exception as exc:  # pylint: disable=broad-except
+                    # azure-identity raises ClientAuthenticationError / CredentialUnavailableError
+                    raise ApiError(401, "could not get an Azure token for %s: %s" % (
+                        self._scope, scrub("%s: %s" % (type(exc).__name__, exc), self._secrets)),
+                        method, _strip_query(url)) from None
+                self._token = access.token
+                self._expires_on = access.expires_on
+            return "Bearer " + self._token
+
+    def request(self, method, url, *args, **kwargs):  # pylint: disable=arguments-differ,signature-differs
+        headers = dict(kwargs.pop("headers", None) or {})
+        headers["Authorization"] = self._authorization(method, url)
+        headers.setdefault("Accept", "application/json")
+        return super().request(method, url, *args, headers=headers, **kwargs)
+
+
+def build_credential(cloud, tenant_id=None, client_id=None, client_secret=None):
+    """An azure-identity credential for ``cloud``.
+
+    A service principal secret when tenant_id, client_id and client_secret are all given;
+    otherwise the default chain (environment, workload identity, managed identity (with
+    ``client_id`` as a user-assigned identity), Azure CLI, ...).
+    """
+    if not HAS_AZURE_IDENTITY:
+        raise CredentialsError("azure-identity is required to talk to Azure (pip install azure-identity)")
+    authority = CLOUDS[cloud].authority_host
+    given = [n for n, v in (("tenant_id", tenant_id), ("client_id", client_id), ("client_secret", client_secret)) if v]
+    if client_secret and len(given) < 3:
+        raise CredentialsError("client_secret needs tenant_id and client_id as well (given: %s)" % ", ".join(given))
+    try:
+        if client_secret:
+            return azure.identity.ClientSecretCredential(tenant_id, client_id, client_secret, authority=authority)
+        kwargs = dict(authority=authority)
+        if client_id:
+            kwargs.update(managed_identity_client_id=client_id, workload_identity_client_id=client_id)
+        if tenant_id:
+            kwargs.update(workload_identity_tenant_id=tenant_id)
+        return azure.identity.DefaultAzureCredential(**kwargs)
+    except (ValueError, TypeError) as exc:
+        raise CredentialsError("could not set up the Azure credential: %s" % scrub(exc, [client_secret])) from None
+
+
+class ArmSession:
+    """Credential, ARM endpoint, HTTP with retries and the long-running operation waiter."""
+
+    def __init__(self, subscription_id, cloud="public", arm_endpoint=None, tenant_id=None, client_id=None,
+                 client_secret=None, request_timeout=60, operation_timeout=3600, max_retries=8, render_dir=None,
+                 sleep=time.sleep, credential=None, log=None, clock=time.monotonic,
+                 poll_interval=DEFAULT_POLL_INTERVAL):
+        if not subscription_id:
+            raise CredentialsError("subscription_id is required")
+        if cloud not in CLOUDS:
+            raise CredentialsError("cloud must be one of %s, got %r" % (", ".join(sorted(CLOUDS)), cloud))
+        self.subscription_id = subscription_id
+        self.cloud = cloud
+        # the scheme is kept as given: a test double may be plain http on 127.0.0.1
+        endpoint = arm_endpoint or CLOUDS[cloud].arm_endpoint
+        self.arm_endpoint = endpoint if endpoint.endswith("/") else endpoint + "/"
+        self.scope = CLOUDS[cloud].audience + ".default"
+        self.operation_timeout = operation_timeout
+        self.render = bool(render_dir)
+        self.render_dir = render_dir
+        self.sleep = sleep
+        self.clock = clock
+        self.log = log
+        self.poll_interval = poll_interval
+        self._secrets = [s for s in (client_secret,) if s]
+        if self.render:
+            session = RenderSession(render_dir, "arm", self._render_responder)
+        else:
+            if credential is None:
+                credential = build_credential(cloud, tenant_id, client_id, client_secret)
+            session = _BearerSession(credential, self.scope, self._secrets)
+        retry = RetryPolicy(max_retries=max_retries, sleep=sleep)
+        self.http = HttpClient(session, retry=retry, timeout=request_timeout, on_retry=self._log)
+
+    @classmethod
+    def from_module(cls, module, **kwargs):
+        """A session from the AZURE_COMMON_SPEC options of ``module``; fails the module cleanly."""
+        params = module.params
+        render_dir = params.get("render_dir")
+        if not render_dir and "credential" not in kwargs:
+            if not HAS_REQUESTS:
+                module.fail_json(msg=missing_required_lib("requests"))
+            if not HAS_AZURE_IDENTITY:
+                module.fail_json(msg=missing_required_lib("azure-identity"), exception=str(AZURE_IDENTITY_IMPORT_ERROR))
+        for option in ("request_timeout", "operation_timeout"):
+            if params.get(option) is not None and params[option] <= 0:
+                module.fail_json(msg="%s must be greater than 0, got %s" % (option, params[option]))
+        if params.get("max_retries") is not None and params["max_retries"] < 0:
+            module.fail_json(msg="max_retries must be 0 or more, got %s" % params["max_retries"])
+
+        def log(message):
+            module.debug(message)
+
+        try:
+            return cls(
+                subscription_id=params.get("subscription_id"),
+                cloud=params.get("cloud") or "public",
+                arm_endpoint=params.get("arm_endpoint"),
+                tenant_id=params.get("tenant_id"),
+                client_id=params.get("client_id"),
+                client_secret=params.get("client_secret"),
+                request_timeout=params.get("request_timeout") or 60,
+                operation_timeout=params.get("operation_timeout") or 3600,
+                max_retries=params["max_retries"] if params.get("max_retries") is not None else 8,
+                render_dir=render_dir,
+                log=log,
+                **kwargs
+            )
+        except CredentialsError as exc:
+            module.fail_json(msg=str(exc))
+        return None  # not reached: fail_json exits
+
+    def _log(self, message):
+        if self.log:
+            self.log(scrub(message, self._secrets))
+
+    # ---------------------------------------------------------------- URLs
+
+    def url(self, path, api_version):
+        """``<arm>/subscriptions/<id>/<path>?api-version=<v>``; a path that is an ARM ID (``/subscriptions/...``) is kept whole."""
+        path = path.lstrip("/")
+        if not path.startswith("subscriptions/"):
+            path = "subscriptions/%s/%s" % (self.subscription_id, path)
+        return "%s%s?api-version=%s" % (self.arm_endpoint, path, api_version)
+
+    def absolute(self, link):
+        """A URL from a response header, as is (ARM gives absolute URLs)."""
+        if link.startswith("http://") or link.startswith("https://"):
+            return link
+        return self.arm_endpoint + link.lstrip("/")
+
+    # ---------------------------------------------------------------- requests
+
+    def get(self, url):
+        """The resource at ``url``, or None when it does not exist (404)."""
+        return self.http.get(url)
+
+    def _write(self, method, url, body):
+        response = self.http.request(method, url, body=body)
+        return ArmResponse(response.body if response.body is not None else {}, response.headers or {},
+                           method, url, response.status)
+
+    def put(self, url, body=None):
+        return self._write("PUT", url, body)
+
+    def patch(self, url, body=None):
+        return self._write("PATCH", url, body)
+
+    def delete(self, url, body=None):
+        return self._write("DELETE", url, body)
+
+    def post(self, url, body=None):
+        return self._write("POST", url, body)
+
+    # ---------------------------------------------------------------- long-running operations
+
+    def wait(self, response, timeout=None):
+        """The final resource (PUT/PATCH), result (POST) or None (DELETE) of a write; LroError when it failed."""
+        body, headers = response[0], response[1]
+        method = getattr(response, "method", "PUT")
+        url = getattr(response, "url", None)
+        status = getattr(response, "status", 200)
+        deadline = self.clock() + (self.operation_timeout if timeout is None else timeout)
+        async_url = _header(headers, "Azure-AsyncOperation")
+        location = _header(headers, "Location")
+        delay = parse_retry_after(_header(headers, "Retry-After"))
+        if async_url:
+            self._poll_async_operation(self.absolute(async_url), method, url, deadline, delay)
+            return self._final(method, url, location, body)
+        if location and status == 202:
+            return self._poll_location(self.absolute(location), method, url, deadline, delay)
+        if method == "DELETE":
+            if status == 202 and url:
+                return self.wait_for_state(url, method="DELETE", deadline=deadline, delay=delay)
+            return None
+        state = provisioning_state(body)
+        if state is None or state.lower() == SUCCEEDED:
+            return body or None
+        if url is None:
+            raise LroError(method, url, state, detail="no URL to poll the provisioning state at")
+        return self.wait_for_state(url, method=method, first=body, deadline=deadline, delay=delay)
+
+    def wait_for_state(self, url, method="GET", first=None, deadline=None, delay=None):
+        """GET ``url`` until its provisioningState is terminal; the document.
+
+        For ``method`` DELETE the wait ends only when the resource is gone (None). For GET (a
+        resource found mid-operation) a resource that goes away gives None; for a write it is an
+        LroError.
+        """
+        if deadline is None:
+            deadline = self.clock() + self.operation_timeout
+        document = first if first is not None else self.get(url)
+        while True:
+            if document is None:
+                if method in ("GET", "DELETE"):
+                    return None
+                raise LroError(method, url, "lost", detail="the resource disappeared before it was provisioned",
+                               status=404)
+            state = provisioning_state(document)
+            if state is not None and state.lower() in FAILED_STATES:
+                raise LroError(method, url, state, detail="provisioningState is %s" % state, operation=document)
+            if method != "DELETE" and (state is None or state.lower() == SUCCEEDED):
+                return document
+            self._pause(deadline, delay, method, url, state)
+            delay = None
+            document = self.get(url)
+
+    def _pause(self, deadline, delay, method, url, state):
+        now = self.clock()
+        if now >= deadline:
+            raise LroError(method, url, "timed out", detail="still %s after %s seconds" % (
+                state or "in progress", self.operation_timeout))
+        interval = self.poll_interval if delay is None else delay
+        self.sleep(max(0.0, min(interval, deadline - now)))
+
+    def _poll_async_operation(self, op_url, method, url, deadline, delay):
+        while True:
+            self._pause(deadline, delay, method, url, "InProgress")
+            response = self.http.request("GET", op_url)
+            operation = response.body or {}
+            state = str(operation.get("status") or "InProgress")
+            if state.lower() == SUCCEEDED:
+                return operation
+            if state.lower() in FAILED_STATES:
+                error = operation.get("error") or {}
+                raise LroError(method, url, state, code=error.get("code"), detail=error.get("message"),
+                               operation=operation)
+            delay = parse_retry_after(_header(response.headers, "Retry-After"))
+
+    def _poll_location(self, location, method, url, deadline, delay):
+        while True:
+            self._pause(deadline, delay, method, url, "InProgress")
+            try:
+                response = self.http.request("GET", location)
+            except ApiError as exc:
+                if exc.status == 404 and method == "DELETE":
+                    return None
+                error = (exc.body or {}).get("error") if isinstance(exc.body, dict) else None
+                error = error if isinstance(error, dict) else {}
+                raise LroError(method, url, "Failed", code=error.get("code"), detail=error.get("message") or exc.message,
+                               status=exc.status, operation=exc.body) from None
+            if response.status != 202:
+                if method in ("PUT", "PATCH") and url:
+                    return self.get(url) or response.body
+                return response.body
+            delay = parse_retry_after(_header(response.headers, "Retry-After"))
+
+    def _final(self, method, url, location, body):
+        if method == "DELETE":
+            return None
+        if method in ("PUT", "PATCH") and url:
+            return self.get(url) or body or None
+        if method == "POST" and location:
+            return self.http.request("GET", self.absolute(location)).body
+        return body or None
+
+    # ---------------------------------------------------------------- render mode
+
+    def _render_responder(self, method, url, body):
+        """What ARM answers once a write has finished: the resource, Succeeded."""
+        if method == "DELETE":
+            return None
+        document = copy.deepcopy(body) if isinstance(body, dict) else {}
+        if method in ("PUT", "PATCH"):
+            path = url.split("?")[0]
+            if path.startswith(self.arm_endpoint):
+                path = "/" + path[len(self.arm_endpoint):]
+            document.setdefault("id", path)
+            document.setdefault("name", path.rstrip("/").rsplit("/", 1)[-1])
+            properties = document.setdefault("properties", {})
+            if isinstance(properties, dict):
+                properties["provisioningState"] = "Succeeded"
+        return document
