@@ -1,0 +1,257 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""Input checks and small helpers shared by the GKE cluster and node-pool engines.
+
+Every check appends ``"<option>: <problem>"`` to a list, so that a module reports all bad input at
+once, names each option (with its path for sub-options) and does so before any request is sent.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import re
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gpudirect import parse_gke_version
+
+# GKE cluster and node pool names: lowercase letters, digits and hyphens, starting with a letter,
+# not ending with a hyphen, at most 40 characters.
+GKE_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?$")
+# Compute Engine resource names (networks, subnetworks, reservations, resource policies): RFC 1035, <= 63.
+GCE_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$")
+REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
+PROJECT = re.compile(r"^(?:[a-z][-a-z0-9.:]{4,61}[a-z0-9]|[a-z][-a-z0-9]{4,28}[a-z0-9])$")
+SERVICE_ACCOUNT = re.compile(r"^(?:default|[a-z][-a-z0-9]{4,28}[a-z0-9]@[-a-z0-9.:]+\.(?:iam\.)?gserviceaccount\.com"
+                             r"|[0-9]+-compute@developer\.gserviceaccount\.com)$")
+LABEL_NAME = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?$")
+
+TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+TAINT_EFFECT_NAMES = dict((v, k) for k, v in TAINT_EFFECTS.items())
+
+# Operations of GKE run one at a time per cluster; these statuses mean "wait, then look again".
+BUSY_CLUSTER_STATUSES = ("PROVISIONING", "RECONCILING", "STOPPING")
+BUSY_POOL_STATUSES = ("PROVISIONING", "RECONCILING", "STOPPING")
+
+
+class Problems:
+    """Collects ``option: problem`` lines."""
+
+    def __init__(self):
+        self.items = []
+
+    def add(self, option, message):
+        self.items.append("%s: %s" % (option, message))
+
+    def __bool__(self):
+        return bool(self.items)
+
+    def message(self, what):
+        return "invalid %s input (nothing was changed): %s" % (what, "; ".join(self.items))
+
+
+def check_name(problems, option, value, pattern=GKE_NAME, what="1 to 40 lowercase letters, digits or hyphens, "
+                                                                 "starting with a letter and not ending with a hyphen"):
+    if value is None:
+        return
+    if not pattern.match(value):
+        problems.add(option, "%r is not a valid name (%s)" % (value, what))
+
+
+def check_gce_name(problems, option, value):
+    check_name(problems, option, value, GCE_NAME,
+               "1 to 63 lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen")
+
+
+def check_project(problems, value):
+    if value is not None and not PROJECT.match(value):
+        problems.add("project", "%r is not a valid Google Cloud project ID" % (value,))
+
+
+def location_kind(location):
+    """``zone`` or ``region`` for a GKE location, else None."""
+    if ZONE.match(location or ""):
+        return "zone"
+    if REGION.match(location or ""):
+        return "region"
+    return None
+
+
+def region_of(location):
+    """The region of a zone or region name."""
+    match = ZONE.match(location or "")
+    return match.group(1) if match else location
+
+
+def check_location(problems, value, option="location"):
+    if value is None:
+        return
+    if location_kind(value) is None:
+        problems.add(option, "%r is neither a zone (for example us-central1-c) nor a region (for example us-central1)"
+                     % (value,))
+
+
+def check_node_locations(problems, option, zones, location):
+    if zones is None:
+        return
+    if not zones:
+        problems.add(option, "must name at least one zone when set")
+        return
+    if len(set(zones)) != len(zones):
+        problems.add(option, "lists a zone more than once: %s" % ", ".join(zones))
+    for zone in zones:
+        if not ZONE.match(zone or ""):
+            problems.add(option, "%r is not a zone (for example us-central1-c)" % (zone,))
+        elif location and location_kind(location) and region_of(zone) != region_of(location):
+            problems.add(option, "zone %s is not in the region of location %s" % (zone, location))
+
+
+def check_full_version(problems, option, value):
+    """A pinned GKE version (MAJOR.MINOR.PATCH-gke.BUILD); returns the parsed tuple or None."""
+    if value is None:
+        return None
+    try:
+        return parse_gke_version(value)
+    except ValueError as exc:
+        problems.add(option, str(exc))
+        return None
+
+
+def version_key(value):
+    """Sortable key of a GKE version, or None when it is not a full version."""
+    try:
+        return parse_gke_version(value)
+    except ValueError:
+        return None
+
+
+def check_cidr(problems, option, value, max_prefix=None, min_prefix=None):
+    """An IPv4 network in CIDR form without host bits; returns ipaddress.IPv4Network or None."""
+    if value is None:
+        return None
+    try:
+        network = ipaddress.ip_network(str(value), strict=True)
+    except ValueError as exc:
+        problems.add(option, "%r is not a valid CIDR block (%s)" % (value, exc))
+        return None
+    if network.version != 4:
+        problems.add(option, "%r is not an IPv4 CIDR block" % (value,))
+        return None
+    if "/" not in str(value):
+        problems.add(option, "%r has no prefix length (write it as a.b.c.d/n)" % (value,))
+        return None
+    if max_prefix is not None and network.prefixlen > max_prefix:
+        problems.add(option, "%s is too small: the prefix length must be at most /%d" % (value, max_prefix))
+    if min_prefix is not None and network.prefixlen < min_prefix:
+        problems.add(option, "%s is too large: the prefix length must be at least /%d" % (value, min_prefix))
+    return network
+
+
+def check_no_overlap(problems, named_networks):
+    """``named_networks``: [(option, IPv4Network or None)]; one problem per overlapping pair."""
+    known = [(option, net) for option, net in named_networks if net is not None]
+    for index, (option, net) in enumerate(known):
+        for other_option, other in known[index + 1:]:
+            if net.overlaps(other):
+                problems.add(option, "%s overlaps %s (%s)" % (net, other_option, other))
+
+
+def check_labels(problems, option, labels):
+    """Kubernetes label keys and values."""
+    for key, value in (labels or {}).items():
+        key = "%s" % (key,)
+        prefix, dummy, name = key.rpartition("/")
+        if not LABEL_NAME.match(name) or (prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix))):
+            problems.add(option, "%r is not a valid Kubernetes label key" % (key,))
+        if value is None or isinstance(value, (dict, list)):
+            problems.add("%s.%s" % (option, key), "label values must be strings")
+        elif not LABEL_VALUE.match("%s" % (value,)):
+            problems.add("%s.%s" % (option, key), "%r is not a valid Kubernetes label value" % (value,))
+
+
+def parse_taints(problems, option, taints):
+    """``key=value:Effect`` strings -> NodeTaint documents (None when any is bad)."""
+    if taints is None:
+        return None
+    parsed = []
+    for text in taints:
+        match = re.match(r"^([^=:\s]+)(?:=([^:\s]*))?:([A-Za-z]+)$", text or "")
+        if not match:
+            problems.add(option, "%r is not written key=value:Effect" % (text,))
+            continue
+        key, value, effect = match.groups()
+        if effect not in TAINT_EFFECTS:
+            problems.add(option, "%r has effect %r; allowed: %s" % (text, effect, ", ".join(TAINT_EFFECTS)))
+            continue
+        prefix, dummy, name = key.rpartition("/")
+        if not LABEL_NAME.match(name) or (prefix and not DNS_SUBDOMAIN.match(prefix)):
+            problems.add(option, "%r has an invalid key %r" % (text, key))
+            continue
+        if value and not LABEL_VALUE.match(value):
+            problems.add(option, "%r has an invalid value %r" % (text, value))
+            continue
+        taint = dict(key=key, effect=TAINT_EFFECTS[effect])
+        if value:
+            taint["value"] = value
+        parsed.append(taint)
+    return parsed
+
+
+def taint_text(taint):
+    """A NodeTaint document as ``key=value:Effect``."""
+    effect = TAINT_EFFECT_NAMES.get(taint.get("effect"), taint.get("effect"))
+    if taint.get("value"):
+        return "%s=%s:%s" % (taint.get("key"), taint["value"], effect)
+    return "%s:%s" % (taint.get("key"), effect)
+
+
+def parse_time(problems, option, value):
+    """An RFC 3339 timestamp with a time zone -> aware datetime (None when bad or unset)."""
+    if value is None:
+        return None
+    parsed = to_datetime(value)
+    if parsed is None:
+        problems.add(option, "%r is not an RFC 3339 time with a zone, for example 2026-01-31T00:00:00Z" % (value,))
+    return parsed
+
+
+def to_datetime(value):
+    text = "%s" % (value,)
+    if not re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$", text):
+        return None
+    text = text[:-1] + "+00:00" if text.endswith("Z") else text
+    # Python < 3.11 fromisoformat wants 0, 3 or 6 fraction digits
+    match = re.match(r"^(.*T\d\d:\d\d:\d\d)\.(\d+)(.*)$", text)
+    if match:
+        text = "%s.%s%s" % (match.group(1), (match.group(2) + "000000")[:6], match.group(3))
+    try:
+        return datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def rfc3339(moment):
+    """An aware datetime as the UTC RFC 3339 text GKE returns (``2026-01-31T00:00:00Z``)."""
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def last_segment(value):
+    """``projects/p/global/networks/n`` or a full URL -> ``n``; names pass through."""
+    if not value:
+        return value
+    return ("%s" % value).rstrip("/").rsplit("/", 1)[-1]
+
+
+def cluster_path(project, location, cluster):
+    return "projects/%s/locations/%s/clusters/%s" % (project, location, cluster)
+
+
+def operation_error_text(exc):
+    """A short text of an ApiError/OperationError (no headers, no secrets)."""
+    describe = getattr(exc, "describe", None)
+    return describe() if callable(describe) else "%s" % (exc,)
