@@ -91,7 +91,7 @@ PY
 }
 
 install_system_tools() {
-    # shellcheck backs ansible-test's shellcheck sanity test (skipped with a warning without it)
+    # ansible-test's shellcheck sanity test needs the shellcheck program (it is skipped without it)
     command -v shellcheck >/dev/null 2>&1 && return
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         log "installing shellcheck from Debian"

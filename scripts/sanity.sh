@@ -14,4 +14,5 @@ git ls-files -co --exclude-standard -z | while IFS= read -r -d '' f; do
 done | tar --null -T - -cf - | tar -xf - -C "$dest"
 ln -sfn "$root/.collections/ansible_collections/kubernetes/core" "$build/ansible_collections/kubernetes/core"
 cd "$dest"
-"$root/.venv/bin/ansible-test" sanity --local --python 3.11 --color no "$@"
+venv=${VENV:-$root/.venv}
+"$venv/bin/ansible-test" sanity --local --python "$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" --color no "$@"

@@ -10,7 +10,7 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 all_steps="sanity units contract integration lint molecule build"
 steps=${STEPS:-$all_steps}
 passed=0

@@ -19,7 +19,7 @@ description:
   - A change to a field the cloud cannot update in place (for example the machine type, the accelerator, the GPU
     instance profile) names the fields and fails, unless O(recreate=true), which deletes and recreates the pool.
 author:
-  - gpu_ops.cluster developers
+  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.ACTIONGROUP_GCP_AZURE
@@ -43,10 +43,12 @@ options:
     description:
       - GKE. The Google Cloud project ID. Required with O(provider=gke).
     type: str
+    required: false
   subscription_id:
     description:
       - AKS. The Azure subscription ID. Required with O(provider=aks).
     type: str
+    required: false
   name:
     description:
       - Name of the node pool (AKS agent pool names are 1 to 12 lowercase letters and digits).
