@@ -349,7 +349,7 @@ class ArmSession:
         if async_url:
             self._poll_async_operation(self.absolute(async_url), method, url, deadline, delay)
             return self._final(method, url, location, body)
-        if location and status == 202:
+        if location and status in (201, 202):
             return self._poll_location(self.absolute(location), method, url, deadline, delay)
         if method == "DELETE":
             if status == 202 and url:

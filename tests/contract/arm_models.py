@@ -198,7 +198,8 @@ def _describe(value):
 
 def _check_model(cls, body, path, readonly, problems):
     if not isinstance(body, dict):
-        problems.append("%s: expected object (%s), got %s" % (path or "(body)", cls.__name__, _describe(body)))
+        problems.append("%s: expected object (%s), got %s" % (path.rstrip(".") or "(body)", cls.__name__,
+                                                              _describe(body)))
         return
     fields = schema(cls)
     for key, value in body.items():

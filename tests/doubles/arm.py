@@ -216,7 +216,7 @@ class ArmDouble:
     def start(self):
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="arm-double", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="arm-double", daemon=True)
         self._thread.start()
         return self
 
