@@ -418,7 +418,7 @@ class GcpSession:
         with self._render_lock:
             number = next(self._render_counter)
         target = url.split("?")[0]
-        if target.startswith(self.compute_endpoint):
+        if target.startswith(self.compute_endpoint + "compute/"):
             verb = {"POST": "insert", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}.get(method, method.lower())
             if method == "POST" and isinstance(body, dict) and body.get("name"):
                 target = "%s/%s" % (target, body["name"])

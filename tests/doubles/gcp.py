@@ -512,16 +512,20 @@ class GcpDouble:
             return failure.http_status, failure.headers, failure.document(), None
 
     def _take_fault(self, method, path):
+        # every matching fault counts the request against its ``skip``; the first ready one fires
+        chosen = None
         for fault in self.faults:
             if fault.kind == "op_error" or fault.count <= 0 or not fault.matches(method, path):
                 continue
             if fault.skip > 0:
                 fault.skip -= 1
                 continue
-            fault.count -= 1
-            fault.fired += 1
-            return fault
-        return None
+            if chosen is None:
+                chosen = fault
+        if chosen is not None:
+            chosen.count -= 1
+            chosen.fired += 1
+        return chosen
 
     def _control(self, method, path, query, body_bytes):
         try:
@@ -858,8 +862,8 @@ def _subnetworks_get(double, params, body, query):
     store = double._project(params["project"])
     key = "%s/%s" % (params["region"], params["subnetwork"])
     if key not in store["subnetworks"]:
-        raise not_found("projects/%s/regions/%s/subnetworks/%s" % (params["project"], params["region"],
-                                                                    params["subnetwork"]))
+        raise not_found("projects/%s/regions/%s/subnetworks/%s" % (
+            params["project"], params["region"], params["subnetwork"]))
     return copy.deepcopy(store["subnetworks"][key])
 
 
@@ -946,8 +950,8 @@ def _check_firewall(body, name_required=True):
         for index, rule in enumerate(body.get(field) or []):
             protocol = rule.get("IPProtocol")
             if not protocol or (protocol not in IP_PROTOCOLS and not str(protocol).isdigit()):
-                raise bad_request("Invalid value for field 'resource.%s[%d].IPProtocol': '%s'." % (field, index,
-                                                                                                    protocol))
+                raise bad_request("Invalid value for field 'resource.%s[%d].IPProtocol': '%s'." % (
+                    field, index, protocol))
             for port in rule.get("ports") or []:
                 if protocol not in ("tcp", "udp", "sctp"):
                     raise bad_request("Invalid value for field 'resource.%s[%d].ports': ports are only allowed "
@@ -955,8 +959,8 @@ def _check_firewall(body, name_required=True):
                 match = re.match(r"^(\d+)(?:-(\d+))?$", port)
                 if not match or int(match.group(1)) > 65535 or int(match.group(2) or 0) > 65535 \
                         or (match.group(2) and int(match.group(2)) < int(match.group(1))):
-                    raise bad_request("Invalid value for field 'resource.%s[%d].ports': '%s'." % (field, index,
-                                                                                                   port))
+                    raise bad_request("Invalid value for field 'resource.%s[%d].ports': '%s'." % (
+                        field, index, port))
     for field in ("sourceRanges", "destinationRanges"):
         for value in body.get(field) or []:
             try:
@@ -1081,8 +1085,8 @@ def _resource_policies_get(double, params, body, query):
     store = double._project(params["project"])
     key = "%s/%s" % (params["region"], params["resourcePolicy"])
     if key not in store["resourcePolicies"]:
-        raise not_found("projects/%s/regions/%s/resourcePolicies/%s" % (params["project"], params["region"],
-                                                                         params["resourcePolicy"]))
+        raise not_found("projects/%s/regions/%s/resourcePolicies/%s" % (
+            params["project"], params["region"], params["resourcePolicy"]))
     return copy.deepcopy(store["resourcePolicies"][key])
 
 

@@ -1,0 +1,222 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The GCP double is strict where the real APIs are strict (so the modules tested against it are honest)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
+
+P = "dbl-project"
+NETS = "compute/v1/projects/%s/global/networks" % P
+FWS = "compute/v1/projects/%s/global/firewalls" % P
+SUBNETS = "compute/v1/projects/%s/regions/us-central1/subnetworks" % P
+CLUSTERS = "v1/projects/%s/locations/us-central1/clusters" % P
+
+
+class Client:
+    def __init__(self, double):
+        self.double = double
+        self.http = requests.Session()
+        self.http.headers["Authorization"] = "Bearer %s" % double.token
+
+    def call(self, method, path, body=None, **params):
+        response = self.http.request(method, self.double.url + path, json=body, params=params or None, timeout=30)
+        return response.status_code, (response.json() if response.content else None)
+
+    def done(self, method, path, body=None):
+        status, op = self.call(method, path, body)
+        assert status == 200, op
+        link = op["selfLink"]
+        if op.get("kind") == "compute#operation":
+            status, op = self.call("POST", link.split("www.googleapis.com/", 1)[1] + "/wait")
+        else:
+            while op["status"] != "DONE":
+                time.sleep(0.02)
+                status, op = self.call("GET", "v1/projects/%s/locations/%s/operations/%s" % (
+                    P, op["location"], op["name"]))
+        assert op["status"] == "DONE" and not op.get("error"), op
+        return op
+
+
+@pytest.fixture
+def gcp():
+    with GcpDouble() as double:
+        yield Client(double)
+
+
+def net(name, **extra):
+    return dict({"name": name, "autoCreateSubnetworks": False, "mtu": 8244}, **extra)
+
+
+def test_bearer_token_required(gcp):
+    assert requests.get(gcp.double.url + NETS + "/n", timeout=5).status_code == 401
+    response = requests.get(gcp.double.url + NETS + "/n", headers={"Authorization": "Bearer nope"}, timeout=5)
+    assert response.status_code == 401 and response.json()["error"]["status"] == "UNAUTHENTICATED"
+
+
+def test_schema_violations_are_400_naming_the_field(gcp):
+    status, body = gcp.call("POST", NETS, net("n1", mtuX=1))
+    assert status == 400 and "mtuX: unknown field" in body["error"]["message"]
+    status, body = gcp.call("POST", CLUSTERS, {"cluster": {"name": "c", "initialNodeCount": 1,
+                                                           "releaseChannel": {"channel": "FAST"}}})
+    assert status == 400 and "cluster.releaseChannel.channel" in body["error"]["message"]
+    status, body = gcp.call("GET", "compute/v1/projects/%s/global/nothing" % P)
+    assert status == 404
+    assert gcp.double.mutating_requests()[0]["status"] == 400
+
+
+def test_network_rules(gcp):
+    assert gcp.call("POST", NETS, net("n1", mtu=1299))[0] == 400
+    assert gcp.call("POST", NETS, net("n1", mtu=8897))[0] == 400
+    assert gcp.call("POST", NETS, {"name": "n1"})[1]["error"]["message"].startswith(
+        "Invalid value for field 'resource.autoCreateSubnetworks'")
+    assert gcp.call("POST", NETS, net("N_1"))[0] == 400
+    gcp.done("POST", NETS, {"name": "plain", "autoCreateSubnetworks": False})
+    assert gcp.call("GET", NETS + "/plain")[1]["mtu"] == 1460
+
+
+def test_created_resource_visible_once_operation_done_and_duplicates_conflict(gcp):
+    gcp.double.set_latency(0.3)
+    status, op = gcp.call("POST", NETS, net("n1"))
+    assert status == 200 and op["status"] == "RUNNING"
+    assert gcp.call("GET", NETS + "/n1")[0] == 404
+    assert gcp.call("POST", NETS, net("n1"))[0] == 409
+    status, body = gcp.call("POST", SUBNETS, {"name": "s1", "network": "global/networks/n1",
+                                              "ipCidrRange": "192.168.0.0/24"})
+    assert status == 400 and body["error"]["errors"][0]["reason"] == "resourceNotReady"
+    started = time.monotonic()
+    status, op = gcp.call("POST", op["selfLink"].split("googleapis.com/", 1)[1] + "/wait")
+    assert op["status"] == "DONE" and time.monotonic() - started > 0.1
+    assert gcp.call("GET", NETS + "/n1")[1]["selfLink"].endswith("/global/networks/n1")
+    assert gcp.call("POST", NETS, net("n1"))[0] == 409
+
+
+def test_subnet_rules(gcp):
+    gcp.done("POST", NETS, net("n1"))
+    gcp.done("POST", NETS, net("n2"))
+    body = {"name": "s1", "network": "projects/%s/global/networks/n1" % P, "ipCidrRange": "192.168.0.0/24"}
+    gcp.done("POST", SUBNETS, body)
+    assert gcp.call("GET", NETS + "/n1")[1]["subnetworks"][0].endswith("/subnetworks/s1")
+    overlap = dict(body, name="s2", ipCidrRange="192.168.0.128/25")
+    status, error = gcp.call("POST", SUBNETS, overlap)
+    assert status == 400 and "conflicts with existing subnetwork 's1'" in error["error"]["message"]
+    assert gcp.call("POST", SUBNETS, dict(overlap, network="global/networks/n2"))[0] == 200  # other network: fine
+    assert gcp.call("POST", SUBNETS, dict(body, name="s3", ipCidrRange="192.168.1.1/24"))[0] == 400
+    assert gcp.call("POST", SUBNETS, dict(body, name="s3", ipCidrRange="192.168.300.0/24"))[0] == 400
+    assert gcp.call("POST", SUBNETS, dict(body, name="s3", ipCidrRange="192.168.1.0/30"))[0] == 400
+    assert gcp.call("POST", SUBNETS, dict(body, name="s3", network="global/networks/none",
+                                          ipCidrRange="192.168.9.0/24"))[0] == 400
+    assert gcp.call("POST", SUBNETS, body)[0] == 409
+    current = gcp.call("GET", SUBNETS + "/s1")[1]
+    patch = {"ipCidrRange": "192.168.0.0/23", "fingerprint": current["fingerprint"]}
+    status, error = gcp.call("PATCH", SUBNETS + "/s1", patch)
+    assert status == 400 and "expandIpCidrRange" in error["error"]["message"]
+    assert gcp.call("PATCH", SUBNETS + "/s1", {"description": "x", "fingerprint": "stale"})[0] == 412
+    assert gcp.call("POST", SUBNETS + "/s1/expandIpCidrRange", {"ipCidrRange": "192.168.0.0/25"})[0] == 400
+    gcp.done("POST", SUBNETS + "/s1/expandIpCidrRange", {"ipCidrRange": "192.168.0.0/23"})
+    assert gcp.call("GET", SUBNETS + "/s1")[1]["ipCidrRange"] == "192.168.0.0/23"
+
+
+def test_firewall_rules_and_network_in_use(gcp):
+    gcp.done("POST", NETS, net("n1"))
+    rule = {"name": "f1", "network": "global/networks/n1", "sourceRanges": ["192.168.0.0/24"],
+            "allowed": [{"IPProtocol": "tcp", "ports": ["0-65535"]}, {"IPProtocol": "icmp"}]}
+    status, error = gcp.call("POST", FWS, dict(rule, network="global/networks/missing"))
+    assert status == 400 and "resource.network" in error["error"]["message"]
+    assert gcp.call("POST", FWS, dict(rule, allowed=[{"IPProtocol": "icmp", "ports": ["22"]}]))[0] == 400
+    assert gcp.call("POST", FWS, dict(rule, allowed=[{"IPProtocol": "tcp", "ports": ["70000"]}]))[0] == 400
+    gcp.done("POST", FWS, rule)
+    gcp.done("POST", FWS, {"name": "open", "network": "global/networks/n1", "allowed": [{"IPProtocol": "tcp"}]})
+    assert gcp.call("GET", FWS + "/open")[1]["sourceRanges"] == ["0.0.0.0/0"]
+    status, error = gcp.call("DELETE", NETS + "/n1")
+    assert status == 400 and error["error"]["errors"][0]["reason"] == "resourceInUseByAnotherResource"
+    gcp.done("PATCH", FWS + "/f1", {"sourceRanges": ["10.0.0.0/8"]})
+    assert gcp.call("GET", FWS + "/f1")[1]["sourceRanges"] == ["10.0.0.0/8"]
+    assert gcp.call("PATCH", FWS + "/f1", {"network": "global/networks/other"})[0] == 400
+    gcp.done("DELETE", FWS + "/f1")
+    gcp.done("DELETE", FWS + "/open")
+    gcp.done("DELETE", NETS + "/n1")
+    assert gcp.double.state(P)["networks"] == []
+
+
+def test_network_mtu_patch(gcp):
+    gcp.done("POST", NETS, net("n1"))
+    gcp.done("PATCH", NETS + "/n1", {"mtu": 1500})
+    assert gcp.call("GET", NETS + "/n1")[1]["mtu"] == 1500
+    assert gcp.call("PATCH", NETS + "/n1", {"mtu": 9000})[0] == 400
+    assert gcp.call("PATCH", NETS + "/n1", {"description": "changed"})[0] == 400
+
+
+def test_node_pool_rules(gcp):
+    status, error = gcp.call("POST", CLUSTERS + "/nope/nodePools", {"nodePool": {"name": "p"}})
+    assert status == 404
+    cluster = {"name": "c1", "initialNodeCount": 1,
+               "networkConfig": {"enableMultiNetworking": True}, "ipAllocationPolicy": {"useIpAliases": True}}
+    status, error = gcp.call("POST", CLUSTERS, {"cluster": cluster})
+    assert status == 400 and "Dataplane V2" in error["error"]["message"]
+    cluster["networkConfig"]["datapathProvider"] = "ADVANCED_DATAPATH"
+    gcp.double.set_latency(0.2)
+    status, op = gcp.call("POST", CLUSTERS, {"cluster": cluster})
+    assert status == 200
+    status, error = gcp.call("POST", CLUSTERS + "/c1/nodePools", {"nodePool": {"name": "p"}})
+    assert status == 400 and error["error"]["status"] == "FAILED_PRECONDITION"
+    gcp.double.wait_idle()
+    pool = {"name": "gpu", "initialNodeCount": 1, "networkConfig": {"additionalNodeNetworkConfigs": [
+        {"network": "n1", "subnetwork": "s1"}]}}
+    status, error = gcp.call("POST", "v1beta1/" + CLUSTERS[3:] + "/c1/nodePools", {"nodePool": pool})
+    assert status == 400 and "network n1 not found" in error["error"]["message"]
+    gcp.done("POST", NETS, net("n1"))
+    gcp.done("POST", SUBNETS, {"name": "s1", "network": "global/networks/n1", "ipCidrRange": "192.168.0.0/24"})
+    gcp.done("POST", CLUSTERS + "/c1/nodePools", {"nodePool": pool})
+    assert gcp.call("GET", CLUSTERS + "/c1/nodePools/gpu")[1]["status"] == "RUNNING"
+    assert gcp.call("POST", CLUSTERS + "/c1/nodePools", {"nodePool": pool})[0] == 409
+
+
+def test_http_control_endpoints(gcp):
+    url = gcp.double.url
+    response = requests.post(url + "_double/faults", json=[
+        {"kind": "429", "method": "GET", "path": "/networks/n1$", "count": 1, "retry_after": 3},
+        {"kind": "reset", "method": "GET", "path": "/networks/n2$"}], timeout=5)
+    assert len(response.json()["ids"]) == 2
+    status, body = gcp.call("GET", NETS + "/n1")
+    assert status == 429 and body["error"]["status"] == "RESOURCE_EXHAUSTED"
+    with pytest.raises(requests.ConnectionError):
+        gcp.call("GET", NETS + "/n2")
+    assert requests.get(url + "_double/faults", timeout=5).json() == {"faults": []}
+    requests.post(url + "_double/latency", json={"seconds": 0.0}, timeout=5)
+    gcp.done("POST", NETS, net("n1"))
+    log = requests.get(url + "_double/log", timeout=5).json()["requests"]
+    assert [(r["method"], r["status"]) for r in log[:2]] == [("GET", 429), ("GET", "reset")]
+    assert log[2]["body"]["name"] == "n1" and log[2]["mutating"] and not log[3]["mutating"]
+    state = requests.get(url + "_double/state", params={"project": P}, timeout=5).json()
+    assert [n["name"] for n in state["networks"]] == ["n1"]
+    edited = requests.post(url + "_double/edit", json={"path": NETS + "/n1", "set": {"mtu": 1460}}, timeout=5).json()
+    assert edited["mtu"] == 1460 and gcp.call("GET", NETS + "/n1")[1]["mtu"] == 1460
+    requests.delete(url + "_double/log", timeout=5)
+    assert requests.get(url + "_double/log", timeout=5).json()["requests"] == []
+
+
+def test_runs_as_a_process(tmp_path):
+    port_file = tmp_path / "port"
+    env = dict(os.environ)
+    process = subprocess.Popen([sys.executable, "-m", "ansible_collections.gpu_ops.cluster.tests.doubles.gcp",
+                                "--port-file", str(port_file)], stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("READY http://127.0.0.1:")
+        port = int(port_file.read_text())
+        response = requests.get("http://127.0.0.1:%d/_double/state" % port, timeout=5)
+        assert json.loads(response.text)["networks"] == []
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
