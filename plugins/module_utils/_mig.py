@@ -792,6 +792,42 @@ def expected_labels(model, gpus, layout, strategy, sharing=None):
     return labels
 
 
+def hardware_differences(model, gi_profiles=None, gi_placements=None):
+    """Where nvidia-smi's own tables disagree with the catalog; [] when they agree.
+
+    ``gi_profiles``: rows of ``_nvsmi.parse_gi_profiles`` (``-lgip``); ``gi_placements``: rows of
+    ``_nvsmi.parse_gi_placements`` (``-lgipp``). Profiles the catalog has but the driver does not
+    list are not differences (older drivers list fewer profiles).
+    """
+    entry = gpu_model(model)
+    by_id = {p["gpu_instance_profile_id"]: p for p in entry["profiles"].values()
+             if p["gpu_instance_profile_id"] is not None}
+    differences = []
+    for row in gi_profiles or []:
+        found = entry["profiles"].get(row["profile"])
+        if found is None:
+            differences.append("GPU %s lists profile %s (ID %s), not in the %s catalog"
+                               % (row["gpu"], row["profile"], row["profile_id"], entry["name"]))
+            continue
+        if found["gpu_instance_profile_id"] not in (None, row["profile_id"]):
+            differences.append("GPU %s: %s has profile ID %s, the catalog says %s"
+                               % (row["gpu"], row["profile"], row["profile_id"], found["gpu_instance_profile_id"]))
+        if row.get("total") is not None and row["total"] != found["max_instances"]:
+            differences.append("GPU %s: %s allows %s instances, the catalog says %s"
+                               % (row["gpu"], row["profile"], row["total"], found["max_instances"]))
+    for row in gi_placements or []:
+        found = by_id.get(row["profile_id"])
+        if found is None:
+            differences.append("GPU %s lists placements for profile ID %s, not in the %s catalog"
+                               % (row["gpu"], row["profile_id"], entry["name"]))
+            continue
+        if list(row["starts"]) != found["placements"] or row["size"] != found["memory_slices"]:
+            differences.append("GPU %s: profile ID %s (%s) placements {%s}:%s, the catalog says {%s}:%s" % (
+                row["gpu"], row["profile_id"], found["name"], ",".join(str(s) for s in row["starts"]), row["size"],
+                ",".join(str(s) for s in found["placements"]), found["memory_slices"]))
+    return differences
+
+
 # --------------------------------------------------------------------------------------------
 # Configuration documents
 # --------------------------------------------------------------------------------------------
