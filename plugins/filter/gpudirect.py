@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPUDirect filters: workload patch, catalog read-out and NCCL environments.
+
+Documentation: plugins/filter/gpudirect_workload.yml, gpudirect_profile.yml, nccl_env.yml.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible.utils.display import Display
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect
+
+display = Display()
+
+NCCL_ENV_FORMATS = ("dict", "k8s", "exports", "conf")
+
+
+def _warn(messages):
+    for message in messages:
+        display.warning(message)
+
+
+def _is_workload(item):
+    return isinstance(item, dict) and item.get("kind") in _gpudirect.WORKLOAD_KINDS
+
+
+def _has_pod_template(item):
+    spec = item.get("spec") if isinstance(item, dict) else None
+    if not isinstance(spec, dict):
+        return False
+    return any(key in spec for key in ("containers", "template", "jobTemplate", "replicatedJobs"))
+
+
+def gpudirect_workload(manifest, fabric, network_names, gke_version=None, sidecar="auto", registry=None,
+                       machine_type=None, interfaces=None, nccl_overrides=None):
+    """Add GPUDirect to a workload manifest (or to every workload of a list of manifests)."""
+    kwargs = dict(gke_version=gke_version, sidecar=sidecar, registry=registry, machine_type=machine_type,
+                  interfaces=interfaces, nccl_overrides=nccl_overrides)
+    warnings = []
+    try:
+        if isinstance(manifest, (list, tuple)):
+            result = []
+            for index, item in enumerate(manifest):
+                if _is_workload(item):
+                    result.append(_gpudirect.patch_workload(item, fabric, network_names, warnings=warnings, **kwargs))
+                elif _has_pod_template(item):
+                    raise _gpudirect.WorkloadError("item %d: kind %r is not supported; supported: %s" % (
+                        index, item.get("kind"), ", ".join(sorted(_gpudirect.WORKLOAD_KINDS))))
+                else:
+                    result.append(item)  # Services, ConfigMaps, ... pass through
+        else:
+            result = _gpudirect.patch_workload(manifest, fabric, network_names, warnings=warnings, **kwargs)
+    except ValueError as exc:
+        raise AnsibleFilterError("gpudirect_workload: %s" % exc)
+    _warn(warnings)
+    return result
+
+
+def gpudirect_profile(name, gke_version=None, registry=None):
+    """The resolved catalog entry of a GPUDirect profile (images, installer, daemon, thresholds...)."""
+    try:
+        return _gpudirect.describe(name, gke_version=gke_version, registry=registry)
+    except (ValueError, KeyError) as exc:
+        raise AnsibleFilterError("gpudirect_profile: %s" % exc)
+
+
+def nccl_env(fabric, gke_version=None, machine_type=None, interfaces=None, overrides=None, ctrl_interface=None,
+             format="dict"):  # pylint: disable=redefined-builtin
+    """The recommended NCCL environment of a fabric as a dict, a Kubernetes env list, export lines or nccl.conf text."""
+    if format not in NCCL_ENV_FORMATS:
+        raise AnsibleFilterError("nccl_env: format %r is not one of %s" % (format, ", ".join(NCCL_ENV_FORMATS)))
+    try:
+        env, warnings = _gpudirect.nccl_environment(
+            fabric, gke_version=gke_version, machine_type=machine_type, interfaces=interfaces,
+            overrides=overrides, ctrl_interface=ctrl_interface)
+    except ValueError as exc:
+        raise AnsibleFilterError("nccl_env: %s" % exc)
+    _warn(warnings)
+    if format == "k8s":
+        return _gpudirect.as_k8s_env(env)
+    if format == "exports":
+        return _gpudirect.as_exports(env)
+    if format == "conf":
+        return _gpudirect.as_nccl_conf(env)
+    return env
+
+
+class FilterModule:
+    """GPUDirect filters."""
+
+    def filters(self):
+        return {
+            "gpudirect_workload": gpudirect_workload,
+            "gpudirect_profile": gpudirect_profile,
+            "nccl_env": nccl_env,
+        }
