@@ -1,0 +1,838 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""GKE engine of gpu_ops.cluster.gpu_nodepool (provider gke).
+
+Flow: validate every option (no request yet) -> read the cluster (it must exist, be Standard, have
+multi-networking when the pool has additional networks, and run a version the GPUDirect profile
+accepts) -> read the pool once -> record a Plan -> carry it out unless in check mode.
+
+The container API is v1, except when ``host_maintenance_interval`` is set: that field
+(``NodeConfig.hostMaintenancePolicy``) exists only in v1beta1, so every request of that pool then
+goes through v1beta1 (reads included, so that the field can be compared).
+
+Which node-pool fields change in place (container v1 methods):
+- ``nodePools.setSize``: node count; ``nodePools.setAutoscaling``: autoscaling;
+  ``nodePools.setManagement``: auto-upgrade and auto-repair;
+- ``nodePools.update`` (one group of fields per request, as the API recommends): labels, taints,
+  gVNIC, image type with node version, node locations, boot disk size and type;
+- everything else this module sets is treated as immutable and needs ``recreate: true``: machine
+  type and the GPU attachment (type, count, driver installation, partition size, sharing), the
+  additional node networks, placement policy, reservation affinity, host maintenance interval,
+  service account, OAuth scopes and Spot. The API can migrate a pool's machine type in place, but
+  on GPU machine families the GPUs come with the machine type, so the module asks for a recreate.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields
+
+KIND = "nodePool"
+
+DRIVER_VERSIONS = {"default": "DEFAULT", "latest": "LATEST", "disabled": "INSTALLATION_DISABLED"}
+SHARING_STRATEGIES = {"time-sharing": "TIME_SHARING", "mps": "MPS"}
+RESERVATION_TYPES = {"none": "NO_RESERVATION", "any": "ANY_RESERVATION", "specific": "SPECIFIC_RESERVATION"}
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+MAX_SHARED_CLIENTS = 48
+MIN_DISK_GB = 12
+SCOPE_PREFIX = "https://www.googleapis.com/auth/"
+RESERVATION = re.compile(r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?(?:/reservationBlocks/[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)?$")
+PARTITION = re.compile(r"^[1-7]g\.[0-9]+gb$")
+
+# GKE accelerator type -> GPU model of the MIG catalog (_mig.py), for the partition sizes.
+GKE_ACCELERATOR_MIG_MODELS = {
+    "nvidia-tesla-a100": "A100-40GB",
+    "nvidia-a100-80gb": "A100-80GB",
+    "nvidia-h100-80gb": "H100-80GB",
+    "nvidia-h100-mega-80gb": "H100-80GB",
+    "nvidia-h200-141gb": "H200-141GB",
+    "nvidia-b200": "B200-180GB",
+}
+
+# Options that belong to the AKS provider (value that counts as "not set").
+AKS_ONLY = dict(subscription_id=None, resource_group=None, vm_size=None, gpu_instance_profile=None, os_sku=None,
+                orchestrator_version=None, gpu_driver=None, tenant_id=None, client_id=None, client_secret=None,
+                arm_endpoint=None, mode="User", cloud="public")
+
+IMMUTABLE = ("machine_type", "accelerator_type", "accelerator_count", "gpu_driver_version", "gpu_partition_size",
+             "gpu_sharing", "additional_node_networks", "placement_policy", "reservation_affinity",
+             "host_maintenance_interval", "service_account", "oauth_scopes", "spot")
+
+# in-place update groups, in the order they are sent; each is one request
+UPDATE_GROUPS = (
+    ("setManagement", ("auto_upgrade", "auto_repair")),
+    ("version", ("node_version", "image_type")),
+    ("locations", ("node_locations",)),
+    ("labels", ("node_labels",)),
+    ("taints", ("node_taints",)),
+    ("gvnic", ("gvnic",)),
+    ("disk", ("disk_size_gb", "disk_type")),
+    ("setAutoscaling", ("autoscaling",)),
+    ("setSize", ("node_count",)),
+)
+
+
+class PoolError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- validation
+
+def effective(params):
+    """Options with the defaults of the machine type and GPUDirect profile filled in (a new dict).
+
+    A3/A4 machine types come with their GPUs: the accelerator defaults to the machine's; with
+    ``gpudirect`` and an unknown machine type, to the profile's default machine; gVNIC defaults to on
+    with ``gpudirect``.
+    """
+    values = dict(params)
+    machine = gpudirect.MACHINES.get(params.get("machine_type") or "")
+    if machine is None and params.get("gpudirect"):
+        machine = gpudirect.MACHINES[gpudirect.profile(params["gpudirect"])["machine_type"]]
+    if machine is not None:
+        if values.get("accelerator_type") is None:
+            values["accelerator_type"] = machine["accelerator_type"]
+        if values.get("accelerator_count") is None:
+            values["accelerator_count"] = machine["gpus_per_node"]
+    if params.get("gpudirect") and values.get("gvnic") is None:
+        values["gvnic"] = True
+    return values
+
+
+def validate(params):
+    """All input problems of a GKE pool (a Problems object), without any request."""
+    problems = common.Problems()
+    for option, unset in sorted(AKS_ONLY.items()):
+        if params.get(option) not in (None, unset):
+            problems.add(option, "is an AKS option; it cannot be used with provider=gke")
+    common.check_project(problems, params.get("project"))
+    common.check_name(problems, "name", params.get("name"))
+    common.check_name(problems, "cluster", params.get("cluster"))
+    common.check_location(problems, params.get("location"))
+    common.check_node_locations(problems, "node_locations", params.get("node_locations"), params.get("location"))
+    if params.get("state") == "absent":
+        return problems
+    values = effective(params)
+
+    if not params.get("machine_type"):
+        problems.add("machine_type", "is required with provider=gke and state=present")
+    _validate_gpus(problems, params, values)
+    _validate_networks(problems, params, values)
+    _validate_gpudirect(problems, params, values)
+    _validate_placement(problems, params)
+    _validate_reservation(problems, params)
+    _validate_size(problems, params)
+    common.check_labels(problems, "node_labels", params.get("node_labels"))
+    common.parse_taints(problems, "node_taints", params.get("node_taints"))
+    common.check_full_version(problems, "node_version", params.get("node_version"))
+    account = params.get("service_account")
+    if account is not None and not common.SERVICE_ACCOUNT.match(account):
+        problems.add("service_account", "%r is not a service account e-mail address (or 'default')" % (account,))
+    for scope in params.get("oauth_scopes") or []:
+        if not ("%s" % scope).startswith(SCOPE_PREFIX):
+            problems.add("oauth_scopes", "%r is not a full OAuth scope URL (%s...)" % (scope, SCOPE_PREFIX))
+    if params.get("disk_size_gb") is not None and params["disk_size_gb"] < MIN_DISK_GB:
+        problems.add("disk_size_gb", "must be at least %d (got %d)" % (MIN_DISK_GB, params["disk_size_gb"]))
+    if values.get("gvnic") and not (params.get("image_type") or "").upper().startswith("COS"):
+        problems.add("image_type", "gVNIC on GKE needs a Container-Optimized OS image (COS_CONTAINERD); got %r"
+                     % (params.get("image_type"),))
+    return problems
+
+
+def _validate_gpus(problems, params, values):
+    count = values.get("accelerator_count")
+    accel = values.get("accelerator_type")
+    if count is not None and count < 1:
+        problems.add("accelerator_count", "must be at least 1 (got %d)" % count)
+    if count is not None and not accel:
+        problems.add("accelerator_type", "is required with accelerator_count")
+    if accel and count is None:
+        problems.add("accelerator_count", "is required with accelerator_type")
+    has_gpu = bool(accel)
+    for option in ("gpu_driver_version", "gpu_partition_size", "gpu_sharing"):
+        if params.get(option) is not None and not has_gpu:
+            problems.add(option, "needs a GPU: set accelerator_type and accelerator_count (or gpudirect)")
+    machine = gpudirect.MACHINES.get(params.get("machine_type") or "")
+    if machine and accel and accel != machine["accelerator_type"]:
+        problems.add("accelerator_type", "%s comes with %s GPUs, not %s" % (
+            params["machine_type"], machine["accelerator_type"], accel))
+    if machine and count is not None and count != machine["gpus_per_node"]:
+        problems.add("accelerator_count", "%s has %d GPUs per node, not %d" % (
+            params["machine_type"], machine["gpus_per_node"], count))
+    sharing = params.get("gpu_sharing")
+    if sharing:
+        clients = sharing.get("max_shared_clients_per_gpu")
+        if clients is None or not 2 <= clients <= MAX_SHARED_CLIENTS:
+            problems.add("gpu_sharing.max_shared_clients_per_gpu", "must be between 2 and %d (got %s)"
+                         % (MAX_SHARED_CLIENTS, clients))
+    partition = params.get("gpu_partition_size")
+    if partition is not None:
+        if not PARTITION.match(partition):
+            problems.add("gpu_partition_size", "%r is not a MIG partition size such as 1g.10gb" % (partition,))
+        elif accel in GKE_ACCELERATOR_MIG_MODELS:
+            from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig  # pylint: disable=import-outside-toplevel
+
+            try:
+                _mig.profile(GKE_ACCELERATOR_MIG_MODELS[accel], partition)
+            except ValueError as exc:
+                problems.add("gpu_partition_size", str(exc))
+        if sharing and sharing.get("strategy") == "mps":
+            problems.add("gpu_sharing.strategy", "MPS cannot be combined with gpu_partition_size (MIG)")
+
+
+def _validate_networks(problems, params, values):
+    networks = params.get("additional_node_networks")
+    if networks is None:
+        return
+    seen_networks, seen_subnets = {}, {}
+    for index, item in enumerate(networks):
+        where = "additional_node_networks[%d]" % index
+        common.check_gce_name(problems, where + ".network", item.get("network"))
+        common.check_gce_name(problems, where + ".subnetwork", item.get("subnetwork"))
+        for seen, key in ((seen_networks, "network"), (seen_subnets, "subnetwork")):
+            value = item.get(key)
+            if value in seen:
+                problems.add("%s.%s" % (where, key), "%s is already used by additional_node_networks[%d]; each "
+                             "additional interface needs its own %s" % (value, seen[value], key))
+            else:
+                seen[value] = index
+    if _a3_mega_trap(params):
+        count = gpudirect.PROFILES["tcpxo"]["gpu_nic_count"]
+        problems.add("additional_node_networks", "%s has %d GPU NICs but %d additional networks are listed: an "
+                     "extra gVNIC network on A3 Mega takes a GPU NIC's PCI slot and the TCPXO daemon then sees 7 of 8 "
+                     "GPUs; list exactly %d GPU NIC networks" % (params["machine_type"], count, len(networks), count))
+
+
+def _a3_mega_trap(params):
+    """More additional networks than GPU NICs on an A3 Mega (TCPXO) machine."""
+    machine = gpudirect.MACHINES.get(params.get("machine_type") or "")
+    networks = params.get("additional_node_networks") or []
+    return bool(machine) and machine["fabric"] == "tcpxo" and \
+        len(networks) > gpudirect.PROFILES["tcpxo"]["gpu_nic_count"]
+
+
+def _validate_gpudirect(problems, params, values):
+    name = params.get("gpudirect")
+    if not name:
+        return
+    entry = gpudirect.profile(name)
+    machine_type = params.get("machine_type")
+    if machine_type and machine_type not in entry["machine_types"]:
+        problems.add("machine_type", "gpudirect=%s runs on %s, not %s" % (
+            name, ", ".join(entry["machine_types"]), machine_type))
+    networks = params.get("additional_node_networks") or []
+    count = entry["gpu_nic_count"]
+    if len(networks) != count and not _a3_mega_trap(params):
+        problems.add("additional_node_networks", "gpudirect=%s needs exactly %d GPU NIC networks (one per GPU NIC), "
+                     "%d given" % (name, count, len(networks)))
+    if values.get("gvnic") is False:
+        problems.add("gvnic", "gpudirect=%s needs gVNIC (gvnic: true)" % name)
+    if params.get("gpu_partition_size"):
+        problems.add("gpu_partition_size", "MIG partitions are not used with gpudirect=%s" % name)
+    if params.get("gpu_driver_version") == "disabled":
+        problems.add("gpu_driver_version", "gpudirect=%s installs its NCCL plugin next to the GKE-installed driver "
+                     "(%s); use default or latest" % (name, gpudirect.HOST_NVIDIA_DIR))
+    if params.get("node_version") and common.version_key(params["node_version"]):
+        gate = gpudirect.version_gate_error(name, params["node_version"])
+        if gate:
+            problems.add("node_version", gate)
+
+
+def _validate_placement(problems, params):
+    placement = params.get("placement_policy")
+    if not placement:
+        return
+    common.check_gce_name(problems, "placement_policy.policy_name", placement.get("policy_name"))
+    zones = params.get("node_locations")
+    location = params.get("location")
+    single_zone = (zones is not None and len(zones) == 1) or (zones is None and common.location_kind(location) == "zone")
+    if not single_zone:
+        problems.add("placement_policy", "compact placement needs the pool in one zone: set node_locations to a "
+                                         "single zone (got %s)" % (", ".join(zones) if zones else "all zones of %s"
+                                                                   % location))
+
+
+def _validate_reservation(problems, params):
+    affinity = params.get("reservation_affinity")
+    if not affinity:
+        return
+    consume, reservation = affinity.get("consume"), affinity.get("reservation")
+    if consume == "specific":
+        if not reservation:
+            problems.add("reservation_affinity.reservation", "is required with reservation_affinity.consume=specific")
+        elif not RESERVATION.match(reservation):
+            problems.add("reservation_affinity.reservation", "%r is not a reservation name (or "
+                         "<name>/reservationBlocks/<block>)" % (reservation,))
+    elif reservation:
+        problems.add("reservation_affinity.reservation", "is only used with reservation_affinity.consume=specific "
+                                                         "(consume is %s)" % consume)
+
+
+def _validate_size(problems, params):
+    count = params.get("node_count")
+    if count is not None and count < 0:
+        problems.add("node_count", "must be 0 or more (got %d)" % count)
+    if params.get("enable_autoscaling"):
+        low, high = params.get("min_count"), params.get("max_count")
+        if low is not None and low < 0:
+            problems.add("min_count", "must be 0 or more (got %d)" % low)
+        if high is not None and high < 1:
+            problems.add("max_count", "must be at least 1 (got %d)" % high)
+        if low is not None and high is not None and low > high:
+            problems.add("min_count", "%d is above max_count %d" % (low, high))
+    elif params.get("min_count") is not None or params.get("max_count") is not None:
+        problems.add("min_count" if params.get("min_count") is not None else "max_count",
+                     "only used with enable_autoscaling: true")
+
+
+# --------------------------------------------------------------------------- desired state
+
+def _taints(params):
+    return common.parse_taints(common.Problems(), "node_taints", params.get("node_taints"))
+
+
+def accelerator_config(values):
+    if not values.get("accelerator_type"):
+        return None
+    accel = dict(acceleratorType=values["accelerator_type"], acceleratorCount=str(values["accelerator_count"]))
+    if values.get("gpu_driver_version"):
+        accel["gpuDriverInstallationConfig"] = dict(gpuDriverVersion=DRIVER_VERSIONS[values["gpu_driver_version"]])
+    if values.get("gpu_partition_size"):
+        accel["gpuPartitionSize"] = values["gpu_partition_size"]
+    sharing = values.get("gpu_sharing")
+    if sharing:
+        accel["gpuSharingConfig"] = dict(gpuSharingStrategy=SHARING_STRATEGIES[sharing["strategy"]],
+                                         maxSharedClientsPerGpu=str(sharing["max_shared_clients_per_gpu"]))
+    return accel
+
+
+def reservation_affinity(affinity):
+    body = dict(consumeReservationType=RESERVATION_TYPES[affinity["consume"]])
+    if affinity["consume"] == "specific":
+        body.update(key=RESERVATION_KEY, values=[affinity["reservation"]])
+    return body
+
+
+def create_body(params):
+    """The NodePool document of a nodePools.create request."""
+    values = effective(params)
+    config = dict(machineType=values["machine_type"], imageType=values["image_type"])
+    accel = accelerator_config(values)
+    if accel:
+        config["accelerators"] = [accel]
+    if values.get("gvnic") is not None:
+        config["gvnic"] = dict(enabled=values["gvnic"])
+    if values.get("reservation_affinity"):
+        config["reservationAffinity"] = reservation_affinity(values["reservation_affinity"])
+    if values.get("host_maintenance_interval"):
+        config["hostMaintenancePolicy"] = dict(maintenanceInterval=values["host_maintenance_interval"])
+    for option, field in (("spot", "spot"), ("service_account", "serviceAccount"), ("disk_size_gb", "diskSizeGb"),
+                          ("disk_type", "diskType")):
+        if values.get(option) is not None:
+            config[field] = values[option]
+    if values.get("oauth_scopes"):
+        config["oauthScopes"] = list(values["oauth_scopes"])
+    if values.get("node_labels"):
+        config["labels"] = dict((k, "%s" % v) for k, v in values["node_labels"].items())
+    taints = _taints(values)
+    if taints:
+        config["taints"] = taints
+
+    pool = dict(name=values["name"], config=config)
+    if values.get("enable_autoscaling"):
+        pool["autoscaling"] = dict(enabled=True, minNodeCount=values["min_count"], maxNodeCount=values["max_count"])
+        initial = values.get("node_count")
+        pool["initialNodeCount"] = initial if initial is not None else max(values["min_count"], 1)
+    else:
+        pool["initialNodeCount"] = values["node_count"]
+    if values.get("node_locations"):
+        pool["locations"] = list(values["node_locations"])
+    if values.get("node_version"):
+        pool["version"] = values["node_version"]
+    if values.get("additional_node_networks"):
+        pool["networkConfig"] = dict(additionalNodeNetworkConfigs=[
+            dict(network=n["network"], subnetwork=n["subnetwork"]) for n in values["additional_node_networks"]])
+    placement = values.get("placement_policy")
+    if placement:
+        pool["placementPolicy"] = dict(type=placement.get("type") or "COMPACT")
+        if placement.get("policy_name"):
+            pool["placementPolicy"]["policyName"] = placement["policy_name"]
+    pool["management"] = dict(autoUpgrade=bool(values.get("auto_upgrade")), autoRepair=bool(values.get("auto_repair")))
+    return pool
+
+
+def desired_view(params):
+    values = effective(params)
+    sharing = values.get("gpu_sharing")
+    placement = values.get("placement_policy")
+    affinity = values.get("reservation_affinity")
+    taints = _taints(values)
+    view = dict(
+        machine_type=values.get("machine_type"),
+        accelerator_type=values.get("accelerator_type"),
+        accelerator_count=values.get("accelerator_count"),
+        gpu_driver_version=values.get("gpu_driver_version"),
+        gpu_partition_size=values.get("gpu_partition_size"),
+        gpu_sharing=dict(strategy=sharing["strategy"], max_shared_clients_per_gpu=sharing["max_shared_clients_per_gpu"])
+        if sharing else None,
+        additional_node_networks=[dict(network=n["network"], subnetwork=n["subnetwork"])
+                                  for n in values["additional_node_networks"]]
+        if values.get("additional_node_networks") is not None else None,
+        gvnic=values.get("gvnic"),
+        image_type=values.get("image_type"),
+        placement_policy=dict(type=placement.get("type") or "COMPACT", policy_name=placement.get("policy_name"))
+        if placement else None,
+        reservation_affinity=dict(consume=affinity["consume"], reservation=affinity.get("reservation"))
+        if affinity else None,
+        host_maintenance_interval=values.get("host_maintenance_interval"),
+        service_account=values.get("service_account"),
+        oauth_scopes=sorted(values["oauth_scopes"]) if values.get("oauth_scopes") else None,
+        disk_size_gb=values.get("disk_size_gb"),
+        disk_type=values.get("disk_type"),
+        spot=values.get("spot"),
+        auto_upgrade=values.get("auto_upgrade"),
+        auto_repair=values.get("auto_repair"),
+        node_version=values.get("node_version"),
+        node_locations=sorted(values["node_locations"]) if values.get("node_locations") else None,
+        # compared as a whole: the API replaces the pool's labels
+        node_labels=sorted("%s=%s" % (k, v) for k, v in values["node_labels"].items())
+        if values.get("node_labels") is not None else None,
+        node_taints=sorted(common.taint_text(t) for t in taints) if taints is not None else None,
+    )
+    if values.get("enable_autoscaling") is not None:
+        view["autoscaling"] = dict(enabled=bool(values["enable_autoscaling"]),
+                                   min_count=values.get("min_count") if values["enable_autoscaling"] else None,
+                                   max_count=values.get("max_count") if values["enable_autoscaling"] else None)
+    if not values.get("enable_autoscaling"):
+        view["node_count"] = values.get("node_count")
+    return view
+
+
+def current_view(pool, node_count):
+    config = pool.get("config") or {}
+    accels = config.get("accelerators") or []
+    accel = accels[0] if accels else {}
+    driver = (accel.get("gpuDriverInstallationConfig") or {}).get("gpuDriverVersion")
+    sharing = accel.get("gpuSharingConfig") or {}
+    placement = pool.get("placementPolicy") or {}
+    affinity = config.get("reservationAffinity") or {}
+    consume = dict((v, k) for k, v in RESERVATION_TYPES.items()).get(affinity.get("consumeReservationType"))
+    autoscaling = pool.get("autoscaling") or {}
+    count = accel.get("acceleratorCount")
+    return dict(
+        machine_type=config.get("machineType"),
+        accelerator_type=accel.get("acceleratorType"),
+        accelerator_count=int(count) if count not in (None, "") else None,
+        gpu_driver_version=dict((v, k) for k, v in DRIVER_VERSIONS.items()).get(driver),
+        gpu_partition_size=accel.get("gpuPartitionSize"),
+        gpu_sharing=dict(strategy=dict((v, k) for k, v in SHARING_STRATEGIES.items()).get(
+            sharing.get("gpuSharingStrategy")), max_shared_clients_per_gpu=int(sharing["maxSharedClientsPerGpu"])
+            if sharing.get("maxSharedClientsPerGpu") not in (None, "") else None) if sharing else None,
+        additional_node_networks=[dict(network=common.last_segment(n.get("network")),
+                                       subnetwork=common.last_segment(n.get("subnetwork")))
+                                  for n in (pool.get("networkConfig") or {}).get("additionalNodeNetworkConfigs") or []],
+        gvnic=bool((config.get("gvnic") or {}).get("enabled")),
+        image_type=config.get("imageType"),
+        placement_policy=dict(type=placement.get("type"), policy_name=placement.get("policyName"))
+        if placement.get("type") not in (None, "TYPE_UNSPECIFIED") else None,
+        reservation_affinity=dict(consume=consume, reservation=(affinity.get("values") or [None])[0]
+                                  if consume == "specific" else None) if consume else None,
+        host_maintenance_interval=(config.get("hostMaintenancePolicy") or {}).get("maintenanceInterval"),
+        service_account=config.get("serviceAccount"),
+        oauth_scopes=sorted(config.get("oauthScopes") or []) or None,
+        disk_size_gb=int(config["diskSizeGb"]) if config.get("diskSizeGb") not in (None, "") else None,
+        disk_type=config.get("diskType"),
+        spot=bool(config.get("spot")),
+        auto_upgrade=bool((pool.get("management") or {}).get("autoUpgrade")),
+        auto_repair=bool((pool.get("management") or {}).get("autoRepair")),
+        node_version=pool.get("version"),
+        node_locations=sorted(pool.get("locations") or []) or None,
+        node_labels=sorted("%s=%s" % (k, v) for k, v in (config.get("labels") or {}).items()),
+        node_taints=sorted(common.taint_text(t) for t in config.get("taints") or []),
+        autoscaling=dict(enabled=bool(autoscaling.get("enabled")),
+                         min_count=autoscaling.get("minNodeCount") if autoscaling.get("enabled") else None,
+                         max_count=autoscaling.get("maxNodeCount") if autoscaling.get("enabled") else None),
+        node_count=node_count,
+    )
+
+
+def expected_resources(params):
+    """{"nvidia.com/gpu": N} each node should advertise, or None when unknown."""
+    values = effective(params)
+    count = values.get("accelerator_count")
+    if not values.get("accelerator_type") or not count:
+        return None
+    sharing = values.get("gpu_sharing")
+    partition = values.get("gpu_partition_size")
+    if partition:
+        model = GKE_ACCELERATOR_MIG_MODELS.get(values["accelerator_type"])
+        if model is None:
+            return None
+        from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig  # pylint: disable=import-outside-toplevel
+
+        try:
+            share = dict(strategy="time-slicing", replicas=sharing["max_shared_clients_per_gpu"]) if sharing else None
+            return _mig.expected_node_resources(model, count, partition, "single", share)
+        except ValueError:
+            return None
+    replicas = sharing["max_shared_clients_per_gpu"] if sharing else 1
+    return {gpudirect.GPU_RESOURCE: count * replicas}
+
+
+# --------------------------------------------------------------------------- engine
+
+class PoolEngine:
+    """Plans and applies one GKE node pool; the session is a _gcp.GcpSession."""
+
+    def __init__(self, module, session):
+        self.module = module
+        self.params = module.params
+        self.session = session
+        self.beta = bool(self.params.get("host_maintenance_interval"))
+        self.project = self.params["project"]
+        self.location = self.params["location"]
+        self.cluster_name = self.params["cluster"]
+        self.name = self.params["name"]
+        self.cluster_path = common.cluster_path(self.project, self.location, self.cluster_name)
+        self.pool_path = "%s/nodePools/%s" % (self.cluster_path, self.name)
+        self.plan = Plan()
+        self.warnings = []
+
+    def url(self, path):
+        return self.session.container_url(path, beta=self.beta)
+
+    # ---- reads and waits
+
+    def read_cluster(self):
+        return self.session.get(self.session.container_url(self.cluster_path))
+
+    def read_pool(self):
+        return self.session.get(self.url(self.pool_path))
+
+    def _poll(self, read, busy, what):
+        document = read()
+        if self.module.check_mode:
+            return document
+        deadline = self.session.clock() + self.session.operation_timeout
+        interval = self.session.poll_initial
+        while document is not None and document.get("status") in busy:
+            if self.session.clock() >= deadline:
+                raise PoolError("%s is still %s after %ss" % (what, document.get("status"),
+                                                               self.session.operation_timeout))
+            self.session.sleep(interval)
+            interval = min(self.session.poll_max, interval * 1.5)
+            document = read()
+        return document
+
+    def settled_cluster(self):
+        return self._poll(self.read_cluster, common.BUSY_CLUSTER_STATUSES, "cluster %s" % self.cluster_name)
+
+    def settled_pool(self):
+        return self._poll(self.read_pool, common.BUSY_POOL_STATUSES, "node pool %s" % self.name)
+
+    def node_count(self, pool):
+        """Nodes per zone: the instance groups' target sizes when readable, else initialNodeCount."""
+        sizes = []
+        for link in pool.get("instanceGroupUrls") or []:
+            try:
+                group = self.session.get(self.session.compute_link(link.replace("/instanceGroups/",
+                                                                                 "/instanceGroupManagers/")))
+            except ApiError:
+                group = None
+            if not group or group.get("targetSize") is None:
+                sizes = []
+                break
+            sizes.append(int(group["targetSize"]))
+        if sizes and len(set(sizes)) == 1:
+            return sizes[0]
+        count = pool.get("initialNodeCount")
+        return int(count) if count is not None else None
+
+    # ---- checks that need the cluster (still before any change)
+
+    def check_cluster(self, cluster):
+        params = self.params
+        if cluster is None:
+            if self.session.render:
+                return  # render mode: the cluster is created by an earlier step of the same run
+            raise PoolError("cluster: %s not found in %s (project %s)" % (self.cluster_name, self.location,
+                                                                          self.project))
+        if (cluster.get("autopilot") or {}).get("enabled"):
+            raise PoolError("cluster: %s is an Autopilot cluster; GKE manages its nodes, node pools are refused"
+                            % self.cluster_name)
+        if cluster.get("status") in ("ERROR", "STOPPING"):
+            raise PoolError("cluster: %s is in status %s (%s)" % (self.cluster_name, cluster.get("status"),
+                                                                  cluster.get("statusMessage") or "no message"))
+        networks = params.get("additional_node_networks") or []
+        network_config = cluster.get("networkConfig") or {}
+        if networks and not network_config.get("enableMultiNetworking"):
+            raise PoolError("additional_node_networks: cluster %s does not have multi-networking, which additional "
+                            "node networks need (create it with gpu_ops.cluster.gke_cluster multi_networking: true)"
+                            % self.cluster_name)
+        primary = common.last_segment(cluster.get("network") or network_config.get("network"))
+        for index, item in enumerate(networks):
+            if item["network"] == primary:
+                raise PoolError("additional_node_networks[%d].network: %s is the cluster's primary network; GPU NIC "
+                                "networks must be separate VPCs" % (index, primary))
+        channel = ((cluster.get("releaseChannel") or {}).get("channel") or "UNSPECIFIED")
+        if channel != "UNSPECIFIED" and params.get("auto_upgrade") is False:
+            raise PoolError("auto_upgrade: cluster %s is on the %s release channel, where GKE requires node "
+                            "auto-upgrade; set auto_upgrade: true and pin the version with a maintenance exclusion "
+                            "(gpu_ops.cluster.gke_cluster maintenance_exclusion)" % (self.cluster_name, channel))
+        profile = params.get("gpudirect")
+        if profile and not params.get("node_version"):
+            version = cluster.get("currentNodeVersion") or cluster.get("currentMasterVersion")
+            if common.version_key(version):
+                gate = gpudirect.version_gate_error(profile, version)
+                if gate:
+                    raise PoolError("node_version: the pool would run the cluster's version %s: %s" % (version, gate))
+
+    # ---- planning
+
+    def plan_present(self, current):
+        desired = create_body(self.params)
+        if current is None:
+            self._require_size()
+            self.plan.create(KIND, self.name, desired, request=("create", desired))
+            return
+        if current.get("status") == "ERROR":
+            if not self.params.get("recreate"):
+                raise PoolError("node pool %s is in status ERROR (%s); set recreate: true to delete and create it "
+                                "again" % (self.name, current.get("statusMessage") or "no message"))
+            self._require_size()
+            self.plan.recreate(KIND, self.name, current, desired, ["status"], request=("recreate", desired))
+            return
+        want = desired_view(self.params)
+        have = current_view(current, self.node_count(current))
+        fields = differing_fields(want, have)
+        if "node_version" in fields and not self._version_needs_update(have.get("node_version")):
+            fields.remove("node_version")
+        immutable = [f for f in fields if f.split(".", 1)[0] in IMMUTABLE]
+        if immutable:
+            tops = []
+            for field in immutable:
+                if field.split(".", 1)[0] not in tops:
+                    tops.append(field.split(".", 1)[0])
+            if not self.params.get("recreate"):
+                raise PoolError("%s: cannot change on the existing node pool %s (immutable fields: %s); set "
+                                "recreate: true to delete and recreate the pool" % (", ".join(tops), self.name,
+                                                                                   ", ".join(tops)))
+            self._require_size()
+            self.plan.recreate(KIND, self.name, have, want, fields, request=("recreate", desired))
+            return
+        if fields:
+            self.plan.update(KIND, self.name, have, want, fields, request=("update", (fields, current)))
+
+    def _version_needs_update(self, have):
+        wanted = self.params.get("node_version")
+        wanted_key, have_key = common.version_key(wanted), common.version_key(have)
+        if wanted_key is None or have_key is None:
+            return wanted != have
+        if wanted_key < have_key:
+            self.warnings.append("node pool %s runs %s, newer than node_version %s; GKE does not downgrade nodes, "
+                                 "the pool is left as it is" % (self.name, have, wanted))
+            return False
+        return wanted_key != have_key
+
+    def _require_size(self):
+        if self.params.get("node_count") is None and not self.params.get("enable_autoscaling"):
+            raise PoolError("node_count: required to create node pool %s (or enable_autoscaling with min_count and "
+                            "max_count)" % self.name)
+
+    def plan_absent(self, current):
+        if current is not None:
+            self.plan.delete(KIND, self.name, current, request=("delete", None))
+
+    # ---- checks of referenced resources before a create
+
+    def check_networks(self):
+        """The additional networks and their subnetworks exist (in the cluster's region)."""
+        networks = self.params.get("additional_node_networks") or []
+        if not networks or self.session.render:
+            return
+        region = common.region_of(self.location)
+        tasks = []
+        for item in networks:
+            tasks.append(lambda n=item["network"]: self.session.get(self.session.compute_url("global/networks/%s" % n)))
+            tasks.append(lambda s=item["subnetwork"]: self.session.get(
+                self.session.compute_url("regions/%s/subnetworks/%s" % (region, s))))
+        found = self.session.run_concurrently(tasks)
+        for index, item in enumerate(networks):
+            network, subnet = found[2 * index], found[2 * index + 1]
+            where = "additional_node_networks[%d]" % index
+            if network is None:
+                raise PoolError("%s.network: network %s not found in project %s (create the GPU NIC networks first, "
+                                "for example with the gcp_gpu_vpcs role)" % (where, item["network"], self.project))
+            if subnet is None:
+                raise PoolError("%s.subnetwork: subnetwork %s not found in region %s" % (where, item["subnetwork"],
+                                                                                        region))
+            if common.last_segment(subnet.get("network")) != item["network"]:
+                raise PoolError("%s.subnetwork: %s belongs to network %s, not %s" % (
+                    where, item["subnetwork"], common.last_segment(subnet.get("network")), item["network"]))
+
+    # ---- applying
+
+    def apply(self):
+        for change in self.plan.changes:
+            action, payload = change.request
+            if action == "create":
+                self.check_networks()
+                self._create(payload, final=True)
+            elif action == "delete":
+                self._delete(final=True)
+            elif action == "recreate":
+                self.check_networks()
+                self._delete(final=False)
+                self._create(payload, final=True)
+            elif action == "update":
+                self._update(*payload)
+
+    def _mutate(self, send, final):
+        """Send one mutating request (retrying while the cluster runs another operation) and wait."""
+        deadline = self.session.clock() + self.session.operation_timeout
+        interval = self.session.poll_initial
+        while True:
+            try:
+                operation = send()
+                break
+            except ApiError as exc:
+                if not _cluster_busy(exc) or self.session.clock() >= deadline:
+                    raise
+                self.session.sleep(interval)
+                interval = min(self.session.poll_max, interval * 1.5)
+        if self.params.get("wait") or not final:
+            return self.session.wait_container_operation(operation)
+        return operation
+
+    def _create(self, body, final):
+        parent = self.cluster_path
+
+        def send():
+            return self.session.post(self.url(parent + "/nodePools"), dict(nodePool=body, parent=parent))
+
+        try:
+            self._mutate(send, final)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            # created by an earlier, interrupted run: wait for it and carry on
+            self.settled_pool()
+
+    def _delete(self, final):
+        try:
+            self._mutate(lambda: self.session.delete(self.url(self.pool_path)), final)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
+    def _update(self, fields, current):
+        params = effective(self.params)
+        tops = set(f.split(".", 1)[0] for f in fields)
+        config = current.get("config") or {}
+        pool_url = self.url(self.pool_path)
+        requests = []
+        for group, members in UPDATE_GROUPS:
+            if not tops.intersection(members):
+                continue
+            if group == "setManagement":
+                management = dict(current.get("management") or {})
+                for option, field in (("auto_upgrade", "autoUpgrade"), ("auto_repair", "autoRepair")):
+                    if params.get(option) is not None:
+                        management[field] = params[option]
+                requests.append((pool_url + ":setManagement", "POST", dict(management=dict(
+                    autoUpgrade=bool(management.get("autoUpgrade")), autoRepair=bool(management.get("autoRepair"))))))
+            elif group == "version":
+                requests.append((pool_url, "PUT", dict(
+                    nodeVersion=params.get("node_version") or current.get("version"),
+                    imageType=params.get("image_type") or config.get("imageType"))))
+            elif group == "locations":
+                requests.append((pool_url, "PUT", dict(locations=list(params["node_locations"]))))
+            elif group == "labels":
+                requests.append((pool_url, "PUT", dict(labels=dict(labels=dict(
+                    (k, "%s" % v) for k, v in params["node_labels"].items())))))
+            elif group == "taints":
+                requests.append((pool_url, "PUT", dict(taints=dict(taints=_taints(params)))))
+            elif group == "gvnic":
+                requests.append((pool_url, "PUT", dict(gvnic=dict(enabled=bool(params["gvnic"])))))
+            elif group == "disk":
+                body = {}
+                if params.get("disk_size_gb") is not None:
+                    body["diskSizeGb"] = str(params["disk_size_gb"])
+                if params.get("disk_type") is not None:
+                    body["diskType"] = params["disk_type"]
+                requests.append((pool_url, "PUT", body))
+            elif group == "setAutoscaling":
+                scaling = dict(enabled=bool(params.get("enable_autoscaling")))
+                if params.get("enable_autoscaling"):
+                    scaling.update(minNodeCount=params["min_count"], maxNodeCount=params["max_count"])
+                requests.append((pool_url + ":setAutoscaling", "POST", dict(autoscaling=scaling)))
+            elif group == "setSize":
+                requests.append((pool_url + ":setSize", "POST", dict(nodeCount=params["node_count"])))
+        for index, (url, method, body) in enumerate(requests):
+            send = (lambda u=url, b=body: self.session.put(u, b)) if method == "PUT" else \
+                (lambda u=url, b=body: self.session.post(u, b))
+            self._mutate(send, final=index == len(requests) - 1)
+
+
+_BUSY_MESSAGE = re.compile(r"incompatible operation|currently operating on cluster|please wait and try again",
+                           re.IGNORECASE)
+
+
+def _cluster_busy(exc):
+    """GKE's answer while another operation runs on the cluster (400/409 FAILED_PRECONDITION)."""
+    return exc.status in (400, 409) and bool(_BUSY_MESSAGE.search(exc.message or ""))
+
+
+def run(module):
+    """Entry point of gpu_nodepool for provider gke."""
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession  # pylint: disable=import-outside-toplevel
+
+    params = module.params
+    problems = validate(params)
+    if problems:
+        module.fail_json(msg=problems.message("gpu_nodepool (provider gke)"), problems=problems.items)
+    session = GcpSession.from_module(module)
+    engine = PoolEngine(module, session)
+    pool = None
+    try:
+        cluster = engine.settled_cluster()
+        if params["state"] == "present":
+            engine.check_cluster(cluster)
+            current = engine.settled_pool() if cluster is not None else None
+            engine.plan_present(current)
+        else:
+            current = engine.read_pool() if cluster is not None else None
+            if current is not None and current.get("status") == "STOPPING" and not module.check_mode:
+                current = engine.settled_pool()
+            engine.plan_absent(current)
+        if not module.check_mode:
+            engine.apply()
+        if params["state"] == "absent":
+            pool = current if module.check_mode else None
+        elif module.check_mode or not engine.plan.changed:
+            pool = current
+        else:
+            pool = None if session.render else engine.read_pool()
+            if pool is None:
+                pool = create_body(params)
+    except PoolError as exc:
+        module.fail_json(msg=str(exc), changes=[c.as_dict() for c in engine.plan.changes])
+    except ApiError as exc:
+        module.fail_json(msg="GKE request failed: %s" % common.operation_error_text(exc),
+                         changes=[c.as_dict() for c in engine.plan.changes], status=exc.status)
+    for warning in engine.warnings:
+        module.warn(warning)
+    result = engine.plan.result(diff=module._diff)
+    result["node_pool"] = pool or {}
+    if params["state"] == "present":
+        expected = expected_resources(params)
+        if expected:
+            result["expected_resources"] = expected
+    module.exit_json(**result)

@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Helpers for the GKE module tests: run a module's main() in-process against the GCP double.
+
+The module runs unchanged; only AnsibleModule's exit_json/fail_json are turned into exceptions so
+that the test can read the result, and the GCP session polls operations every few milliseconds
+instead of every second (its poll interval is a constructor argument).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gcp
+from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
+from ansible_collections.gpu_ops.cluster.tests.doubles import gke_extensions
+
+gke_extensions.install()
+
+PROJECT = "unit-project"
+REGION = "us-central1"
+ZONE = "us-central1-c"
+MUTATING = ("POST", "PUT", "PATCH", "DELETE")
+
+
+class ModuleExit(Exception):
+    def __init__(self, result):
+        super().__init__(result.get("msg") or "exit")
+        self.result = result
+
+
+class ModuleFail(ModuleExit):
+    pass
+
+
+def _exit_json(self, **kwargs):
+    kwargs.setdefault("changed", False)
+    raise ModuleExit(kwargs)
+
+
+def _fail_json(self, msg, **kwargs):
+    kwargs["failed"] = True
+    kwargs["msg"] = msg
+    raise ModuleFail(kwargs)
+
+
+@pytest.fixture
+def module_runner(monkeypatch):
+    """run(main, args, check=False, diff=False) -> result dict; failures come back with failed=True."""
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", _exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", _fail_json)
+    original = _gcp.GcpSession.from_module.__func__
+
+    def fast_from_module(cls, module, **kwargs):
+        kwargs.setdefault("poll_initial", 0.01)
+        kwargs.setdefault("poll_max", 0.05)
+        kwargs.setdefault("sleep", _short_sleep)
+        return original(cls, module, **kwargs)
+
+    monkeypatch.setattr(_gcp.GcpSession, "from_module", classmethod(fast_from_module))
+
+    def run(main, args, check=False, diff=False):
+        args = copy.deepcopy(args)
+        if check:
+            args["_ansible_check_mode"] = True
+        if diff:
+            args["_ansible_diff"] = True
+        with patch_module_args(args):
+            try:
+                main()
+            except ModuleExit as exc:
+                return exc.result
+        raise AssertionError("the module returned without exit_json/fail_json")
+
+    return run
+
+
+def _short_sleep(seconds):
+    import time  # pylint: disable=import-outside-toplevel
+
+    time.sleep(min(seconds, 0.05))
+
+
+@pytest.fixture
+def gcp():
+    with GcpDouble(latency=0.05) as double:
+        yield double
+
+
+def mutations(double):
+    return [r for r in double.mutating_requests()]
+
+
+def create_fabric(double, names, region=REGION, cidr_base=10):
+    """GPU NIC networks + subnets straight into the double (the VPC role's job, not under test here)."""
+    import json  # pylint: disable=import-outside-toplevel
+    import urllib.request  # pylint: disable=import-outside-toplevel
+
+    def call(method, path, body):
+        request = urllib.request.Request(double.url + path, data=json.dumps(body).encode(), method=method,
+                                         headers={"Authorization": "Bearer %s" % double.token,
+                                                  "Content-Type": "application/json"})
+        with urllib.request.urlopen(request) as answer:
+            return json.loads(answer.read().decode())
+
+    for index, name in enumerate(names):
+        call("POST", "compute/v1/projects/%s/global/networks" % PROJECT,
+             dict(name=name, autoCreateSubnetworks=False, mtu=8244))
+    double.wait_idle()
+    for index, name in enumerate(names):
+        call("POST", "compute/v1/projects/%s/regions/%s/subnetworks" % (PROJECT, region),
+             dict(name=name + "-sub", network="projects/%s/global/networks/%s" % (PROJECT, name),
+                  ipCidrRange="192.168.%d.0/24" % index))
+    double.wait_idle()
+    double.clear_log()
+    return [dict(network=name, subnetwork=name + "-sub") for name in names]
