@@ -50,6 +50,9 @@ UPDATE_METHODS = {
     "maintenance_exclusion": "setMaintenancePolicy",
 }
 
+UPDATE_ORDER = ("cluster_version", "release_channel", "node_locations", "master_authorized_networks",
+                "maintenance_exclusion")
+
 # what a fresh cluster's system pool looks like unless default_node_pool says otherwise
 DEFAULT_POOL = dict(name="default-pool", machine_type="e2-standard-8", node_count=1, disk_size_gb=100,
                     disk_type="pd-balanced", image_type="COS_CONTAINERD")
@@ -538,11 +541,9 @@ class ClusterEngine:
             cluster = self.read()
 
     def _update(self, current, fields):
-        tops = []
-        for field in fields:
-            top = _top_field(field)
-            if top not in tops:
-                tops.append(top)
+        wanted = set(_top_field(field) for field in fields)
+        # the control plane first, so that the other updates run on the upgraded cluster
+        tops = [top for top in UPDATE_ORDER if top in wanted]
         requests = []
         for top in tops:
             if top == "cluster_version":
@@ -558,8 +559,6 @@ class ClusterEngine:
             elif top == "maintenance_exclusion":
                 requests.append(("POST", self.url + ":setMaintenancePolicy", dict(
                     maintenancePolicy=self._merged_maintenance_policy(current))))
-        # the control-plane version goes first: the other updates then run on the upgraded cluster
-        requests.sort(key=lambda r: 0 if "desiredMasterVersion" in (r[2].get("update") or {}) else 1)
         for index, (method, url, body) in enumerate(requests):
             if method == "PUT":
                 operation = self.session.put(url, body)
