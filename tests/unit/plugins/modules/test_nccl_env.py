@@ -1,0 +1,324 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""nccl_env module: the catalog's NCCL environments and the nccl.conf it manages.
+
+The module runs unchanged through main(); only exit_json/fail_json are turned into exceptions so
+that the result can be read. Files are real files in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import stat
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpu_ops.cluster.plugins.modules import nccl_env
+
+
+class ModuleExit(Exception):
+    def __init__(self, result):
+        super().__init__(result.get("msg") or "exit")
+        self.result = result
+
+
+def _exit_json(self, **kwargs):
+    kwargs.setdefault("changed", False)
+    raise ModuleExit(kwargs)
+
+
+def _fail_json(self, msg, **kwargs):
+    kwargs.update(failed=True, msg=msg)
+    raise ModuleExit(kwargs)
+
+
+@pytest.fixture
+def run(monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", _exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", _fail_json)
+
+    def _run(args, check=False, diff=False):
+        args = copy.deepcopy(args)
+        if check:
+            args["_ansible_check_mode"] = True
+        if diff:
+            args["_ansible_diff"] = True
+        with patch_module_args(args):
+            try:
+                nccl_env.main()
+            except ModuleExit as exc:
+                return exc.result
+        raise AssertionError("the module returned without exit_json/fail_json")
+
+    return _run
+
+
+def env_of(result):
+    return result["env"]
+
+
+# ------------------------------------------------------------------ fabrics
+
+def test_tcpx_classic_is_the_guides_set(run):
+    result = run(dict(fabric="tcpx", gke_version="1.30.4-gke.1129000"))
+    env = env_of(result)
+    assert not result["changed"] and result["variant"] == "classic"
+    # values of the guide's "recommended NCCL configuration" for GPUDirect-TCPX
+    assert env["NCCL_ALGO"] == "Ring"
+    assert env["NCCL_NVLS_ENABLE"] == "0"
+    assert env["NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"] == "eth1,eth2,eth3,eth4"
+    assert env["NCCL_GPUDIRECTTCPX_CTRL_DEV"] == "eth0"
+    assert env["NCCL_GPUDIRECTTCPX_TX_BINDINGS"] == \
+        "eth1:8-21,112-125;eth2:8-21,112-125;eth3:60-73,164-177;eth4:60-73,164-177"
+    assert env["NCCL_GPUDIRECTTCPX_RX_BINDINGS"] == \
+        "eth1:22-35,126-139;eth2:22-35,126-139;eth3:74-87,178-191;eth4:74-87,178-191"
+    assert env["NCCL_BUFFSIZE"] == "4194304"
+    assert result["nccl_warnings"] == []
+
+
+def test_tcpx_on_gke_134_uses_the_slim_set(run):
+    classic = env_of(run(dict(fabric="tcpx", gke_version="1.33.5-gke.1000000")))
+    result = run(dict(fabric="tcpx", gke_version="v1.34.1-gke.1829001"))
+    slim = env_of(result)
+    assert result["variant"] == "devmem"
+    assert slim["NCCL_ALGO"] == "Ring,Tree"
+    assert "NCCL_NVLS_ENABLE" not in slim
+    assert set(classic) - set(slim) == {"NCCL_NVLS_ENABLE"}
+    assert {k for k in slim if slim[k] != classic.get(k)} == {"NCCL_ALGO"}
+
+
+def test_tcpx_without_gke_version_warns_and_uses_the_baseline(run):
+    result = run(dict(fabric="tcpx"))
+    assert result["variant"] == "classic"
+    assert any("gke_version not given" in w for w in result["nccl_warnings"])
+
+
+def test_tcpxo_environment(run):
+    result = run(dict(fabric="tcpxo", gke_version="1.32.2-gke.1489001"))
+    env = env_of(result)
+    assert env["NCCL_FASTRAK_IFNAME"] == ",".join("eth%d" % i for i in range(1, 9))
+    assert env["NCCL_FASTRAK_CTRL_DEV"] == "eth0"
+    assert env["NCCL_NVLSTREE_MAX_CHUNKSIZE"] == "131072"
+    assert env["NCCL_TUNER_CONFIG_PATH"] == "/usr/local/nvidia/lib64/a3plus_tuner_config.textproto"
+    assert env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"
+    assert env["NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"] == "/dev/aperture_devices"
+    assert "NCCL_ALGO" not in env and "NCCL_NVLS_ENABLE" not in env
+    assert result["nccl_warnings"] == []
+
+
+@pytest.mark.parametrize("machine_type, tuner", [
+    ("a3-ultragpu-8g", "/usr/local/gib/configs/tuner_config_a3u.txtpb"),
+    ("a4-highgpu-8g", "/usr/local/gib/configs/tuner_config_a4.txtpb"),
+])
+def test_rdma_gib_environment_per_machine(run, machine_type, tuner):
+    result = run(dict(fabric="rdma", machine_type=machine_type))
+    env = env_of(result)
+    assert env["NCCL_NET"] == "gIB"
+    assert env["NCCL_TUNER_CONFIG_PATH"] == tuner
+    assert env["NCCL_IB_QPS_PER_CONNECTION"] == "4"
+    assert result["nccl_warnings"] == []
+
+
+def test_rdma_without_machine_type_warns(run):
+    result = run(dict(fabric="rdma"))
+    assert any("machine_type not given" in w for w in result["nccl_warnings"])
+
+
+def test_ib_and_roce_use_exact_hca_names(run):
+    ib = env_of(run(dict(fabric="ib", interfaces=["mlx5_0", "mlx5_1"], ctrl_interface="ib0")))
+    assert ib == {"NCCL_NET": "IB", "NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "=mlx5_0,mlx5_1",
+                  "NCCL_SOCKET_IFNAME": "ib0"}
+    roce = env_of(run(dict(fabric="roce", interfaces=["mlx5_2"])))
+    assert roce["NCCL_IB_GID_INDEX"] == "3" and roce["NCCL_IB_HCA"] == "=mlx5_2"
+    assert "NCCL_SOCKET_IFNAME" not in roce
+
+
+def test_socket_fallback(run):
+    env = env_of(run(dict(fabric="socket", interfaces=["eth0", "eth1"])))
+    assert env == {"NCCL_NET": "Socket", "NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "eth0,eth1"}
+
+
+def test_outputs_agree(run):
+    result = run(dict(fabric="tcpx", gke_version="1.34"))
+    env = result["env"]
+    assert result["k8s_env"] == [dict(name=k, value=v) for k, v in env.items()]
+    lines = result["exports"].splitlines()
+    assert len(lines) == len(env)
+    assert 'export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+${LD_LIBRARY_PATH}:}"/usr/local/nvidia/lib64' in lines
+    assert "export NCCL_GPUDIRECTTCPX_TX_BINDINGS='%s'" % env["NCCL_GPUDIRECTTCPX_TX_BINDINGS"] in lines
+    conf = result["nccl_conf"].splitlines()
+    assert "LD_LIBRARY_PATH" not in result["nccl_conf"]
+    assert [line for line in conf if not line.startswith("#")] == \
+        ["%s=%s" % (k, v) for k, v in env.items() if k.startswith("NCCL_")]
+
+
+def test_custom_interfaces_for_host_network(run):
+    names = ["enp6s0", "enp12s0", "enp134s0", "enp140s0"]
+    env = env_of(run(dict(fabric="tcpx", gke_version="1.30.4-gke.1129000", interfaces=names, ctrl_interface="enp0s12")))
+    assert env["NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"] == ",".join(names)
+    assert env["NCCL_SOCKET_IFNAME"] == "enp0s12"
+    assert env["NCCL_GPUDIRECTTCPX_TX_BINDINGS"].startswith("enp6s0:8-21,112-125;enp12s0:8-21,112-125;")
+
+
+# ------------------------------------------------------------------ overrides
+
+def test_overrides_replace_add_and_remove(run):
+    result = run(dict(fabric="tcpxo", overrides=dict(NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS=None, NCCL_BUFFSIZE=4194304)))
+    env = env_of(result)
+    assert env["NCCL_DEBUG"] == "INFO"
+    assert "NCCL_DEBUG_SUBSYS" not in env
+    assert env["NCCL_BUFFSIZE"] == "4194304"
+    assert result["nccl_warnings"] == []
+
+
+def test_unknown_nccl_key_warns(run):
+    result = run(dict(fabric="tcpxo", overrides=dict(NCCL_BUFSIZE="1", GLOO_SOCKET_IFNAME="eth0")))
+    assert result["env"]["NCCL_BUFSIZE"] == "1"
+    assert result["env"]["GLOO_SOCKET_IFNAME"] == "eth0"
+    assert result["nccl_warnings"] == ["overrides.NCCL_BUFSIZE: not a known NCCL variable (check the spelling)"]
+
+
+def test_other_fabrics_plugin_key_warns(run):
+    result = run(dict(fabric="tcpxo", overrides=dict(NCCL_GPUDIRECTTCPX_FORCE_ACK="0")))
+    assert any("belongs to the tcpx plugin" in w for w in result["nccl_warnings"])
+
+
+def test_keys_dropped_for_gke_134_warn(run):
+    result = run(dict(fabric="tcpx", gke_version="1.34.1-gke.1829001",
+                      overrides=dict(NCCL_GPUDIRECTTCPX_FORCE_ACK="0", NCCL_MAX_NCHANNELS="8")))
+    warnings = result["nccl_warnings"]
+    assert any("FORCE_ACK: ignored by tcpx-daemon v2.0.15" in w for w in warnings)
+    assert any("NCCL_MAX_NCHANNELS: dropped from the recommended TCPX set" in w for w in warnings)
+    quiet = run(dict(fabric="tcpx", gke_version="1.33", overrides=dict(NCCL_MAX_NCHANNELS="8")))
+    assert quiet["nccl_warnings"] == []
+
+
+def test_tcpxo_guest_config_checker_refuses_nvlstree_chunksize(run):
+    result = run(dict(fabric="tcpxo", overrides=dict(NCCL_NVLSTREE_MAX_CHUNKSIZE=262144)))
+    assert result["failed"]
+    assert "overrides.NCCL_NVLSTREE_MAX_CHUNKSIZE" in result["msg"] and "131072" in result["msg"]
+    same = run(dict(fabric="tcpxo", overrides=dict(NCCL_NVLSTREE_MAX_CHUNKSIZE="131072")))
+    assert not same.get("failed") and same["nccl_warnings"] == []
+
+
+def test_tcpxo_guest_config_checker_watched_keys_warn(run):
+    result = run(dict(fabric="tcpxo", overrides=dict(NCCL_ALGO="Ring", NCCL_PROTO="Simple")))
+    warnings = result["nccl_warnings"]
+    assert any(w.startswith("overrides.NCCL_ALGO:") and "unexpected" in w for w in warnings)
+    assert any(w.startswith("overrides.NCCL_PROTO:") for w in warnings)
+
+
+def test_interface_override_conflict_warns(run):
+    result = run(dict(fabric="tcpx", gke_version="1.34", overrides=dict(NCCL_GPUDIRECTTCPX_SOCKET_IFNAME="eth1,eth2")))
+    assert any("differs from the interfaces eth1,eth2,eth3,eth4" in w for w in result["nccl_warnings"])
+
+
+def test_nccl_net_override_on_gpudirect_warns(run):
+    result = run(dict(fabric="tcpxo", overrides=dict(NCCL_NET="Socket")))
+    assert any("bypasses the GPUDirect-TCPXO" in w for w in result["nccl_warnings"])
+
+
+# ------------------------------------------------------------------ input errors
+
+@pytest.mark.parametrize("args, message", [
+    (dict(fabric="tcpx", machine_type="a3-megagpu-8g"), "machine_type: machine type 'a3-megagpu-8g' does not run tcpx"),
+    (dict(fabric="tcpxo", interfaces=["eth1", "eth2"]), "interfaces: tcpxo has 8 GPU NICs, 2 given"),
+    (dict(fabric="tcpx", interfaces=["eth1", "eth1", "eth2", "eth3"]), "interfaces: names repeat"),
+    (dict(fabric="tcpx", gke_version="latest"), "not a GKE version"),
+    (dict(fabric="tcpx", overrides={"NCCL X": "1"}), "overrides: 'NCCL X' is not an environment variable name"),
+    (dict(fabric="tcpx", overrides={"NCCL_DEBUG": "INFO\nNCCL_X=1"}), "overrides.NCCL_DEBUG: the value must be one line"),
+    (dict(fabric="tcpx", ctrl_interface="eth1"), "ctrl_interface: eth1 is also a GPU interface"),
+])
+def test_invalid_input_names_the_option(run, args, message):
+    result = run(args)
+    assert result.get("failed"), result
+    assert message in result["msg"]
+
+
+def test_invalid_fabric_lists_choices(run):
+    result = run(dict(fabric="efa"))
+    assert result["failed"] and "tcpx, tcpxo, rdma, ib, roce, socket" in result["msg"]
+
+
+# ------------------------------------------------------------------ dest
+
+def _mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_dest_create_check_mode_writes_nothing(run, tmp_path):
+    dest = str(tmp_path / "nccl.conf")
+    result = run(dict(fabric="roce", interfaces=["mlx5_0"], dest=dest), check=True, diff=True)
+    assert result["changed"] and not os.path.exists(dest)
+    assert result["changes"] == [dict(action="create", kind="file", name=dest)]
+    assert "NCCL_IB_HCA=" in result["diff"][0]["after"] and result["diff"][0]["before"] == ""
+
+
+def test_dest_create_then_noop(run, tmp_path):
+    dest = str(tmp_path / "nccl.conf")
+    args = dict(fabric="roce", interfaces=["mlx5_0", "mlx5_1"], ctrl_interface="bond0", dest=dest)
+    first = run(args)
+    assert first["changed"] and first["dest"] == dest
+    with open(dest) as handle:
+        text = handle.read()
+    assert text == first["nccl_conf"]
+    assert "NCCL_IB_HCA==mlx5_0,mlx5_1\n" in text and "NCCL_SOCKET_IFNAME=bond0\n" in text
+    assert _mode(dest) == 0o644
+    second = run(args, diff=True)
+    assert not second["changed"] and second["changes"] == [] and second["diff"] == []
+    check = run(args, check=True)
+    assert not check["changed"]
+
+
+def test_dest_change_check_mode_then_apply(run, tmp_path):
+    dest = str(tmp_path / "nccl.conf")
+    run(dict(fabric="tcpx", gke_version="1.33", dest=dest))
+    before = open(dest).read()
+    args = dict(fabric="tcpx", gke_version="1.34", dest=dest)
+    check = run(args, check=True, diff=True)
+    assert check["changed"]
+    assert check["changes"] == [dict(action="update", kind="file", name=dest, fields=["content"])]
+    assert open(dest).read() == before  # check mode leaves the file alone
+    diff = check["diff"][0]
+    assert "NCCL_ALGO=Ring" in diff["before"] and "NCCL_ALGO=Ring,Tree" in diff["after"]
+    assert "NCCL_NVLS_ENABLE=0" in diff["before"] and "NCCL_NVLS_ENABLE" not in diff["after"]
+    applied = run(args)
+    assert applied["changed"] and "NCCL_ALGO=Ring,Tree\n" in open(dest).read()
+    assert not run(args)["changed"]
+
+
+def test_dest_replaces_foreign_content(run, tmp_path):
+    dest = tmp_path / "nccl.conf"
+    dest.write_text("NCCL_DEBUG=TRACE\n# hand edit\n")
+    result = run(dict(fabric="socket", interfaces=["eth0"], dest=str(dest)))
+    assert result["changed"]
+    assert dest.read_text() == result["nccl_conf"]
+    assert "TRACE" not in dest.read_text()
+
+
+def test_dest_mode_change_only(run, tmp_path):
+    dest = str(tmp_path / "nccl.conf")
+    args = dict(fabric="socket", interfaces=["eth0"], dest=dest)
+    run(args)
+    args["mode"] = "0600"
+    check = run(args, check=True, diff=True)
+    assert check["changed"] and _mode(dest) == 0o644
+    assert check["changes"] == [dict(action="update", kind="file", name=dest, fields=["attributes"])]
+    applied = run(args)
+    assert applied["changed"] and _mode(dest) == 0o600
+    assert not run(args)["changed"]
+
+
+def test_dest_in_missing_folder_fails(run, tmp_path):
+    result = run(dict(fabric="socket", dest=str(tmp_path / "missing" / "nccl.conf")))
+    assert result["failed"] and "dest: the folder" in result["msg"]
+
+
+def test_dest_that_is_a_folder_fails(run, tmp_path):
+    result = run(dict(fabric="socket", dest=str(tmp_path)))
+    assert result["failed"] and "is a folder" in result["msg"]
