@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""MIG filters: the catalog in plugins/module_utils/_mig.py, exposed to roles and playbooks.
+
+Documentation: plugins/filter/<filter name>.yml.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig
+
+
+def _target(name, gpu_model, gpus, layout):
+    """(model, gpus, layout) from explicit arguments or from a mig_aks_profile result."""
+    if isinstance(gpu_model, dict):
+        profile = gpu_model
+        missing = [k for k in ("gpu_model", "gpus_per_vm", "layout") if k not in profile]
+        if missing:
+            raise AnsibleFilterError("%s: the input dict is not a mig_aks_profile result (missing %s)"
+                                     % (name, ", ".join(missing)))
+        gpus = profile["gpus_per_vm"] if gpus is None else gpus
+        layout = profile["layout"] if layout is None else layout
+        gpu_model = profile["gpu_model"]
+    if gpus is None:
+        raise AnsibleFilterError("%s: gpus (GPUs per node) is required" % name)
+    try:
+        gpus = int(gpus)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError("%s: gpus must be a whole number, got %r" % (name, gpus))
+    return gpu_model, gpus, _plain(layout)
+
+
+def _plain(value):
+    """Templated containers as plain dicts/lists (the engine compares with ==)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _call(filter_name, function, *args, **kwargs):
+    try:
+        return function(*args, **kwargs)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("%s: %s" % (filter_name, exc))
+
+
+def mig_aks_profile(vm_size, gpu_instance_profile):
+    """What an AKS node pool of vm_size with gpuInstanceProfile gives on every node."""
+    return _call("mig_aks_profile", _mig.aks_profile, vm_size, gpu_instance_profile)
+
+
+def mig_expected_resources(gpu_model, gpus=None, layout=None, strategy="single", sharing=None):
+    """Resource name -> count one node advertises (device plugin, MIG strategy, sharing)."""
+    model, gpus, layout = _target("mig_expected_resources", gpu_model, gpus, layout)
+    return _call("mig_expected_resources", _mig.expected_node_resources, model, gpus, layout, strategy,
+                 _plain(sharing) or None)
+
+
+def mig_expected_labels(gpu_model, gpus=None, layout=None, strategy="single", sharing=None):
+    """GFD label -> rule one node must carry."""
+    model, gpus, layout = _target("mig_expected_labels", gpu_model, gpus, layout)
+    return _call("mig_expected_labels", _mig.expected_labels, model, gpus, layout, strategy, _plain(sharing) or None)
+
+
+def mig_verify_nodes(nodes, resources, labels=None, selector=None, min_nodes=1):
+    """Compare Kubernetes Nodes with the expected resources and labels."""
+    if not isinstance(nodes, (list, tuple)):
+        raise AnsibleFilterError("mig_verify_nodes: the input must be a list of Node documents (k8s_info resources)")
+    return _call("mig_verify_nodes", _mig.verify_nodes, _plain(nodes), _plain(resources or {}), _plain(labels or {}),
+                 _plain(selector or {}), int(min_nodes or 0))
+
+
+def mig_device_plugin_config(strategy, sharing=None, resources=None, fail_on_init_error=None):
+    """A k8s-device-plugin config file (version v1) for a MIG strategy and optional sharing."""
+    return _call("mig_device_plugin_config", _mig.device_plugin_config, strategy, _plain(sharing) or None,
+                 _plain(resources), fail_on_init_error)
+
+
+def mig_placements(gpu_model, request):
+    """Place one GPU's MIG request; fits, reason and concrete start slots."""
+    return _call("mig_placements", _mig.place, gpu_model, _plain(request))
+
+
+def mig_parted_config(gpu_model, layout, name="custom", device_filter=True, include_defaults=True):
+    """A mig-parted version v1 config holding the layout as config name."""
+    return _call("mig_parted_config", _mig.mig_parted_config, gpu_model, _plain(layout), name=name,
+                 device_filter=bool(device_filter), include_defaults=bool(include_defaults))
+
+
+class FilterModule:
+    """MIG filters."""
+
+    def filters(self):
+        return {
+            "mig_aks_profile": mig_aks_profile,
+            "mig_expected_resources": mig_expected_resources,
+            "mig_expected_labels": mig_expected_labels,
+            "mig_verify_nodes": mig_verify_nodes,
+            "mig_device_plugin_config": mig_device_plugin_config,
+            "mig_placements": mig_placements,
+            "mig_parted_config": mig_parted_config,
+        }

@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""nvidia-smi filters: the parsers in plugins/module_utils/_nvsmi.py.
+
+Documentation: plugins/filter/nvsmi_parse.yml, nvsmi_listing_problems.yml.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvsmi
+
+
+def nvsmi_parse(text, kind="list", fields=None):
+    """Parse nvidia-smi output of the given kind (list, lgip, lgipp, lgi, lci, csv, xml, messages)."""
+    if kind not in _nvsmi.PARSERS:
+        raise AnsibleFilterError("nvsmi_parse: kind %r is not one of %s" % (kind, ", ".join(sorted(_nvsmi.PARSERS))))
+    try:
+        if kind == "csv":
+            return _nvsmi.parse_query_csv(text, fields)
+        if fields is not None:
+            raise ValueError("fields only applies to kind=csv")
+        return _nvsmi.PARSERS[kind](text)
+    except ValueError as exc:
+        raise AnsibleFilterError("nvsmi_parse: %s" % exc)
+
+
+def nvsmi_listing_problems(text, profile, count=1, exact=False):
+    """Why an nvidia-smi -L listing does not show the expected MIG devices ([] when it does)."""
+    try:
+        return _nvsmi.listing_problems(text, str(profile), int(count), bool(exact))
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("nvsmi_listing_problems: %s" % exc)
+
+
+class FilterModule:
+    """nvidia-smi filters."""
+
+    def filters(self):
+        return {
+            "nvsmi_parse": nvsmi_parse,
+            "nvsmi_listing_problems": nvsmi_listing_problems,
+        }
