@@ -406,7 +406,7 @@ class GcpSession:
         if errors:
             first = errors[0]
             try:
-                first.others = errors[1:]
+                first.others = list(getattr(first, "others", None) or []) + errors[1:]
             except AttributeError:  # pragma: no cover - exceptions with __slots__
                 pass
             raise first

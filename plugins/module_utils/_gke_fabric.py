@@ -1,0 +1,643 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""The GPU-NIC fabric of one GKE cluster: one custom-mode VPC, one subnet and one firewall rule per GPU NIC.
+
+Flow of a run (module gke_multinetwork):
+
+1. ``resolve`` checks every option and derives the fabric (names, CIDRs, MTUs, Kubernetes names) before
+   anything is sent; every problem names its option.
+2. ``FabricEngine.read`` reads the 3 x N resources concurrently, each exactly once.
+3. ``plan_present`` / ``plan_absent`` compare and record the changes in a ``_plan.Plan``; drift that the
+   API cannot fix (a moved or shrunk subnet range, a subnet or rule in another network, an auto-mode
+   network) is collected and reported as one error before any change is made.
+4. ``apply`` carries the plan out, NIC by NIC in parallel: the network first, then its subnet and its
+   firewall rule together (critical path: two operation latencies). Deletion runs the other way round.
+   ``concurrency`` bounds how many operations are in flight (1 = the guide's one-at-a-time loop).
+
+A create that meets 409 (a run killed half-way, whose insert is still running or has finished) waits
+until the resource is visible, then compares it like any other existing resource.
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import json
+import re
+import threading
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields
+
+NETWORK = "network"
+SUBNETWORK = "subnetwork"
+FIREWALL = "firewall"
+API_GROUP = "networking.gke.io"
+API_VERSION = API_GROUP + "/v1"
+DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"
+INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
+DEFAULT_DEVICE_MODE = "NetDevice"
+# GPU NIC profiles this module builds (one VPC per NIC, deviceMode NetDevice)
+NETDEVICE_PROFILES = ("tcpx", "tcpxo")
+MAX_NICS = 8
+ANY_SOURCE = ("0.0.0.0/0",)
+DNS_LABEL = re.compile(r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$")
+FIREWALL_ALLOWED = [{"IPProtocol": "tcp"}, {"IPProtocol": "udp"}, {"IPProtocol": "icmp"}]
+
+
+class FabricError(Exception):
+    """Input or state the module refuses, with a message naming the option or the resource field."""
+
+    def __init__(self, message, problems=None):
+        super().__init__(message)
+        self.problems = list(problems or [])
+
+
+# ---------------------------------------------------------------------------------------------
+# input
+# ---------------------------------------------------------------------------------------------
+
+
+def _nic_count(params, problems):
+    profile_name = params.get("profile")
+    explicit = params.get("networks")
+    count = params.get("nic_count")
+    from_profile = None
+    if profile_name is not None:
+        if profile_name not in NETDEVICE_PROFILES:
+            problems.add("profile", "%r is not a one-VPC-per-NIC GPUDirect profile; allowed: %s" % (
+                profile_name, ", ".join(NETDEVICE_PROFILES)))
+            return None
+        from_profile = gpudirect.profile(profile_name)["gpu_nic_count"]
+    if count is not None and not 1 <= count <= MAX_NICS:
+        problems.add("nic_count", "must be between 1 and %d, got %d" % (MAX_NICS, count))
+        return None
+    if from_profile is not None and count is not None and count != from_profile:
+        problems.add("nic_count", "%d does not match profile %s, which has %d GPU NICs" % (
+            count, profile_name, from_profile))
+        return None
+    if explicit is not None:
+        if not explicit:
+            problems.add("networks", "must list at least one network when set")
+            return None
+        if len(explicit) > MAX_NICS:
+            problems.add("networks", "lists %d networks; at most %d" % (len(explicit), MAX_NICS))
+            return None
+        expected = from_profile if from_profile is not None else count
+        if expected is not None and len(explicit) != expected:
+            problems.add("networks", "lists %d networks, but %s has %d GPU NICs" % (
+                len(explicit), "profile %s" % profile_name if from_profile is not None else "nic_count", expected))
+            return None
+        return len(explicit)
+    if from_profile is not None:
+        return from_profile
+    if count is not None:
+        return count
+    problems.add("profile", "set one of profile (%s), nic_count or networks" % ", ".join(NETDEVICE_PROFILES))
+    return None
+
+
+def resolve(params):
+    """The fabric the options describe: a dict with ``nics`` (one dict per GPU NIC) and shared settings.
+
+    Raises FabricError listing every problem (option: problem) when the input is not valid.
+    """
+    problems = common.Problems()
+    common.check_project(problems, params.get("project"))
+    common.check_name(problems, "cluster", params.get("cluster"))
+    region = params.get("region")
+    if region is not None and common.location_kind(region) != "region":
+        problems.add("region", "%r is not a region (for example us-central1)" % (region,))
+    count = _nic_count(params, problems)
+    default_mtu = params.get("mtu")
+    if default_mtu is None:
+        default_mtu = gpudirect.DEFAULT_MTU
+    low, high = gpudirect.MTU_RANGE
+    if not low <= default_mtu <= high:
+        problems.add("mtu", "%d is outside the MTU range %d-%d of VPC networks" % (default_mtu, low, high))
+    prefix = params.get("name_prefix") or "%s-gpunic" % params.get("cluster")
+    k8s_prefix = params.get("k8s_network_prefix") or "vpc"
+    base = common.check_cidr(problems, "cidr_base", params.get("cidr_base") or "192.168.0.0/16", max_prefix=29,
+                             min_prefix=8)
+    length = params.get("subnet_prefix_length") or 24
+    if not 8 <= length <= 29:
+        problems.add("subnet_prefix_length", "must be between 8 and 29 (subnet sizes GCE accepts), got %d" % length)
+    elif base is not None and length < base.prefixlen:
+        problems.add("subnet_prefix_length", "/%d is larger than cidr_base %s" % (length, base))
+    if count is None:
+        raise FabricError(problems.message("gke_multinetwork"), problems.items)
+
+    explicit = params.get("networks") or [{} for dummy in range(count)]
+    nics = []
+    for index in range(count):
+        entry = explicit[index] or {}
+        option = "networks[%d]" % index if params.get("networks") else None
+        number = index + 1
+        nic = dict(
+            index=number,
+            network=entry.get("name") or "%s-%d" % (prefix, number),
+            subnetwork=entry.get("subnetwork") or "%s-%d-sub" % (prefix, number),
+            firewall=entry.get("firewall") or "%s-%d-internal" % (prefix, number),
+            k8s_network=entry.get("k8s_network") or "%s%d" % (k8s_prefix, number),
+            mtu=entry.get("mtu") if entry.get("mtu") is not None else default_mtu,
+            cidr=entry.get("cidr"),
+        )
+        name_option = "%s.%%s" % option if option else None
+        for key, derived_from in (("network", "name"), ("subnetwork", "subnetwork"), ("firewall", "firewall")):
+            where = name_option % derived_from if name_option and entry.get(derived_from) else "name_prefix"
+            common.check_gce_name(problems, where, nic[key])
+        where = name_option % "k8s_network" if name_option and entry.get("k8s_network") else "k8s_network_prefix"
+        if not DNS_LABEL.match(nic["k8s_network"]):
+            problems.add(where, "%r is not a valid Kubernetes object name (lowercase letters, digits and hyphens, "
+                                "at most 63)" % nic["k8s_network"])
+        if entry.get("mtu") is not None and not low <= entry["mtu"] <= high:
+            problems.add(name_option % "mtu", "%d is outside the MTU range %d-%d of VPC networks" % (
+                entry["mtu"], low, high))
+        if nic["cidr"] is not None:
+            nic["_net"] = common.check_cidr(problems, name_option % "cidr", nic["cidr"], max_prefix=29, min_prefix=8)
+        nics.append(nic)
+
+    for key, option in ((NETWORK, "name"), (SUBNETWORK, "subnetwork"), (FIREWALL, "firewall"),
+                        ("k8s_network", "k8s_network")):
+        names = [n[key] for n in nics]
+        repeated = sorted(set(n for n in names if names.count(n) > 1))
+        if repeated:
+            problems.add("networks[].%s" % option if params.get("networks") else "name_prefix",
+                         "names repeat: %s" % ", ".join(repeated))
+
+    explicit_ranges = [("networks[%d].cidr" % (n["index"] - 1), n.get("_net")) for n in nics if n["cidr"]]
+    common.check_no_overlap(problems, explicit_ranges)
+    if base is not None and 8 <= length <= 29 and length >= base.prefixlen:
+        _allocate(problems, nics, base, length)
+    for nic in nics:
+        nic.pop("_net", None)
+
+    sources, any_source = _sources(problems, params, nics)
+    if problems:
+        raise FabricError(problems.message("gke_multinetwork"), problems.items)
+    profile_name = params.get("profile")
+    device_mode = gpudirect.profile(profile_name)["device_mode"] if profile_name else DEFAULT_DEVICE_MODE
+    if profile_name:
+        interfaces = gpudirect.interface_names(profile_name, count)
+    else:
+        interfaces = ["%s%d" % (gpudirect.INTERFACE_PREFIX, 1 + i) for i in range(count)]
+    for nic, interface in zip(nics, interfaces):
+        nic["interface"] = interface
+        nic["source_ranges"] = list(sources) if sources is not None else [nic["cidr"]]
+    return dict(project=params.get("project"), region=region, cluster=params.get("cluster"), profile=profile_name,
+                device_mode=device_mode, nics=nics, any_source=any_source,
+                description="GPU NIC fabric of GKE cluster %s (gpu_ops.cluster)" % params.get("cluster"))
+
+
+def _allocate(problems, nics, base, length):
+    """Give each NIC without an explicit ``cidr`` the next free /length block of ``base``."""
+    taken = [n["_net"] for n in nics if n.get("_net") is not None]
+    candidates = base.subnets(new_prefix=length)
+    for nic in nics:
+        if nic["cidr"] is not None:
+            continue
+        for candidate in candidates:
+            if not any(candidate.overlaps(t) for t in taken):
+                nic["cidr"] = str(candidate)
+                taken.append(candidate)
+                break
+        else:
+            problems.add("cidr_base", "%s has no room for %d subnets of /%d" % (base, len(nics), length))
+            return
+
+
+def _sources(problems, params, nics):
+    """(source ranges for every rule or None for "each network's own subnet", any-source flag)."""
+    allow_any = bool(params.get("firewall_allow_any_source"))
+    ranges = params.get("firewall_source_ranges")
+    if ranges is None:
+        return (list(ANY_SOURCE) if allow_any else None), allow_any
+    if not ranges:
+        problems.add("firewall_source_ranges", "must list at least one CIDR block when set")
+        return None, allow_any
+    opened = []
+    for value in ranges:
+        try:
+            network = ipaddress.ip_network(str(value), strict=True)
+        except ValueError as exc:
+            problems.add("firewall_source_ranges", "%r is not a valid CIDR block (%s)" % (value, exc))
+            continue
+        if network.prefixlen == 0:
+            opened.append(str(value))
+    if opened and not allow_any:
+        problems.add("firewall_source_ranges", "%s opens the GPU NICs to every address; set "
+                                               "firewall_allow_any_source: true to allow that" % ", ".join(opened))
+    return list(ranges), allow_any
+
+
+# ---------------------------------------------------------------------------------------------
+# desired documents and outputs
+# ---------------------------------------------------------------------------------------------
+
+
+def network_body(fabric, nic):
+    return dict(name=nic[NETWORK], autoCreateSubnetworks=False, mtu=nic["mtu"],
+                description="%s, NIC %d" % (fabric["description"], nic["index"]))
+
+
+def subnetwork_body(fabric, nic):
+    return dict(name=nic[SUBNETWORK], network="projects/%s/global/networks/%s" % (fabric["project"], nic[NETWORK]),
+                ipCidrRange=nic["cidr"], region=fabric["region"],
+                description="%s, NIC %d" % (fabric["description"], nic["index"]))
+
+
+def firewall_body(fabric, nic):
+    return dict(name=nic[FIREWALL], network="projects/%s/global/networks/%s" % (fabric["project"], nic[NETWORK]),
+                direction="INGRESS", sourceRanges=list(nic["source_ranges"]), allowed=copy.deepcopy(FIREWALL_ALLOWED),
+                description="%s: internal tcp/udp/icmp on NIC %d" % (fabric["description"], nic["index"]))
+
+
+def manifests(fabric):
+    """GKENetworkParamSet + Network objects, in apply order (each parameter set before its Network)."""
+    objects = []
+    for nic in fabric["nics"]:
+        objects.append(dict(apiVersion=API_VERSION, kind="GKENetworkParamSet", metadata=dict(name=nic["k8s_network"]),
+                            spec=dict(vpc=nic[NETWORK], vpcSubnet=nic[SUBNETWORK], deviceMode=fabric["device_mode"])))
+        objects.append(dict(apiVersion=API_VERSION, kind="Network", metadata=dict(name=nic["k8s_network"]),
+                            spec=dict(type="Device", parametersRef=dict(group=API_GROUP, kind="GKENetworkParamSet",
+                                                                        name=nic["k8s_network"]))))
+    return objects
+
+
+def outputs(fabric):
+    """Everything later steps need, so that none of them re-derives a name."""
+    nics = fabric["nics"]
+    names = [n["k8s_network"] for n in nics]
+    interfaces = [n["interface"] for n in nics]
+    annotation = gpudirect.interfaces_annotation(fabric["profile"], names, interfaces=interfaces)
+    return dict(
+        profile=fabric["profile"],
+        device_mode=fabric["device_mode"],
+        networks=[dict(index=n["index"], network=n[NETWORK], subnetwork=n[SUBNETWORK], firewall=n[FIREWALL],
+                       cidr=n["cidr"], mtu=n["mtu"], k8s_network=n["k8s_network"], interface=n["interface"],
+                       source_ranges=list(n["source_ranges"])) for n in nics],
+        additional_node_networks=[dict(network=n[NETWORK], subnetwork=n[SUBNETWORK]) for n in nics],
+        k8s_network_names=names,
+        manifests=manifests(fabric),
+        pod_interfaces=json.loads(annotation),
+        pod_interfaces_annotation=annotation,
+        pod_annotations={DEFAULT_INTERFACE_ANNOTATION: gpudirect.CONTROL_INTERFACE, INTERFACES_ANNOTATION: annotation},
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison views (only what this module sets is compared)
+# ---------------------------------------------------------------------------------------------
+
+
+def _allowed_view(rules):
+    view = []
+    for rule in rules or []:
+        ports = sorted(rule.get("ports") or [])
+        view.append(dict(IPProtocol=rule.get("IPProtocol"), ports=ports))
+    return sorted(view, key=lambda r: (r["IPProtocol"] or "", r["ports"]))
+
+
+def firewall_view(document):
+    return dict(network=common.last_segment(document.get("network")), direction=document.get("direction") or "INGRESS",
+                sourceRanges=sorted(document.get("sourceRanges") or []), allowed=_allowed_view(document.get("allowed")),
+                denied=_allowed_view(document.get("denied")), disabled=bool(document.get("disabled")),
+                targetTags=sorted(document.get("targetTags") or []),
+                sourceTags=sorted(document.get("sourceTags") or []))
+
+
+class _Drift:
+    def __init__(self):
+        self.items = []
+        self.refused = []
+
+    def add(self, kind, name, field, current, desired, fixable, option=None, why=None):
+        self.items.append(dict(kind=kind, name=name, field=field, current=current, desired=desired,
+                               fixable=fixable))
+        if not fixable:
+            self.refused.append("%s %s: %s is %s, wanted %s%s%s" % (
+                kind, name, field, json.dumps(current), json.dumps(desired),
+                " (option %s)" % option if option else "", "; %s" % why if why else ""))
+
+
+# ---------------------------------------------------------------------------------------------
+# engine
+# ---------------------------------------------------------------------------------------------
+
+
+class FabricEngine:
+    """Reads, plans and applies one fabric through a _gcp.GcpSession."""
+
+    def __init__(self, session, fabric, check_mode=False, concurrency=16, warn=None):
+        self.session = session
+        self.fabric = fabric
+        self.check_mode = check_mode
+        self.concurrency = max(1, int(concurrency or 1))
+        self.slots = threading.BoundedSemaphore(self.concurrency)
+        self.plan = Plan()
+        self.drift = _Drift()
+        self.warnings = []
+        self._warn = warn
+        self.current = {}
+        self.actions = {}  # (kind, name) -> callable that carries the change out
+
+    # ---- urls
+
+    def url(self, kind, name):
+        if kind == NETWORK:
+            return self.session.compute_url("global/networks/%s" % name)
+        if kind == SUBNETWORK:
+            return self.session.compute_url("regions/%s/subnetworks/%s" % (self.fabric["region"], name))
+        return self.session.compute_url("global/firewalls/%s" % name)
+
+    def collection(self, kind):
+        if kind == NETWORK:
+            return self.session.compute_url("global/networks")
+        if kind == SUBNETWORK:
+            return self.session.compute_url("regions/%s/subnetworks" % self.fabric["region"])
+        return self.session.compute_url("global/firewalls")
+
+    def warn(self, message):
+        self.warnings.append(message)
+        if self._warn:
+            self._warn(message)
+
+    # ---- read
+
+    def read(self):
+        """Read every resource of the fabric once, concurrently."""
+        keys = [(kind, nic[kind]) for nic in self.fabric["nics"] for kind in (NETWORK, SUBNETWORK, FIREWALL)]
+        found = self.session.run_concurrently([lambda k=k: self.session.get(self.url(*k)) for k in keys],
+                                              max_workers=min(32, len(keys)))
+        self.current = dict(zip(keys, found))
+        return self.current
+
+    # ---- plan
+
+    def plan_present(self):
+        fabric = self.fabric
+        for nic in fabric["nics"]:
+            self._plan_network(nic)
+            self._plan_subnetwork(nic)
+            self._plan_firewall(nic)
+        if self.drift.refused:
+            raise FabricError("the fabric has drifted in ways the API cannot fix in place (nothing was changed): %s. "
+                              "Delete the fabric (state: absent) and create it again, or change the options to "
+                              "match." % "; ".join(self.drift.refused), self.drift.refused)
+
+    def _plan_network(self, nic):
+        name = nic[NETWORK]
+        body = network_body(self.fabric, nic)
+        current = self.current.get((NETWORK, name))
+        if current is None:
+            self.plan.create(NETWORK, name, body, request=("POST", body))
+            return
+        if current.get("autoCreateSubnetworks") is not False:
+            self.drift.add(NETWORK, name, "autoCreateSubnetworks", current.get("autoCreateSubnetworks"), False, False,
+                           why="the GPU NIC networks must be custom-mode VPCs")
+        have = current.get("mtu", 1460)
+        if have != nic["mtu"]:
+            self.drift.add(NETWORK, name, "mtu", have, nic["mtu"], True)
+            self.plan.update(NETWORK, name, current, dict(current, mtu=nic["mtu"]), ["mtu"],
+                             request=("PATCH", {"mtu": nic["mtu"]}))
+            self.warn("network %s: MTU %s differs from the wanted %s and is patched; nodes attached to it keep the "
+                      "old MTU until they are re-created" % (name, have, nic["mtu"]))
+
+    def _plan_subnetwork(self, nic):
+        name = nic[SUBNETWORK]
+        body = subnetwork_body(self.fabric, nic)
+        current = self.current.get((SUBNETWORK, name))
+        if current is None:
+            self.plan.create(SUBNETWORK, name, body, request=("POST", body))
+            return
+        option = "networks[%d].cidr" % (nic["index"] - 1)
+        network = common.last_segment(current.get("network"))
+        if network != nic[NETWORK]:
+            self.drift.add(SUBNETWORK, name, "network", network, nic[NETWORK], False,
+                           why="a subnet cannot move to another network")
+        have, want = current.get("ipCidrRange"), nic["cidr"]
+        if have != want:
+            have_net, want_net = ipaddress.ip_network(have), ipaddress.ip_network(want)
+            if want_net.prefixlen < have_net.prefixlen and have_net.subnet_of(want_net):
+                self.drift.add(SUBNETWORK, name, "ipCidrRange", have, want, True)
+                self.plan.update(SUBNETWORK, name, current, dict(current, ipCidrRange=want), ["ipCidrRange"],
+                                 request=("POST", {"ipCidrRange": want}))
+            else:
+                self.drift.add(SUBNETWORK, name, "ipCidrRange", have, want, False, option=option,
+                               why="the API can only expand a subnet range (expandIpCidrRange) to a larger range "
+                                   "that contains it, never shrink or move it")
+
+    def _plan_firewall(self, nic):
+        name = nic[FIREWALL]
+        body = firewall_body(self.fabric, nic)
+        current = self.current.get((FIREWALL, name))
+        if current is None:
+            self.plan.create(FIREWALL, name, body, request=("POST", body))
+            return
+        want, have = firewall_view(body), firewall_view(current)
+        if have["network"] != want["network"]:
+            self.drift.add(FIREWALL, name, "network", have["network"], want["network"], False,
+                           why="the network of a firewall rule cannot be changed")
+            return
+        fields = differing_fields(want, have)
+        if not fields:
+            return
+        patch = {}
+        for field in fields:
+            self.drift.add(FIREWALL, name, field, have[field], want[field], True)
+            if field in ("allowed", "denied"):
+                patch["allowed"] = body["allowed"]
+                patch["denied"] = []
+            elif field in ("targetTags", "sourceTags"):
+                patch[field] = []
+            elif field == "disabled":
+                patch["disabled"] = False
+            else:
+                patch[field] = body[field]
+        self.plan.update(FIREWALL, name, current, dict(current, **patch), sorted(fields), request=("PATCH", patch))
+
+    def plan_absent(self):
+        for nic in self.fabric["nics"]:
+            for kind in (FIREWALL, SUBNETWORK, NETWORK):
+                current = self.current.get((kind, nic[kind]))
+                if current is not None:
+                    self.plan.delete(kind, nic[kind], current, request=("DELETE", None))
+        # a network that is not ours to delete would fail half-way: refuse before any change
+        problems = []
+        for nic in self.fabric["nics"]:
+            current = self.current.get((SUBNETWORK, nic[SUBNETWORK]))
+            if current is not None and common.last_segment(current.get("network")) != nic[NETWORK]:
+                problems.append("subnetwork %s belongs to network %s, not %s" % (
+                    nic[SUBNETWORK], common.last_segment(current.get("network")), nic[NETWORK]))
+        if problems:
+            raise FabricError("refusing to delete (nothing was changed): %s" % "; ".join(problems), problems)
+
+    # ---- apply
+
+    def apply(self):
+        """Carry the plan out: per NIC in parallel, network then (subnet, firewall) - or the reverse for deletes."""
+        changes = dict(((c.kind, c.name), c) for c in self.plan.changes)
+        if not changes or self.check_mode:
+            return
+        nics = self.fabric["nics"]
+        tasks = [lambda n=n: self._apply_nic(n, changes) for n in nics]
+        self.session.run_concurrently(tasks, max_workers=len(nics))
+
+    def _apply_nic(self, nic, changes):
+        network = changes.get((NETWORK, nic[NETWORK]))
+        leaves = [changes.get((kind, nic[kind])) for kind in (SUBNETWORK, FIREWALL)]
+        leaves = [c for c in leaves if c is not None]
+        if network is not None and network.action != "delete":
+            self._carry_out(network)
+        if leaves:
+            self.session.run_concurrently([lambda c=c: self._carry_out(c) for c in leaves], max_workers=len(leaves))
+        if network is not None and network.action == "delete":
+            self._carry_out(network)
+
+    def _carry_out(self, change):
+        try:
+            with self.slots:
+                if change.action == "create":
+                    self._create(change)
+                elif change.action == "update":
+                    self._update(change)
+                elif change.action == "delete":
+                    self._delete(change)
+        except ApiError as exc:
+            raise FabricError("%s %s %s failed: %s" % (change.action, change.kind, change.name,
+                                                        common.operation_error_text(exc))) from None
+
+    def _create(self, change):
+        method, body = change.request
+        try:
+            op = self.session.post(self.collection(change.kind), body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            # a previous (interrupted) run created it or is still creating it: wait for it, then compare
+            current = self._wait_visible(change.kind, change.name)
+            self._converge_existing(change, current)
+            return
+        del method
+        self.session.wait_compute_operation(op)
+
+    def _converge_existing(self, change, current):
+        """After a 409: bring the resource an earlier run created to the wanted state (or refuse)."""
+        nic = self._nic_of(change.kind, change.name)
+        sub = FabricEngine(self.session, self.fabric, concurrency=1, warn=self.warn)
+        sub.current = {(change.kind, change.name): current}
+        planner = {NETWORK: sub._plan_network, SUBNETWORK: sub._plan_subnetwork, FIREWALL: sub._plan_firewall}
+        planner[change.kind](nic)
+        self.drift.items.extend(sub.drift.items)
+        if sub.drift.refused:
+            raise FabricError("%s %s already exists and differs in ways the API cannot fix: %s" % (
+                change.kind, change.name, "; ".join(sub.drift.refused)))
+        for extra in sub.plan.changes:
+            self._update(extra)
+
+    def _nic_of(self, kind, name):
+        for nic in self.fabric["nics"]:
+            if nic[kind] == name:
+                return nic
+        raise KeyError(name)
+
+    def _update(self, change):
+        method, body = change.request
+        url = self.url(change.kind, change.name)
+        if change.kind == SUBNETWORK:
+            op = self.session.post(url + "/expandIpCidrRange", body)
+        elif method == "PATCH":
+            op = self.session.patch(url, body)
+        else:
+            op = self.session.put(url, body)
+        self.session.wait_compute_operation(op)
+
+    def _delete(self, change):
+        url = self.url(change.kind, change.name)
+        try:
+            op = self.session.delete(url)
+        except ApiError as exc:
+            if exc.status == 404:
+                return
+            reason = _reason(exc)
+            if reason == "resourceNotReady":
+                # an earlier run's delete (or create) is still running
+                self._wait_gone(change.kind, change.name)
+                return
+            if reason == "resourceInUseByAnotherResource":
+                raise FabricError("network %s is still used by resources this module does not manage (%s); remove "
+                                  "them first" % (change.name, common.operation_error_text(exc))) from None
+            raise
+        self.session.wait_compute_operation(op)
+
+    def _poll(self, kind, name, until):
+        session = self.session
+        deadline = session.clock() + session.operation_timeout
+        interval = session.poll_initial
+        while True:
+            current = session.get(self.url(kind, name))
+            if until(current):
+                return current
+            if session.clock() >= deadline:
+                raise FabricError("%s %s did not settle within %ss" % (kind, name, session.operation_timeout))
+            session.sleep(interval)
+            interval = min(session.poll_max, interval * 1.5)
+
+    def _wait_visible(self, kind, name):
+        return self._poll(kind, name, lambda current: current is not None)
+
+    def _wait_gone(self, kind, name):
+        self._poll(kind, name, lambda current: current is None)
+
+
+def _reason(exc):
+    body = getattr(exc, "body", None)
+    try:
+        return body["error"]["errors"][0]["reason"]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# module entry point
+# ---------------------------------------------------------------------------------------------
+
+
+def run(module):
+    """Entry point of the gke_multinetwork module."""
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession  # pylint: disable=import-outside-toplevel
+
+    params = module.params
+    try:
+        fabric = resolve(params)
+    except FabricError as exc:
+        module.fail_json(msg=str(exc), problems=exc.problems)
+    session = GcpSession.from_module(module)
+    engine = FabricEngine(session, fabric, check_mode=module.check_mode, concurrency=params.get("concurrency") or 16,
+                          warn=None)
+    try:
+        engine.read()
+        if params["state"] == "present":
+            engine.plan_present()
+        else:
+            engine.plan_absent()
+        engine.apply()
+    except (FabricError, ApiError) as exc:
+        errors = [exc] + list(getattr(exc, "others", []))
+        texts = [str(e) if isinstance(e, FabricError) else "Compute Engine request failed: %s"
+                 % common.operation_error_text(e) for e in errors]
+        module.fail_json(msg="; ".join(texts), problems=getattr(exc, "problems", []),
+                         status=getattr(exc, "status", None), changes=[c.as_dict() for c in engine.plan.changes],
+                         drift=engine.drift.items)
+    for warning in engine.warnings:
+        module.warn(warning)
+    result = engine.plan.result(diff=module._diff)  # pylint: disable=protected-access
+    result.update(outputs(fabric))
+    result["drift"] = engine.drift.items
+    result["state"] = params["state"]
+    module.exit_json(**result)

@@ -1,0 +1,303 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gke_multinetwork
+short_description: The GPU-NIC network fabric of one GKE cluster (GPUDirect-TCPX/TCPXO)
+version_added: 0.1.0
+description:
+  - Creates, checks and deletes the extra networks that the GPU NICs of A3 High (GPUDirect-TCPX, 4 NICs) and A3 Mega
+    (GPUDirect-TCPXO, 8 NICs) nodes attach to. For each GPU NIC it manages one custom-mode VPC network, one subnet in
+    O(region) and one ingress firewall rule that allows tcp, udp and icmp.
+  - The number of NICs comes from O(profile) (the collection's GPUDirect catalog), O(nic_count), or the length of
+    O(networks). Names are derived from O(name_prefix) unless O(networks) gives them.
+  - Subnet ranges are taken one after the other from O(cidr_base) in blocks of O(subnet_prefix_length), or given per
+    network in O(networks[].cidr). Malformed and overlapping ranges are refused before any request.
+  - Independent operations run concurrently. All networks are created together; each network's subnet and firewall
+    rule are created together as soon as the network exists, so the whole fabric takes about two operation
+    latencies. O(state=absent) deletes firewall rules and subnets first, then the networks.
+  - Drift is reported in RV(drift). What the API can change in place is fixed (a network's MTU, a firewall rule's
+    sources, protocols, tags or disabled flag, a subnet range that only grows, through C(expandIpCidrRange)).
+    Anything else (a range that would shrink or move, a subnet or rule in another network, an auto-mode network)
+    fails before any change, naming the resource and the field.
+  - The result carries everything later steps need, so that none of them re-derives a name. The C(Network) and
+    C(GKENetworkParamSet) objects for the cluster (RV(manifests)), the node pool's additional node networks
+    (RV(additional_node_networks)), and the pod annotations (RV(pod_annotations)).
+  - Running the module again with the same options sends no change, and each resource is read once.
+author:
+  - gpu_ops.cluster developers
+extends_documentation_fragment:
+  - gpu_ops.cluster.attributes
+  - gpu_ops.cluster.attributes.ACTIONGROUP_GCP
+  - gpu_ops.cluster.gcp
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  idempotent:
+    support: full
+options:
+  cluster:
+    description:
+      - Name of the GKE cluster the fabric belongs to. It is part of the default names (O(name_prefix)) and of the
+        resources' descriptions.
+    type: str
+    required: true
+  region:
+    description:
+      - Region of the subnets, the region of the cluster (for example C(us-central1)).
+    type: str
+    required: true
+  state:
+    description:
+      - Whether the fabric should exist.
+    type: str
+    choices: [present, absent]
+    default: present
+  profile:
+    description:
+      - The GPUDirect profile. V(tcpx) (A3 High) has 4 GPU NICs and V(tcpxo) (A3 Mega) has 8, as the collection's
+        GPUDirect catalog says. It also sets the GKENetworkParamSet C(deviceMode) and the pod interface names.
+      - One of O(profile), O(nic_count) or O(networks) is required. When more than one is set, they must agree.
+    type: str
+    choices: [tcpx, tcpxo]
+  nic_count:
+    description:
+      - Number of GPU NICs, 1 to 8, when there is no O(profile).
+    type: int
+  networks:
+    description:
+      - One entry per GPU NIC, in NIC order (the first entry is C(eth1) in the pods). Every field is optional and
+        falls back to the derived default.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: VPC network name. Default C(<name_prefix>-<n>).
+        type: str
+      subnetwork:
+        description: Subnet name. Default C(<name_prefix>-<n>-sub).
+        type: str
+      firewall:
+        description: Firewall rule name. Default C(<name_prefix>-<n>-internal).
+        type: str
+      cidr:
+        description: Subnet range, for example C(192.168.7.0/24). Default is the next free block of O(cidr_base).
+        type: str
+      mtu:
+        description: MTU of this network. Default O(mtu).
+        type: int
+      k8s_network:
+        description: Name of the Kubernetes C(Network) and C(GKENetworkParamSet) objects. Default
+          C(<k8s_network_prefix><n>).
+        type: str
+  name_prefix:
+    description:
+      - Prefix of the derived names. The default is C(<cluster>-gpunic), which gives networks C(<cluster>-gpunic-1),
+        subnets C(<cluster>-gpunic-1-sub) and firewall rules C(<cluster>-gpunic-1-internal).
+    type: str
+  k8s_network_prefix:
+    description:
+      - Prefix of the Kubernetes C(Network) object names, numbered from 1. The default V(vpc) gives C(vpc1) to
+        C(vpcN), the names the upstream GPUDirect pod manifests use.
+    type: str
+    default: vpc
+  mtu:
+    description:
+      - MTU of the networks, 1300 to 8896. When unset, the GPUDirect catalog's MTU (8244) is used.
+    type: int
+  cidr_base:
+    description:
+      - The range that subnet ranges are allocated from, in order.
+    type: str
+    default: 192.168.0.0/16
+  subnet_prefix_length:
+    description:
+      - Prefix length of each allocated subnet range, 8 to 29.
+    type: int
+    default: 24
+  firewall_source_ranges:
+    description:
+      - Source ranges of every firewall rule.
+      - By default each rule admits only its own network's subnet range, the only addresses that exist in that VPC.
+      - A range of C(/0), such as C(0.0.0.0/0), is refused unless O(firewall_allow_any_source=true).
+    type: list
+    elements: str
+  firewall_allow_any_source:
+    description:
+      - Allow the firewall rules to admit every source address. Without O(firewall_source_ranges) the rules then
+        use C(0.0.0.0/0).
+    type: bool
+    default: false
+  concurrency:
+    description:
+      - How many operations may be in flight at once. V(1) creates the resources one after the other.
+    type: int
+    default: 16
+notes:
+  - A network's MTU can be changed in place, but nodes attached to it keep the old MTU until they are re-created.
+    The module warns when it patches one.
+  - Only the resources named by the options are managed. Lowering the NIC count does not delete the networks that
+    are no longer named.
+seealso:
+  - module: gpu_ops.cluster.gke_cluster
+  - module: gpu_ops.cluster.gpu_nodepool
+"""
+
+EXAMPLES = r"""
+- name: GPU NIC fabric for an A3 Mega cluster (8 VPCs, MTU 8244, 192.168.0.0/24 ... 192.168.7.0/24)
+  gpu_ops.cluster.gke_multinetwork:
+    project: my-project
+    cluster: a3mega
+    region: us-central1
+    profile: tcpxo
+  register: fabric
+
+- name: Network objects for the cluster
+  ansible.builtin.include_role:
+    name: gpu_ops.cluster.apply
+    tasks_from: manifests
+  vars:
+    apply_step: 20-gpu-networks
+    apply_manifests: "{{ fabric.manifests }}"
+
+- name: Explicit ranges and names for an A3 High cluster
+  gpu_ops.cluster.gke_multinetwork:
+    project: my-project
+    cluster: a3high
+    region: europe-west4
+    profile: tcpx
+    name_prefix: a3high-gpu
+    networks:
+      - cidr: 10.10.0.0/20
+      - cidr: 10.10.16.0/20
+      - cidr: 10.10.32.0/20
+      - cidr: 10.10.48.0/20
+
+- name: Tear the fabric down (firewall rules and subnets first, then networks)
+  gpu_ops.cluster.gke_multinetwork:
+    project: my-project
+    cluster: a3mega
+    region: us-central1
+    profile: tcpxo
+    state: absent
+"""
+
+RETURN = r"""
+changes:
+  description: What was (or, in check mode, would be) done, in plan order.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"action": "create", "kind": "network", "name": "a3mega-gpunic-1"}]
+drift:
+  description:
+    - Differences between existing resources and the options. C(fixable) says whether the module corrects it in
+      place.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"kind": "firewall", "name": "a3mega-gpunic-1-internal", "field": "sourceRanges",
+            "current": ["0.0.0.0/0"], "desired": ["192.168.0.0/24"], "fixable": true}]
+profile:
+  description: The GPUDirect profile, or null.
+  returned: always
+  type: str
+  sample: tcpxo
+device_mode:
+  description: The C(deviceMode) of the GKENetworkParamSet objects.
+  returned: always
+  type: str
+  sample: NetDevice
+networks:
+  description: One entry per GPU NIC, with every name, range and MTU.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"index": 1, "network": "a3mega-gpunic-1", "subnetwork": "a3mega-gpunic-1-sub",
+            "firewall": "a3mega-gpunic-1-internal", "cidr": "192.168.0.0/24", "mtu": 8244, "k8s_network": "vpc1",
+            "interface": "eth1", "source_ranges": ["192.168.0.0/24"]}]
+additional_node_networks:
+  description: The node pool's additional node networks, as the GKE API and M(gpu_ops.cluster.gpu_nodepool) want them.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"network": "a3mega-gpunic-1", "subnetwork": "a3mega-gpunic-1-sub"}]
+k8s_network_names:
+  description: Names of the Kubernetes C(Network) objects, in NIC order.
+  returned: always
+  type: list
+  elements: str
+  sample: [vpc1, vpc2, vpc3, vpc4]
+manifests:
+  description:
+    - The C(networking.gke.io/v1) C(GKENetworkParamSet) and C(Network) objects, in apply order (each parameter set
+      before its Network).
+  returned: always
+  type: list
+  elements: dict
+pod_interfaces:
+  description: The pod's interfaces, C(eth0) on the default network, then one per GPU NIC.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"interfaceName": "eth0", "network": "default"}, {"interfaceName": "eth1", "network": "vpc1"}]
+pod_interfaces_annotation:
+  description: The value of the C(networking.gke.io/interfaces) pod annotation (JSON text).
+  returned: always
+  type: str
+pod_annotations:
+  description: The multi-network pod annotations (C(networking.gke.io/default-interface) and
+    C(networking.gke.io/interfaces)).
+  returned: always
+  type: dict
+state:
+  description: The state that was asked for.
+  returned: always
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_COMMON_SPEC, with_common
+
+
+def argument_spec():
+    return with_common(GCP_COMMON_SPEC, dict(
+        cluster=dict(type="str", required=True),
+        region=dict(type="str", required=True),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+        profile=dict(type="str", choices=["tcpx", "tcpxo"]),
+        nic_count=dict(type="int"),
+        networks=dict(type="list", elements="dict", options=dict(
+            name=dict(type="str"),
+            subnetwork=dict(type="str"),
+            firewall=dict(type="str"),
+            cidr=dict(type="str"),
+            mtu=dict(type="int"),
+            k8s_network=dict(type="str"),
+        )),
+        name_prefix=dict(type="str"),
+        k8s_network_prefix=dict(type="str", default="vpc"),
+        mtu=dict(type="int"),
+        cidr_base=dict(type="str", default="192.168.0.0/16"),
+        subnet_prefix_length=dict(type="int", default=24),
+        firewall_source_ranges=dict(type="list", elements="str"),
+        firewall_allow_any_source=dict(type="bool", default=False),
+        concurrency=dict(type="int", default=16),
+    ))
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_fabric as engine  # pylint: disable=import-outside-toplevel
+
+    engine.run(module)
+
+
+if __name__ == "__main__":
+    main()
