@@ -1,0 +1,233 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_nodepool (provider gke) against the GCP double."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.plugins.modules import gke_cluster, gpu_nodepool
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.modules.gke_harness import (  # pylint: disable=unused-import
+    PROJECT,
+    REGION,
+    ZONE,
+    create_fabric,
+    gcp,
+    module_runner,
+    mutations,
+)
+
+VERSION = "1.32.2-gke.1489001"
+POOL = "v1/projects/%s/locations/%s/clusters/a3mega/nodePools/gpu" % (PROJECT, REGION)
+
+
+@pytest.fixture
+def cluster(gcp, module_runner):
+    """A multi-networking cluster and eight GPU NIC networks; the request log starts empty."""
+    networks = create_fabric(gcp, ["vpc%d" % i for i in range(1, 9)])
+    result = module_runner(gke_cluster.main, gcp.module_args(
+        project=PROJECT, name="a3mega", location=REGION, node_locations=[ZONE], cluster_version=VERSION,
+        gpudirect="tcpxo"))
+    assert result["changed"] is True, result
+    gcp.clear_log()
+    return networks
+
+
+def pool_args(double, networks, **extra):
+    args = double.module_args(project=PROJECT, provider="gke", cluster="a3mega", location=REGION, name="gpu",
+                              node_locations=[ZONE], machine_type="a3-megagpu-8g", gpudirect="tcpxo", node_count=2,
+                              gpu_driver_version="latest", additional_node_networks=networks,
+                              placement_policy=dict(type="COMPACT"),
+                              reservation_affinity=dict(consume="specific", reservation="a3mega-res"))
+    args.update(extra)
+    return args
+
+
+def test_create_tcpxo_pool_then_rerun_sends_nothing(gcp, module_runner, cluster):
+    args = pool_args(gcp, cluster, host_maintenance_interval="PERIODIC", node_labels={"team": "ml"},
+                     node_taints=["dedicated=gpu:NoSchedule"])
+    result = module_runner(gpu_nodepool.main, args)
+    assert result["changed"] is True, result
+    assert result["expected_resources"] == {"nvidia.com/gpu": 8}
+    sent = mutations(gcp)
+    assert len(sent) == 1
+    assert sent[0]["path"] == "/v1beta1/projects/%s/locations/%s/clusters/a3mega/nodePools" % (PROJECT, REGION)
+    body = sent[0]["body"]["nodePool"]
+    config = body["config"]
+    assert config["accelerators"] == [{"acceleratorType": "nvidia-h100-mega-80gb", "acceleratorCount": "8",
+                                       "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"}}]
+    assert config["gvnic"] == {"enabled": True}
+    assert config["hostMaintenancePolicy"] == {"maintenanceInterval": "PERIODIC"}
+    assert config["reservationAffinity"] == {"consumeReservationType": "SPECIFIC_RESERVATION",
+                                             "key": "compute.googleapis.com/reservation-name",
+                                             "values": ["a3mega-res"]}
+    assert config["taints"] == [{"key": "dedicated", "value": "gpu", "effect": "NO_SCHEDULE"}]
+    assert body["placementPolicy"] == {"type": "COMPACT"}
+    assert body["management"] == {"autoUpgrade": False, "autoRepair": True}
+    assert [n["network"] for n in body["networkConfig"]["additionalNodeNetworkConfigs"]] == \
+        ["vpc%d" % i for i in range(1, 9)]
+    reads = [r["path"] for r in gcp.requests if r["method"] == "GET" and "/operations/" not in r["path"]]
+    assert any("/compute/v1/projects/%s/global/networks/vpc8" % PROJECT in p for p in reads), \
+        "the GPU NIC networks are checked before the create"
+    assert result["node_pool"]["status"] == "RUNNING"
+
+    gcp.clear_log()
+    again = module_runner(gpu_nodepool.main, args)
+    assert again["changed"] is False and again["changes"] == []
+    assert mutations(gcp) == []
+    assert all(r["path"].startswith(("/v1beta1/", "/v1/projects/%s/locations/%s/clusters/a3mega" % (PROJECT, REGION)))
+               for r in gcp.requests)
+
+
+def test_v1_unless_host_maintenance_interval(gcp, module_runner, cluster):
+    result = module_runner(gpu_nodepool.main, pool_args(gcp, cluster))
+    assert result["changed"] is True
+    assert all(r["path"].startswith("/v1/") for r in gcp.requests if not r["path"].startswith("/compute/"))
+    assert "hostMaintenancePolicy" not in mutations(gcp)[0]["body"]["nodePool"]["config"]
+
+
+def test_sparse_updates_one_request_each(gcp, module_runner, cluster):
+    module_runner(gpu_nodepool.main, pool_args(gcp, cluster, node_labels={"a": "1", "b": "2"}))
+    gcp.clear_log()
+    wanted = pool_args(gcp, cluster, node_labels={"a": "1"}, node_taints=["gpu=true:NoExecute"], node_count=4,
+                       auto_repair=False, disk_size_gb=500)
+    preview = module_runner(gpu_nodepool.main, wanted, check=True, diff=True)
+    assert preview["changed"] is True and mutations(gcp) == []
+    assert preview["changes"] == [dict(action="update", kind="nodePool", name="gpu",
+                                       fields=["auto_repair", "disk_size_gb", "node_count", "node_labels",
+                                               "node_taints"])]
+    before = json.loads(preview["diff"][0]["before"])
+    after = json.loads(preview["diff"][0]["after"])
+    assert before["node_labels"] == ["a=1", "b=2"] and after["node_labels"] == ["a=1"]
+    assert before["node_count"] == 2 and after["node_count"] == 4
+    assert "machine_type" not in after
+
+    result = module_runner(gpu_nodepool.main, wanted)
+    assert result["changed"] is True
+    sent = [(r["method"], r["path"].rsplit("/", 1)[-1], r["body"]) for r in mutations(gcp)]
+    assert sent == [
+        ("POST", "gpu:setManagement", {"management": {"autoUpgrade": False, "autoRepair": False}}),
+        ("PUT", "gpu", {"labels": {"labels": {"a": "1"}}}),
+        ("PUT", "gpu", {"taints": {"taints": [{"key": "gpu", "value": "true", "effect": "NO_EXECUTE"}]}}),
+        ("PUT", "gpu", {"diskSizeGb": "500"}),
+        ("POST", "gpu:setSize", {"nodeCount": 4}),
+    ]
+    stored = gcp.resource(POOL)
+    assert stored["config"]["labels"] == {"a": "1"}
+    gcp.clear_log()
+    assert module_runner(gpu_nodepool.main, wanted)["changed"] is False
+    assert mutations(gcp) == []
+
+
+def test_autoscaling_replaces_node_count(gcp, module_runner, cluster):
+    module_runner(gpu_nodepool.main, pool_args(gcp, cluster))
+    gcp.clear_log()
+    wanted = pool_args(gcp, cluster, node_count=None, enable_autoscaling=True, min_count=0, max_count=4)
+    result = module_runner(gpu_nodepool.main, wanted)
+    assert result["changes"][0]["fields"] == ["autoscaling.enabled", "autoscaling.max_count", "autoscaling.min_count"]
+    assert [r["body"] for r in mutations(gcp)] == [
+        {"autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 4}}]
+    gcp.clear_log()
+    assert module_runner(gpu_nodepool.main, wanted)["changed"] is False
+    assert mutations(gcp) == []
+
+
+def test_immutable_change_is_refused_then_recreated(gcp, module_runner, cluster):
+    module_runner(gpu_nodepool.main, pool_args(gcp, cluster))
+    gcp.clear_log()
+    changed = pool_args(gcp, cluster, reservation_affinity=dict(consume="any"), gpu_driver_version="default",
+                        node_taints=["x:NoSchedule"])
+    refused = module_runner(gpu_nodepool.main, changed)
+    assert refused["failed"] is True
+    assert "gpu_driver_version" in refused["msg"] and "reservation_affinity" in refused["msg"]
+    assert "recreate: true" in refused["msg"]
+    assert mutations(gcp) == []
+
+    result = module_runner(gpu_nodepool.main, dict(changed, recreate=True))
+    assert result["changed"] is True and result["changes"][0]["action"] == "recreate"
+    assert [r["method"] for r in mutations(gcp)] == ["DELETE", "POST"]
+    pools = gcp.state(PROJECT)["nodePools"]
+    assert sorted(p["selfLink"].rsplit("/", 1)[-1] for p in pools) == ["default-pool", "gpu"]
+    stored = gcp.resource(POOL)
+    assert stored["config"]["reservationAffinity"] == {"consumeReservationType": "ANY_RESERVATION"}
+    gcp.clear_log()
+    assert module_runner(gpu_nodepool.main, dict(changed, recreate=True))["changed"] is False
+    assert mutations(gcp) == []
+
+
+def test_missing_network_is_found_before_the_create(gcp, module_runner, cluster):
+    networks = list(cluster)
+    networks[5] = dict(network="vpc6", subnetwork="nope-sub")
+    result = module_runner(gpu_nodepool.main, pool_args(gcp, networks))
+    assert result["failed"] is True
+    assert result["msg"].startswith("additional_node_networks[5].subnetwork:")
+    assert mutations(gcp) == []
+
+
+def test_missing_cluster(gcp, module_runner):
+    networks = [dict(network="vpc%d" % i, subnetwork="vpc%d-sub" % i) for i in range(1, 9)]
+    result = module_runner(gpu_nodepool.main, pool_args(gcp, networks))
+    assert result["failed"] is True and result["msg"].startswith("cluster:")
+    absent = module_runner(gpu_nodepool.main, pool_args(gcp, networks, state="absent"))
+    assert absent["changed"] is False
+    assert mutations(gcp) == []
+
+
+def test_absent(gcp, module_runner, cluster):
+    module_runner(gpu_nodepool.main, pool_args(gcp, cluster))
+    gcp.clear_log()
+    args = gcp.module_args(project=PROJECT, provider="gke", cluster="a3mega", location=REGION, name="gpu",
+                           state="absent")
+    preview = module_runner(gpu_nodepool.main, args, check=True)
+    assert preview["changed"] is True and mutations(gcp) == []
+    result = module_runner(gpu_nodepool.main, args)
+    assert result["changed"] is True and result["node_pool"] == {}
+    assert [r["method"] for r in mutations(gcp)] == ["DELETE"]
+    assert gcp.resource(POOL) is None
+    assert module_runner(gpu_nodepool.main, args)["changed"] is False
+
+
+@pytest.mark.parametrize("extra,expected", [
+    (dict(machine_type="g2-standard-8", accelerator_type="nvidia-l4", accelerator_count=1,
+          gpu_sharing=dict(strategy="time-sharing", max_shared_clients_per_gpu=4)), {"nvidia.com/gpu": 4}),
+    (dict(machine_type="a2-highgpu-2g", accelerator_type="nvidia-tesla-a100", accelerator_count=2,
+          gpu_partition_size="1g.5gb"), {"nvidia.com/gpu": 14}),
+    (dict(machine_type="a2-highgpu-2g", accelerator_type="nvidia-tesla-a100", accelerator_count=2,
+          gpu_partition_size="3g.20gb", gpu_sharing=dict(strategy="time-sharing", max_shared_clients_per_gpu=3)),
+     {"nvidia.com/gpu": 12}),
+    (dict(machine_type="a3-highgpu-8g"), {"nvidia.com/gpu": 8}),
+])
+def test_expected_resources_and_sharing_bodies(gcp, module_runner, cluster, extra, expected):
+    args = gcp.module_args(project=PROJECT, provider="gke", cluster="a3mega", location=REGION, name="shared",
+                           node_count=1, gpu_driver_version="default")
+    args.update(extra)
+    result = module_runner(gpu_nodepool.main, args, check=True)
+    assert result["changed"] is True, result
+    assert result["expected_resources"] == expected
+    assert mutations(gcp) == []
+    created = module_runner(gpu_nodepool.main, args)
+    accel = mutations(gcp)[0]["body"]["nodePool"]["config"]["accelerators"][0]
+    assert created["expected_resources"] == expected
+    if extra.get("gpu_sharing"):
+        assert accel["gpuSharingConfig"] == {"gpuSharingStrategy": "TIME_SHARING", "maxSharedClientsPerGpu":
+                                             str(extra["gpu_sharing"]["max_shared_clients_per_gpu"])}
+    if extra.get("gpu_partition_size"):
+        assert accel["gpuPartitionSize"] == extra["gpu_partition_size"]
+
+
+def test_render_mode_plans_against_an_empty_project(tmp_path, module_runner):
+    networks = [dict(network="demo-gpunet-%d" % i, subnetwork="demo-gpunet-%d-sub" % i) for i in range(1, 9)]
+    args = dict(project="demo-project", provider="gke", cluster="demo", location=REGION, name="gpu",
+                node_locations=[ZONE], machine_type="a3-megagpu-8g", gpudirect="tcpxo", node_count=2,
+                additional_node_networks=networks, host_maintenance_interval="PERIODIC", render_dir=str(tmp_path))
+    result = module_runner(gpu_nodepool.main, args)
+    assert result["changed"] is True
+    files = sorted((tmp_path / "requests").iterdir())
+    assert len(files) == 1
+    request = json.loads(files[0].read_text())
+    assert request["url"].startswith("https://container.googleapis.com/v1beta1/projects/demo-project/")
+    assert result["node_pool"]["name"] == "gpu"
+    assert result["expected_resources"] == {"nvidia.com/gpu": 8}
