@@ -1,0 +1,241 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The GPUDirect catalog: consistency of its tables and the lookups roles and modules use."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as g
+
+SEED_GUIDE_TCPXO_ENV = """
+NCCL_FASTRAK_CTRL_DEV=eth0
+NCCL_FASTRAK_IFNAME=eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8
+NCCL_SOCKET_IFNAME=eth0
+NCCL_CROSS_NIC=0
+NCCL_MIN_NCHANNELS=4
+NCCL_TUNER_PLUGIN=libnccl-tuner.so
+NCCL_TUNER_CONFIG_PATH=/usr/local/nvidia/lib64/a3plus_tuner_config.textproto
+NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE=/usr/local/nvidia/lib64/a3plus_guest_config.textproto
+NCCL_P2P_NET_CHUNKSIZE=524288
+NCCL_P2P_PCI_CHUNKSIZE=524288
+NCCL_P2P_NVL_CHUNKSIZE=1048576
+NCCL_FASTRAK_NUM_FLOWS=2
+NCCL_FASTRAK_USE_SNAP=1
+NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS=600000
+NCCL_FASTRAK_ENABLE_CONTROL_CHANNEL=0
+NCCL_BUFFSIZE=8388608
+CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
+NCCL_NET_GDR_LEVEL=PIX
+NCCL_FASTRAK_ENABLE_HOTPATH_LOGGING=0
+NCCL_FASTRAK_USE_LLCM=1
+"""
+
+
+# ------------------------------------------------------------------ the keys other engineers read
+
+@pytest.mark.parametrize("name", g.PROFILE_NAMES)
+def test_every_profile_has_the_shared_keys(name):
+    entry = g.profile(name)
+    for key in ("machine_type", "accelerator_type", "gpu_nic_count", "device_mode", "gpus_per_node",
+                "min_versions", "machine_types", "accelerator_types", "first_gpu_interface"):
+        assert key in entry, key
+    assert entry["machine_type"] in entry["machine_types"]
+    assert g.MACHINES[entry["machine_type"]]["accelerator_type"] == entry["accelerator_type"]
+    assert entry["device_mode"] in ("NetDevice", "RDMA")
+
+
+def test_profile_facts():
+    assert (g.PROFILES["tcpx"]["machine_type"], g.PROFILES["tcpx"]["accelerator_type"],
+            g.PROFILES["tcpx"]["gpu_nic_count"]) == ("a3-highgpu-8g", "nvidia-h100-80gb", 4)
+    assert (g.PROFILES["tcpxo"]["machine_type"], g.PROFILES["tcpxo"]["accelerator_type"],
+            g.PROFILES["tcpxo"]["gpu_nic_count"]) == ("a3-megagpu-8g", "nvidia-h100-mega-80gb", 8)
+    rdma = g.PROFILES["rdma"]
+    assert rdma["machine_types"] == ["a3-ultragpu-8g", "a4-highgpu-8g"]
+    assert rdma["accelerator_types"] == ["nvidia-b200", "nvidia-h200-141gb"]
+    assert rdma["gpu_nic_count"] == 8 and rdma["device_mode"] == "RDMA"
+
+
+def test_unknown_profile_lists_allowed():
+    with pytest.raises(ValueError, match="allowed: rdma, tcpx, tcpxo"):
+        g.profile("tcp")
+
+
+# ------------------------------------------------------------------ versions
+
+def test_version_gates():
+    assert g.version_gate_error("tcpx", "1.27.7-gke.1121000") is None
+    assert "below the minimum 1.28.11-gke.1289000" in g.version_gate_error("tcpxo", "1.28.10-gke.1000000")
+    assert "older than 1.28" in g.version_gate_error("tcpxo", "1.27.16-gke.1000000")
+    assert g.version_gate_error("tcpxo", "1.35.0-gke.100") is None
+    assert g.version_gate_error("rdma", "1.31.4-gke.1183000") is None  # no table: every version passes
+
+
+@pytest.mark.parametrize("version, minor", [
+    ("1.34", (1, 34)), ("1.34.1", (1, 34)), ("1.34.1-gke.1829001", (1, 34)), ("v1.30.4-gke.1129000", (1, 30)),
+    ("v1.29.0+k3s1", (1, 29)),
+])
+def test_gke_minor(version, minor):
+    assert g.gke_minor(version) == minor
+
+
+@pytest.mark.parametrize("version", ["", "latest", "1", "one.two"])
+def test_gke_minor_refuses(version):
+    with pytest.raises(ValueError, match="not a GKE version"):
+        g.gke_minor(version)
+
+
+def test_native_sidecar_gate():
+    assert g.NATIVE_SIDECAR_MIN_GKE == "1.29"
+    assert not g.native_sidecar_supported("1.28.15-gke.3163000")
+    assert g.native_sidecar_supported("1.29.3-gke.1093000")
+    assert g.native_sidecar_supported("v1.34.1-gke.1829001")
+
+
+# ------------------------------------------------------------------ releases and images
+
+def test_tcpx_release_follows_the_gke_version():
+    assert g.release("tcpx")["installer"]["tag"] == "v3.1.9"
+    assert g.release("tcpx", "1.33.5-gke.1")["daemon"]["tag"] == "v2.0.12"
+    new = g.release("tcpx", "1.34.1-gke.1829001")
+    assert (new["installer"]["tag"], new["daemon"]["tag"], new["nccl"]) == ("v3.1.12", "v2.0.15", "2.19.4")
+    assert g.release("tcpx", "1.35")["name"] == "tcpx-v3.1.12"
+
+
+def test_tcpxo_release_pair():
+    rel = g.release("tcpxo", "1.32.2-gke.1489001")
+    assert (rel["installer"]["tag"], rel["daemon"]["tag"], rel["released"]) == ("v1.0.15", "v1.0.21", "2026-01-09")
+
+
+def test_every_release_is_a_coupled_pair():
+    for fabric, releases in g.RELEASES.items():
+        for rel in releases:
+            assert rel["installer"]["repository"].startswith("gpudirect-")
+            if fabric in g.DAEMONS:
+                assert rel["daemon"]["repository"].split("/")[0] == rel["installer"]["repository"].split("/")[0]
+            else:
+                assert rel["daemon"] is None
+            assert rel["nccl_env"] in g.NCCL_ENVS[fabric]
+
+
+def test_images_and_registry_override():
+    images = g.images("tcpxo")
+    assert images["installer"] == "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"
+    assert images["daemon"] == "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21"
+    assert images["nri_injector"] == ("gcr.io/gke-release/nri-device-injector@sha256:"
+                                      "6e79483d52abdc28454bf186320b10a56b0f117a10e8d65d5c74dbb821a76970")
+    assert re.match(r"^docker\.io/library/ubuntu:24\.04@sha256:[0-9a-f]{64}$", images["pre_install"])
+    assert re.match(r"^gke\.gcr\.io/pause:3\.8@sha256:[0-9a-f]{64}$", images["pause"])
+    assert g.images("tcpx")["pre_install"] is None
+    mirrored = g.images("tcpx", "1.34", registry="europe-docker.pkg.dev/p/mirror/")
+    assert mirrored["daemon"] == "europe-docker.pkg.dev/p/mirror/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.15"
+    assert mirrored["nri_injector"].startswith("europe-docker.pkg.dev/p/mirror/nri-device-injector@sha256:")
+    rdma = g.images("rdma")
+    assert rdma["daemon"] is None and rdma["test"].endswith("gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1")
+
+
+def test_describe_is_a_deep_copy():
+    entry = g.describe("tcpx", "1.34")
+    entry["installer"]["accelerators"].append("x")
+    entry["min_versions"]["9.9"] = "x"
+    assert "x" not in g.INSTALLERS["tcpx"]["accelerators"] and "9.9" not in g.PROFILES["tcpx"]["min_versions"]
+    assert entry["images"]["daemon"].endswith(":v2.0.15") and entry["native_sidecar"] is True
+    assert entry["nccl_bandwidth_threshold"] == 25.0
+    assert entry["daemon"]["device_annotation"]["key"] == "devices.gke.io/container.tcpx-daemon"
+    assert g.describe("tcpxo")["nccl_bandwidth_threshold"] == 30.0
+    rdma = g.describe("rdma")
+    assert rdma["daemon"] is None and rdma["nri_injector"] is None and rdma["nccl_env_script"] == g.GIB_ENV_SCRIPT
+
+
+def test_installer_accelerators_match_the_machines():
+    for name, installer in g.INSTALLERS.items():
+        assert sorted(installer["accelerators"]) == g.PROFILES[name]["accelerator_types"]
+        assert installer["namespace"] == "kube-system"
+    for name in g.DAEMONS:
+        assert g.PROFILES[name]["accelerator_type"] in g.NRI_INJECTOR["accelerators"]
+    assert g.INSTALLERS["rdma"]["command"] == ["/scripts/container_entry.sh", "install"]
+
+
+# ------------------------------------------------------------------ annotations
+
+def test_device_annotations_are_the_guides():
+    key, value = g.device_annotation("tcpxo")
+    assert key == "devices.gke.io/container.tcpxo-daemon"
+    paths = [item["path"] for item in yaml.safe_load(value)]
+    assert paths == ["/dev/nvidia%d" % i for i in range(8)] + ["/dev/nvidiactl", "/dev/nvidia-uvm",
+                                                               "/dev/dmabuf_import_helper"]
+    key, value = g.device_annotation("tcpx")
+    assert key == "devices.gke.io/container.tcpx-daemon"
+    assert "/dev/dmabuf_import_helper" not in value and len(yaml.safe_load(value)) == 10
+    assert g.device_annotation("rdma") is None
+
+
+def test_interfaces_annotation():
+    tcpx = json.loads(g.interfaces_annotation("tcpx", ["vpc1", "vpc2", "vpc3", "vpc4"]))
+    assert tcpx == [{"interfaceName": "eth0", "network": "default"}] + [
+        {"interfaceName": "eth%d" % i, "network": "vpc%d" % i} for i in range(1, 5)]
+    rdma = json.loads(g.interfaces_annotation("rdma", ["rdma-%d" % i for i in range(8)]))
+    assert [e["interfaceName"] for e in rdma] == ["eth0"] + ["eth%d" % i for i in range(2, 10)]
+
+
+# ------------------------------------------------------------------ NCCL environments
+
+def test_tcpxo_set_covers_the_guides_list():
+    env, _warnings = g.nccl_environment("tcpxo")
+    guide = dict(line.split("=", 1) for line in SEED_GUIDE_TCPXO_ENV.split())
+    assert {k: env[k] for k in guide} == guide
+    # where the Jan 2026 release differs from the (older) guide list
+    assert env["NCCL_PROTO"] == "Simple,LL128" and "NCCL_ALGO" not in env and "NCCL_NVLS_ENABLE" not in env
+
+
+def test_every_known_key_of_every_set():
+    for fabric, variants in g.NCCL_ENVS.items():
+        for variant, env in variants.items():
+            for key in env:
+                if key.startswith("NCCL_"):
+                    assert g.known_nccl_key(key), (fabric, variant, key)
+
+
+def test_tcpx_bindings_need_an_a3_high():
+    with pytest.raises(ValueError, match="machine_type: machine type 'a4-highgpu-8g' does not run tcpx"):
+        g.nccl_environment("tcpx", machine_type="a4-highgpu-8g")
+
+
+def test_bare_metal_ignores_machine_type():
+    env, warnings = g.nccl_environment("ib", machine_type="a3-highgpu-8g")
+    assert warnings == ["machine_type is ignored for the ib fabric"] and "NCCL_IB_HCA" not in env
+
+
+def test_interfaces_as_comma_string():
+    env, _w = g.nccl_environment("tcpx", "1.34", interfaces="a,b,c,d")
+    assert env["NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"] == "a,b,c,d"
+
+
+def test_override_value_types():
+    env, _w = g.nccl_environment("socket", overrides=dict(NCCL_SOCKET_NTHREADS=2, NCCL_IB_DISABLE=True))
+    assert env["NCCL_SOCKET_NTHREADS"] == "2" and env["NCCL_IB_DISABLE"] == "1"
+    with pytest.raises(ValueError, match="overrides.NCCL_DEBUG: the value must be a string"):
+        g.nccl_environment("socket", overrides=dict(NCCL_DEBUG=["INFO"]))
+
+
+def test_shell_quoting():
+    exports = g.as_exports({"A": "x y", "B": "it's", "C": "plain-1.0", "D": ""})
+    assert exports == "export A='x y'\nexport B='it'\"'\"'s'\nexport C=plain-1.0\nexport D=''\n"
+
+
+def test_exports_evaluate_in_a_real_shell():
+    import subprocess  # pylint: disable=import-outside-toplevel
+
+    env, _w = g.nccl_environment("tcpx", "1.34", overrides=dict(NCCL_DEBUG_FILE="/tmp/nccl log's %h.txt"))
+    script = g.as_exports(env) + 'printf "%s\\n" "$LD_LIBRARY_PATH" "$NCCL_GPUDIRECTTCPX_RX_BINDINGS" "$NCCL_DEBUG_FILE"'
+    out = subprocess.run(["bash", "-c", script], env={"LD_LIBRARY_PATH": "/opt/lib", "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == ["/opt/lib:/usr/local/nvidia/lib64", env["NCCL_GPUDIRECTTCPX_RX_BINDINGS"], "/tmp/nccl log's %h.txt"]
+    out = subprocess.run(["bash", "-c", script], env={"PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == "/usr/local/nvidia/lib64"
