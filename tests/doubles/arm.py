@@ -120,6 +120,30 @@ _ARM_PATH = re.compile(
 )
 
 
+class DoubleCredential:
+    """A TokenCredential standing in for Microsoft Entra ID (which cannot run here): the double issues the tokens.
+
+    ``scopes`` records what was asked for; ``lifetime`` sets how long each token lives; ``audience``
+    overrides the audience derived from the scope (to get a token for the wrong cloud).
+    """
+
+    def __init__(self, double, lifetime=None, audience=None):
+        self.double = double
+        self.lifetime = lifetime
+        self.audience = audience
+        self.scopes = []
+
+    def get_token(self, *scopes, **kwargs):
+        del kwargs
+        from azure.core.credentials import AccessToken  # pylint: disable=import-outside-toplevel
+
+        self.scopes.append(scopes)
+        scope = scopes[0]
+        audience = self.audience or (scope[:-len(".default")] if scope.endswith(".default") else scope)
+        token, expires_on = self.double.issue_token(audience, lifetime=self.lifetime)
+        return AccessToken(token, expires_on)
+
+
 class ArmHttpError(Exception):
     """An ARM error answer."""
 
@@ -255,6 +279,10 @@ class ArmDouble:
             self.tokens[token] = (audience.rstrip("/").lower(), time.time() + (
                 self.token_lifetime if lifetime is None else lifetime))
         return token, int(time.time() + (self.token_lifetime if lifetime is None else lifetime))
+
+    def credential(self, lifetime=None, audience=None):
+        """A DoubleCredential for this double (pass it to ArmSession as ``credential``)."""
+        return DoubleCredential(self, lifetime=lifetime, audience=audience)
 
     def add_resource_group(self, name, location="eastus", subscription=None):
         sub = (subscription or self.subscription)

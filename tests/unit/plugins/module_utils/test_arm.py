@@ -23,30 +23,11 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._arm import (
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError, RenderSession
 from ansible_collections.gpu_ops.cluster.tests.contract.arm_models import API_VERSION
-from ansible_collections.gpu_ops.cluster.tests.doubles.arm import ArmDouble
+from ansible_collections.gpu_ops.cluster.tests.doubles.arm import ArmDouble, DoubleCredential
 
 RG = "gpu-rg"
 CLUSTER = "gpu-aks"
 MIG_POOL = {"properties": {"vmSize": "Standard_ND96asr_v4", "count": 1, "gpuInstanceProfile": "MIG1g"}}
-
-
-class DoubleCredential:
-    """Stands in for Microsoft Entra ID, which cannot run here: tokens are issued by the double."""
-
-    def __init__(self, double, lifetime=None, audience=None):
-        self.double = double
-        self.lifetime = lifetime
-        self.audience = audience
-        self.scopes = []
-
-    def get_token(self, *scopes, **kwargs):
-        del kwargs
-        from azure.core.credentials import AccessToken  # pylint: disable=import-outside-toplevel
-
-        self.scopes.append(scopes)
-        audience = self.audience or scopes[0][:-len(".default")]
-        token, expires_on = self.double.issue_token(audience, lifetime=self.lifetime)
-        return AccessToken(token, expires_on)
 
 
 class Sleeps(list):
