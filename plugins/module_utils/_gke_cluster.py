@@ -423,8 +423,8 @@ class ClusterEngine:
         immutable = _immutable(fields)
         if "multi_networking" in immutable and not self.params.get("recreate"):
             raise ClusterInputError(
-                "multi_networking: cluster %s exists without multi-networking, which GKE cannot turn on for an "
-                "existing cluster here; the GPU NIC networks need it. Create a new cluster or set recreate: true "
+                "multi_networking: cluster %s exists without multi-networking; it can only be turned on when a "
+                "cluster is created, and the GPU NIC networks need it. Use a new cluster name, or set recreate: true "
                 "(deletes the cluster and everything on it)" % self.name)
         if immutable:
             if not self.params.get("recreate"):

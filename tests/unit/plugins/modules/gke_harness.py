@@ -97,17 +97,36 @@ def mutations(double):
     return [r for r in double.mutating_requests()]
 
 
-def create_fabric(double, names, region=REGION, cidr_base=10):
-    """GPU NIC networks + subnets straight into the double (the VPC role's job, not under test here)."""
+def api_call(double, method, path, body=None):
+    """One authorised request to the double (for test setup, outside the code under test)."""
     import json  # pylint: disable=import-outside-toplevel
     import urllib.request  # pylint: disable=import-outside-toplevel
 
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(double.url + path, data=data, method=method,
+                                     headers={"Authorization": "Bearer %s" % double.token,
+                                              "Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as answer:
+        return json.loads(answer.read().decode() or "null")
+
+
+def create_cluster_directly(double, name, location=REGION, **fields):
+    """A cluster in the double, created with a raw clusters.create (setup, not under test)."""
+    cluster = dict(name=name, initialClusterVersion="1.32.2-gke.1489001",
+                   networkConfig=dict(enableMultiNetworking=True, datapathProvider="ADVANCED_DATAPATH"),
+                   ipAllocationPolicy=dict(useIpAliases=True),
+                   nodePools=[dict(name="default-pool", initialNodeCount=1)])
+    cluster.update(fields)
+    api_call(double, "POST", "v1/projects/%s/locations/%s/clusters" % (PROJECT, location),
+             dict(cluster=cluster, parent="projects/%s/locations/%s" % (PROJECT, location)))
+    double.wait_idle()
+
+
+def create_fabric(double, names, region=REGION):
+    """GPU NIC networks + subnets straight into the double (the VPC role's job, not under test here)."""
+
     def call(method, path, body):
-        request = urllib.request.Request(double.url + path, data=json.dumps(body).encode(), method=method,
-                                         headers={"Authorization": "Bearer %s" % double.token,
-                                                  "Content-Type": "application/json"})
-        with urllib.request.urlopen(request) as answer:
-            return json.loads(answer.read().decode())
+        return api_call(double, method, path, body)
 
     for index, name in enumerate(names):
         call("POST", "compute/v1/projects/%s/global/networks" % PROJECT,

@@ -171,7 +171,7 @@ def test_existing_cluster_without_multi_networking_is_an_error(gcp, module_runne
     result = module_runner(gke_cluster.main, cluster_args(gcp))
     assert result["failed"] is True
     assert result["msg"].startswith("multi_networking:")
-    assert "cannot turn on" in result["msg"]
+    assert "only be turned on when a cluster is created" in result["msg"]
     assert mutations(gcp) == []
 
 
