@@ -1165,7 +1165,8 @@ def _ensure_mount(where, container, name, path, read_only):
 
 def _merge_env(where, container, env, previous, warnings):
     """Set ``env`` in a container. Keys the previous patch managed are replaced or dropped; keys the
-    user set stay (LD_LIBRARY_PATH gets the library directory appended)."""
+    user set stay (LD_LIBRARY_PATH gets the library directory appended). Returns the user's keys."""
+    owned = set()
     entries = container.setdefault("env", [])
     by_name = dict((e.get("name"), e) for e in entries)
     for key in previous:
@@ -1181,18 +1182,21 @@ def _merge_env(where, container, env, previous, warnings):
             existing.pop("valueFrom", None)
             existing["value"] = value
         elif key in PATH_KEYS:
+            owned.add(key)
             if "valueFrom" in existing:
                 raise WorkloadError("%s: container %s sets %s from valueFrom; set it as a value that "
                                     "includes %s" % (where, container.get("name"), key, value))
             parts = [p for p in str(existing.get("value", "")).split(":") if p]
             if value not in parts:
                 existing["value"] = ":".join(parts + [value])
-        elif existing.get("value") != value:
-            warnings.append("%s: container %s keeps its own %s=%s (recommended: %s)" % (
-                where, container.get("name"), key,
-                existing.get("value", "<valueFrom>"), value))
+        else:
+            owned.add(key)
+            if existing.get("value") != value:
+                warnings.append("%s: container %s keeps its own %s=%s (recommended: %s)" % (
+                    where, container.get("name"), key, existing.get("value", "<valueFrom>"), value))
     if not entries:
         container.pop("env")
+    return owned
 
 
 def _daemon_container(fabric, image):
@@ -1274,18 +1278,19 @@ def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="a
             annotations[device[0]] = device[1]
         annotations[DEFAULT_INTERFACE_ANNOTATION] = CONTROL_INTERFACE
         annotations[INTERFACES_ANNOTATION] = interfaces_annotation(fabric, names, used_interfaces)
-        annotations[MANAGED_ENV_ANNOTATION] = ",".join(env)
 
         volumes = spec.setdefault("volumes", [])
         for volume in WORKLOAD_VOLUMES[fabric]:
             _ensure_volume(where, volumes, volume)
 
+        owned = set()
         for container in spec["containers"]:
             if container.get("name") == daemon_name or not _gpu_count(container):
                 continue
             for name, path, read_only in GPU_CONTAINER_MOUNTS[fabric]:
                 _ensure_mount(where, container, name, path, read_only)
-            _merge_env(where, container, env, previous, warnings)
+            owned |= _merge_env(where, container, env, previous, warnings)
+        annotations[MANAGED_ENV_ANNOTATION] = ",".join(k for k in env if k not in owned)
 
         if daemon_name:
             spec["containers"] = [c for c in spec["containers"] if c.get("name") != daemon_name]
