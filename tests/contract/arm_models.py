@@ -42,7 +42,6 @@ from azure.mgmt.containerservice import models as _models
 from azure.mgmt.containerservice._configuration import ContainerServiceClientConfiguration
 
 
-
 def _default_api_version():
     """The api-version the installed SDK's models were generated for (the client's default)."""
     return ContainerServiceClientConfiguration(credential=object(), subscription_id="-").api_version

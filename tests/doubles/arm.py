@@ -455,7 +455,7 @@ class ArmDouble:
         if not value:
             raise ArmHttpError(401, "AuthenticationFailed",
                                "Authentication failed. The 'Authorization' header is missing.", challenge)
-        scheme, _, token = value.partition(" ")
+        scheme, dummy, token = value.partition(" ")
         if scheme.lower() != "bearer" or not token:
             raise ArmHttpError(401, "AuthenticationFailed",
                                "Authentication failed. The 'Authorization' header is provided in an invalid format.",
@@ -585,8 +585,8 @@ class ArmDouble:
         props.update(copy.deepcopy(properties))
         props["orchestratorVersion"] = version
         props["currentOrchestratorVersion"] = _full_version(version, cluster["properties"]["kubernetesVersion"])
-        props["nodeImageVersion"] = "AKS%s-202611.01.0" % ("AzureLinux-V3gen2" if props["osSKU"].lower() in AZURE_LINUX_SKUS
-                                                         else "Ubuntu-2204gen2containerd")
+        azure_linux = props["osSKU"].lower() in AZURE_LINUX_SKUS
+        props["nodeImageVersion"] = "AKS%s-202611.01.0" % ("AzureLinux-V3gen2" if azure_linux else "Ubuntu-2204gen2containerd")
         props["eTag"] = uuid.uuid4().hex
         return dict(
             id="/subscriptions/%s/resourcegroups/%s/providers/%s/managedClusters/%s/agentPools/%s" % (
@@ -661,9 +661,8 @@ class ArmDouble:
         profile = props.get("gpuInstanceProfile")
         if profile:
             if props.get("enableAutoScaling"):
-                raise ArmHttpError(400, "InvalidParameter", (
-                    "The cluster autoscaler is not supported on multi-instance GPU node pools (gpuInstanceProfile %s)."
-                    ) % profile)
+                raise ArmHttpError(400, "InvalidParameter", "The cluster autoscaler is not supported on multi-instance "
+                                                            "GPU node pools (gpuInstanceProfile %s)." % profile)
             sku = (props.get("osSKU") or "Ubuntu").lower()
             if sku in AZURE_LINUX_SKUS:
                 raise ArmHttpError(400, "InvalidParameter",
@@ -671,9 +670,9 @@ class ArmDouble:
             if sku.startswith(WINDOWS_PREFIX) or props.get("osType") == "Windows":
                 raise ArmHttpError(400, "InvalidParameter", "Multi-instance GPU is not supported on Windows node pools.")
             if props["vmSize"].lower() not in MIG_VM_SIZES:
-                raise ArmHttpError(400, "InvalidParameter", (
-                    "gpuInstanceProfile %s is not supported for VM size %s: it is not a multi-instance GPU capable size."
-                    ) % (profile, props["vmSize"]))
+                raise ArmHttpError(400, "InvalidParameter", "gpuInstanceProfile %s is not supported for VM size %s: it "
+                                                            "is not a multi-instance GPU capable size."
+                                   % (profile, props["vmSize"]))
         for index, taint in enumerate(props.get("nodeTaints") or []):
             if not TAINT.match(taint):
                 raise ArmHttpError(400, "InvalidParameter", (

@@ -323,7 +323,7 @@ def test_throttled_put_is_retried_honouring_retry_after(run, double):
     double.fault("throttle", count=2, method="PUT", retry_after=6)
     result = run(sleep=sleeps, **MIG)
     assert result["changed"] and not result.get("failed")
-    assert [s for s in writes(double)] == [("PUT", "mig", 429), ("PUT", "mig", 429), ("PUT", "mig", 201)]
+    assert writes(double) == [("PUT", "mig", 429), ("PUT", "mig", 429), ("PUT", "mig", 201)]
     assert sleeps[:2] == [6.0, 6.0]
     assert sleeps[2:] == [2.0, 2.0, 2.0]  # the LRO's Retry-After between polls
 
