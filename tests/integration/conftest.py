@@ -1,0 +1,219 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fixtures shared by every integration test (real ``ansible-playbook`` runs against local doubles).
+
+Sections: (1) running playbooks, (2) the Kubernetes API double, (3) cloud doubles (GCP/Azure
+engineers: add your fixtures in section 3, keep the others as they are).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import K8sDouble
+
+# =============================================================================================
+# 1. Running playbooks
+# =============================================================================================
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RECORDER_DIR = Path(__file__).resolve().parent / "callback_plugins"
+
+
+def collections_path():
+    """ANSIBLE_COLLECTIONS_PATH: the environment's, else the tree this collection sits in, else .collections."""
+    if os.environ.get("ANSIBLE_COLLECTIONS_PATH"):
+        return os.environ["ANSIBLE_COLLECTIONS_PATH"]
+    if REPO_ROOT.parent.name == "gpu_ops" and REPO_ROOT.parent.parent.name == "ansible_collections":
+        return str(REPO_ROOT.parents[2])
+    return str(REPO_ROOT / ".collections")
+
+
+def ansible_playbook_binary():
+    candidate = Path(sys.executable).parent / "ansible-playbook"
+    return str(candidate) if candidate.exists() else "ansible-playbook"
+
+
+class PlaybookResult:
+    """What one ansible-playbook run did: rc, stdout, stderr and the recorded task results."""
+
+    def __init__(self, args, rc, stdout, stderr, records):
+        self.args, self.rc, self.stdout, self.stderr = args, rc, stdout, stderr
+        self.results = [r for r in records if "task" in r]
+        self.stats = next((r["stats"] for r in records if "stats" in r), {})
+
+    def tasks(self, name=None, action=None):
+        """Task records whose name contains ``name`` and/or whose action is ``action``."""
+        return [r for r in self.results if (name is None or name in r["task"])
+                and (action is None or r["action"] == action or r["action"].endswith("." + action))]
+
+    def task(self, name=None, action=None):
+        """The one task record matching (AssertionError otherwise)."""
+        found = self.tasks(name, action)
+        assert len(found) == 1, "expected one task %r/%r, found %d:\n%s" % (name, action, len(found), self.output)
+        return found[0]
+
+    @property
+    def changed(self):
+        return [r for r in self.results if r["changed"] and r["status"] == "ok"]
+
+    @property
+    def failed(self):
+        return [r for r in self.results if r["status"] in ("failed", "unreachable")]
+
+    @property
+    def output(self):
+        return "$ %s\nrc=%s\n--- stdout\n%s\n--- stderr\n%s" % (" ".join(self.args), self.rc, self.stdout, self.stderr)
+
+    def assert_ok(self):
+        assert self.rc == 0 and not self.failed, self.output
+        return self
+
+    def assert_failed(self):
+        assert self.rc != 0 and self.failed, self.output
+        return self
+
+
+def _write_playbook(playbook, folder):
+    if isinstance(playbook, (str, Path)) and Path(playbook).exists():
+        return str(playbook)
+    path = folder / "playbook.yml"
+    path.write_text(playbook if isinstance(playbook, str) else yaml.safe_dump(playbook, sort_keys=False), encoding="utf-8")
+    return str(path)
+
+
+def make_runner(tmp_path):
+    """A run_playbook(playbook, extra_vars=..., env=..., check=..., diff=..., verbosity=...) callable."""
+    counter = {"n": 0}
+
+    def run_playbook(playbook, extra_vars=None, env=None, check=False, diff=False, verbosity=0, timeout=900,
+                     extra_args=()):
+        counter["n"] += 1
+        run_dir = tmp_path / ("run-%02d" % counter["n"])
+        (run_dir / "tmp").mkdir(parents=True)
+        inventory = run_dir / "inventory.ini"
+        inventory.write_text("localhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable,
+                             encoding="utf-8")
+        config = run_dir / "ansible.cfg"
+        config.write_text("[defaults]\nretry_files_enabled = false\nhost_key_checking = false\n"
+                          "interpreter_python = auto_silent\n", encoding="utf-8")
+        results_file = run_dir / "results.jsonl"
+        args = [ansible_playbook_binary(), "-i", str(inventory), _write_playbook(playbook, run_dir)]
+        if extra_vars:
+            vars_file = run_dir / "extra_vars.json"
+            vars_file.write_text(json.dumps(extra_vars), encoding="utf-8")
+            args += ["-e", "@%s" % vars_file]
+        if check:
+            args.append("--check")
+        if diff:
+            args.append("--diff")
+        if verbosity:
+            args.append("-" + "v" * verbosity)
+        args += list(extra_args)
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "K8S_AUTH_"))}
+        environment.update({
+            "ANSIBLE_CONFIG": str(config),
+            "ANSIBLE_COLLECTIONS_PATH": collections_path(),
+            "ANSIBLE_HOME": str(run_dir / "ansible_home"),
+            "ANSIBLE_LOCAL_TEMP": str(run_dir / "tmp"),
+            "ANSIBLE_REMOTE_TEMP": str(run_dir / "tmp"),
+            "ANSIBLE_CALLBACK_PLUGINS": str(RECORDER_DIR),
+            "ANSIBLE_CALLBACKS_ENABLED": "gpu_ops_recorder",
+            "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
+            "ANSIBLE_CALLBACK_RESULT_FORMAT": "yaml",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORCE_COLOR": "0",
+            "GPU_OPS_RESULTS_FILE": str(results_file),
+            # kubernetes.core keeps its discovery cache in the temp folder: one per run
+            "TMPDIR": str(run_dir / "tmp"),
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        })
+        environment.update(env or {})
+        proc = subprocess.run(args, cwd=str(run_dir), env=environment, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+        records = []
+        if results_file.exists():
+            records = [json.loads(line) for line in results_file.read_text(encoding="utf-8").splitlines() if line]
+        return PlaybookResult(args, proc.returncode, proc.stdout, proc.stderr, records)
+
+    return run_playbook
+
+
+@pytest.fixture
+def run_playbook(tmp_path):
+    """Run the venv's ansible-playbook on localhost; returns a PlaybookResult."""
+    return make_runner(tmp_path)
+
+
+# =============================================================================================
+# 2. Kubernetes API double
+# =============================================================================================
+
+@pytest.fixture
+def k8s_double():
+    """A fresh Kubernetes API double per test (every CRD from tests/contract/crd_schemas installed)."""
+    double = K8sDouble().start()
+    try:
+        yield double
+    finally:
+        double.stop()
+
+
+@pytest.fixture(scope="module")
+def k8s_double_module():
+    """One Kubernetes API double shared by a test module (faster; tests must not depend on each other)."""
+    double = K8sDouble().start()
+    try:
+        yield double
+    finally:
+        double.stop()
+
+
+# =============================================================================================
+# 3. Cloud doubles (GCP, Azure)
+# =============================================================================================
+
+# ---- Azure: the ARM double (tests/doubles/arm.py) ----
+
+AZURE_RESOURCE_GROUP = "gpu-rg"
+AZURE_CLUSTER = "gpu-aks"
+
+
+@pytest.fixture
+def arm_double():
+    """A fresh ARM double with one AKS cluster (AZURE_RESOURCE_GROUP/AZURE_CLUSTER, Kubernetes 1.33.2).
+
+    LRO answers carry ``Retry-After: 0`` so playbooks poll at once.
+    """
+    from ansible_collections.gpu_ops.cluster.tests.doubles.arm import ArmDouble  # pylint: disable=import-outside-toplevel
+
+    double = ArmDouble(retry_after=0).start()
+    double.add_cluster(AZURE_RESOURCE_GROUP, AZURE_CLUSTER, kubernetes_version="1.33.2")
+    try:
+        yield double
+    finally:
+        double.stop()
+
+
+@pytest.fixture
+def arm_env(arm_double):
+    """Environment for ansible-playbook: azure-identity's DefaultAzureCredential gets its tokens from the
+    double's managed-identity endpoint (no AZURE_* variables leak in from outside)."""
+    env = {k: "" for k in os.environ if k.startswith("AZURE_")}
+    env.update(arm_double.msi_environment())
+    return env
+
+
+@pytest.fixture
+def azure_defaults(arm_double):
+    """module_defaults for group/gpu_ops.cluster.azure pointing at the double."""
+    return {"group/gpu_ops.cluster.azure": dict(subscription_id=arm_double.subscription,
+                                                 arm_endpoint=arm_double.url)}
