@@ -509,8 +509,8 @@ class FabricEngine:
                 elif change.action == "delete":
                     self._delete(change)
         except ApiError as exc:
-            raise FabricError("%s %s %s failed: %s" % (change.action, change.kind, change.name,
-                                                        common.operation_error_text(exc))) from None
+            raise FabricError("%s %s %s failed: %s" % (
+                change.action, change.kind, change.name, common.operation_error_text(exc))) from None
 
     def _create(self, change):
         method, body = change.request
