@@ -158,7 +158,7 @@ def parse_all(text):
                 current = pending
                 pending = _new_run()
                 header = (leading, groups)
-                current["columns"] = [n for n in leading] + [n for g in groups for n in g]
+                current["columns"] = list(leading) + [n for g in groups for n in g]
                 continue
             match = _VERSION.match(line)
             if match:

@@ -28,7 +28,7 @@ description:
     non-NCCL keys (C(LD_LIBRARY_PATH), C(CUDA_VISIBLE_DEVICES)) are left out of the file.
   - Talks to no cloud.
 author:
-  - gpu_ops.cluster developers
+  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
 attributes:

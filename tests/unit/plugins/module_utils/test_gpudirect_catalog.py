@@ -117,7 +117,7 @@ def test_every_release_is_a_coupled_pair():
         for rel in releases:
             assert rel["installer"]["repository"].startswith("gpudirect-")
             if fabric in g.DAEMONS:
-                assert rel["daemon"]["repository"].split("/")[0] == rel["installer"]["repository"].split("/")[0]
+                assert rel["daemon"]["repository"].split("/", 1)[0] == rel["installer"]["repository"].split("/", 1)[0]
             else:
                 assert rel["daemon"] is None
             assert rel["nccl_env"] in g.NCCL_ENVS[fabric]
