@@ -225,6 +225,7 @@ INSTALLERS = {
         command=["/scripts/container_entry.sh", "install", "--install-nccl"],
         copy_from="/var/lib/tcpx/lib64/.",
         copy_to=LIBRARY_DIR,            # host /home/kubernetes/bin/nvidia/lib64 through the mount
+        extra_copies=[],                # further (src, dest) copies after copy_from -> copy_to
         cpu_request="150m",
         privileged=True,
         pre_install=None,
@@ -245,6 +246,7 @@ INSTALLERS = {
         command=["/scripts/container_entry.sh", "install", "--install-nccl"],
         copy_from="/var/lib/tcpxo/lib64/.",
         copy_to=LIBRARY_DIR,
+        extra_copies=[],
         cpu_request="150m",
         privileged=True,
         # privileged step run in the host namespaces (nsenter -at 1) before the install
@@ -274,6 +276,8 @@ INSTALLERS = {
         command=["/scripts/container_entry.sh", "install"],
         copy_from="/var/lib/gib/lib64/.",
         copy_to="/usr/local/home/kubernetes/bin/nvidia/lib64",
+        # the gIB scripts (set_nccl_env.sh) and configs (tuner files) land in host /home/kubernetes/bin/gib
+        extra_copies=[dict(src="/var/lib/gib/.", dest="/usr/local/home/kubernetes/bin/gib")],
         cpu_request="150m",
         privileged=True,
         pre_install=None,

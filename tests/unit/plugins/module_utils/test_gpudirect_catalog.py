@@ -159,6 +159,12 @@ def test_installer_accelerators_match_the_machines():
     for name in g.DAEMONS:
         assert g.PROFILES[name]["accelerator_type"] in g.NRI_INJECTOR["accelerators"]
     assert g.INSTALLERS["rdma"]["command"] == ["/scripts/container_entry.sh", "install"]
+    # every in-container path an installer copies to is under one of its mounts
+    for installer in g.INSTALLERS.values():
+        copies = [dict(src=installer["copy_from"], dest=installer["copy_to"])] + installer["extra_copies"]
+        for copy_ in copies:
+            assert any(copy_["dest"].startswith(path) for path in installer["mounts"].values()), copy_
+        assert set(installer["mounts"]) == set(installer["host_paths"])
 
 
 # ------------------------------------------------------------------ annotations
