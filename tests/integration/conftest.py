@@ -215,5 +215,5 @@ def arm_env(arm_double):
 @pytest.fixture
 def azure_defaults(arm_double):
     """module_defaults for group/gpu_ops.cluster.azure pointing at the double."""
-    return {"group/gpu_ops.cluster.azure": dict(subscription_id=arm_double.subscription,
-                                                 arm_endpoint=arm_double.url)}
+    defaults = dict(subscription_id=arm_double.subscription, arm_endpoint=arm_double.url)
+    return {"group/gpu_ops.cluster.azure": defaults}

@@ -94,8 +94,8 @@ def test_throttling_and_failed_lro_then_rerun(run_playbook, arm_double, arm_env,
 
 def test_render_mode_needs_no_azure(run_playbook, tmp_path):
     render = tmp_path / "rendered"
-    defaults = {"group/gpu_ops.cluster.azure": dict(subscription_id="00000000-0000-0000-0000-00000000a2c5",
-                                                     render_dir=str(render))}
+    options = dict(subscription_id="00000000-0000-0000-0000-00000000a2c5", render_dir=str(render))
+    defaults = {"group/gpu_ops.cluster.azure": options}
     run_playbook(play([pool_task("create")], defaults)).assert_ok()
     files = sorted(p.name for p in (render / "requests").iterdir())
     assert files == ["001-arm-put-agentPools_mig.json"]
