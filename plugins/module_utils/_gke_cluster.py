@@ -634,4 +634,3 @@ def run(module):
         multi_networking=bool((cluster.get("networkConfig") or {}).get("enableMultiNetworking")),
     )
     module.exit_json(**result)
-

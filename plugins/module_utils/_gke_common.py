@@ -55,8 +55,10 @@ class Problems:
         return "invalid %s input (nothing was changed): %s" % (what, "; ".join(self.items))
 
 
-def check_name(problems, option, value, pattern=GKE_NAME, what="1 to 40 lowercase letters, digits or hyphens, "
-                                                                 "starting with a letter and not ending with a hyphen"):
+GKE_NAME_RULE = "1 to 40 lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen"
+
+
+def check_name(problems, option, value, pattern=GKE_NAME, what=GKE_NAME_RULE):
     if value is None:
         return
     if not pattern.match(value):

@@ -524,8 +524,8 @@ class PoolEngine:
         interval = self.session.poll_initial
         while document is not None and document.get("status") in busy:
             if self.session.clock() >= deadline:
-                raise PoolError("%s is still %s after %ss" % (what, document.get("status"),
-                                                               self.session.operation_timeout))
+                raise PoolError("%s is still %s after %ss" % (
+                    what, document.get("status"), self.session.operation_timeout))
             self.session.sleep(interval)
             interval = min(self.session.poll_max, interval * 1.5)
             document = read()
@@ -542,8 +542,8 @@ class PoolEngine:
         sizes = []
         for link in pool.get("instanceGroupUrls") or []:
             try:
-                group = self.session.get(self.session.compute_link(link.replace("/instanceGroups/",
-                                                                                 "/instanceGroupManagers/")))
+                manager = link.replace("/instanceGroups/", "/instanceGroupManagers/")
+                group = self.session.get(self.session.compute_link(manager))
             except ApiError:
                 group = None
             if not group or group.get("targetSize") is None:
@@ -622,8 +622,8 @@ class PoolEngine:
                     tops.append(field.split(".", 1)[0])
             if not self.params.get("recreate"):
                 raise PoolError("%s: cannot change on the existing node pool %s (immutable fields: %s); set "
-                                "recreate: true to delete and recreate the pool" % (", ".join(tops), self.name,
-                                                                                   ", ".join(tops)))
+                                "recreate: true to delete and recreate the pool"
+                                % (", ".join(tops), self.name, ", ".join(tops)))
             self._require_size()
             self.plan.recreate(KIND, self.name, have, want, fields, request=("recreate", desired))
             return
@@ -671,8 +671,8 @@ class PoolEngine:
                 raise PoolError("%s.network: network %s not found in project %s (create the GPU NIC networks first, "
                                 "for example with the gcp_gpu_vpcs role)" % (where, item["network"], self.project))
             if subnet is None:
-                raise PoolError("%s.subnetwork: subnetwork %s not found in region %s" % (where, item["subnetwork"],
-                                                                                        region))
+                raise PoolError("%s.subnetwork: subnetwork %s not found in region %s"
+                                % (where, item["subnetwork"], region))
             if common.last_segment(subnet.get("network")) != item["network"]:
                 raise PoolError("%s.subnetwork: %s belongs to network %s, not %s" % (
                     where, item["subnetwork"], common.last_segment(subnet.get("network")), item["network"]))

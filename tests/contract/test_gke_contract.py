@@ -80,11 +80,11 @@ def assert_all_valid(double, expected_methods):
     seen = set()
     for request in sent:
         problems = problems_of(request["method"], request["path"], request["body"], request["query"])
-        assert problems == [], "%s %s: %s\n%s" % (request["method"], request["path"], problems,
-                                                   json.dumps(request["body"], indent=1))
+        assert problems == [], "%s %s: %s\n%s" % (
+            request["method"], request["path"], problems, json.dumps(request["body"], indent=1))
         version = "v1beta1" if request["path"].startswith("/v1beta1/") else "v1"
-        seen.add("%s:%s" % (version, discovery("container", version).match(request["method"],
-                                                                          request["path"].lstrip("/")).id))
+        method = discovery("container", version).match(request["method"], request["path"].lstrip("/"))
+        seen.add("%s:%s" % (version, method.id))
     missing = set(expected_methods) - seen
     assert not missing, "scenario did not exercise %s (saw %s)" % (sorted(missing), sorted(seen))
     return sent

@@ -24,6 +24,7 @@ import random
 
 from ansible_collections.gpu_ops.cluster.tests.doubles import gcp as _gcp
 
+
 def _set_maintenance_policy(double, params, body, query):
     project, location = params["projectsId"], params["locationsId"]
     store = double._project(project)

@@ -94,7 +94,7 @@ def gcp():
 
 
 def mutations(double):
-    return [r for r in double.mutating_requests()]
+    return list(double.mutating_requests())
 
 
 def api_call(double, method, path, body=None):
