@@ -217,3 +217,26 @@ def azure_defaults(arm_double):
     """module_defaults for group/gpu_ops.cluster.azure pointing at the double."""
     defaults = dict(subscription_id=arm_double.subscription, arm_endpoint=arm_double.url)
     return {"group/gpu_ops.cluster.azure": defaults}
+
+
+# ---- GCP: the GCP double (tests/doubles/gcp.py) ----
+
+GCP_PROJECT = "gpu-project"
+
+
+@pytest.fixture
+def gcp_double():
+    """A fresh GCP double (GKE + Compute Engine) per test, no operation latency (set_latency to add some)."""
+    from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble  # pylint: disable=import-outside-toplevel
+
+    double = GcpDouble().start()
+    try:
+        yield double
+    finally:
+        double.stop()
+
+
+@pytest.fixture
+def gcp_defaults(gcp_double):
+    """module_defaults for group/gpu_ops.cluster.gcp pointing at the double (project GCP_PROJECT, its token)."""
+    return {"group/gpu_ops.cluster.gcp": gcp_double.module_args(project=GCP_PROJECT)}
