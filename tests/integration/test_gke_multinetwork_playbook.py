@@ -146,15 +146,13 @@ def _assert_exact_fabric(double):
     assert {n["mtu"] for n in state["networks"]} == {gpudirect.DEFAULT_MTU}
     ranges = sorted(s["ipCidrRange"] for s in state["subnetworks"])
     assert len(set(ranges)) == NICS
-    double.clear_log()
-    _ = double.state(GCP_PROJECT)
 
 
 def _kill_marked(marker):
     """SIGKILL the processes (started by this test) whose environment carries ``marker``; their pids."""
     needle = ("GPU_OPS_TEST_MARKER=%s" % marker).encode()
     killed = []
-    for _ in range(50):
+    for dummy in range(50):
         found = []
         for entry in os.listdir("/proc"):
             if not entry.isdigit() or int(entry) == os.getpid():
