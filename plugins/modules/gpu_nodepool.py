@@ -261,10 +261,9 @@ options:
     choices: [Ubuntu, Ubuntu2204, Ubuntu2404, AzureLinux]
   mode:
     description:
-      - AKS. Agent pool mode.
+      - AKS. Agent pool mode. A new pool is created as V(User) when this is not set; an existing pool keeps its mode.
     type: str
     choices: [User, System]
-    default: User
   orchestrator_version:
     description:
       - AKS. Kubernetes version of the pool.
@@ -274,6 +273,13 @@ options:
       - AKS. Whether AKS installs the GPU driver (V(None) when the GPU Operator manages it).
     type: str
     choices: [Install, None]
+  mig_strategy:
+    description:
+      - AKS. The device-plugin MIG strategy that RV(expected_resources) is computed for
+        (V(single) advertises C(nvidia.com/gpu), V(mixed) advertises C(nvidia.com/mig-<profile>)).
+    type: str
+    choices: [single, mixed]
+    default: single
 """
 
 EXAMPLES = r"""
@@ -397,7 +403,8 @@ def argument_spec():
         vm_size=dict(type="str"),
         gpu_instance_profile=dict(type="str", choices=["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]),
         os_sku=dict(type="str", choices=["Ubuntu", "Ubuntu2204", "Ubuntu2404", "AzureLinux"]),
-        mode=dict(type="str", default="User", choices=["User", "System"]),
+        mode=dict(type="str", choices=["User", "System"]),
+        mig_strategy=dict(type="str", default="single", choices=["single", "mixed"]),
         orchestrator_version=dict(type="str"),
         gpu_driver=dict(type="str", choices=["Install", "None"]),
     )
