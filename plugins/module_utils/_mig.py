@@ -637,7 +637,7 @@ def normalize_layout(model, layout, gpus=None):
         if gpus is None:
             raise ValueError("gpus is required when one layout applies to every GPU")
         one = _one_layout(entry, layout)
-        per_gpu = [copy.deepcopy(one) for _ in range(gpus)]
+        per_gpu = [copy.deepcopy(one) for _index in range(gpus)]
     for index, one in enumerate(per_gpu):
         if one is None:
             continue

@@ -82,6 +82,8 @@ def test_whitespace_does_not_matter():
     expected = _nvsmi.parse_gi(text)
     noisy = "\n\n" + text.replace("  ", "\t ").replace("\n", "   \r\n")
     assert _nvsmi.parse_gi(noisy) == expected
+    old = _read(FIXTURES / "list--old-driver-mig-uuids.txt")
+    assert _nvsmi.parse_list(old.replace("\n", "\r\n")) == _nvsmi.parse_list(old)
     listing = _read(FIXTURES / "list--aks-a100-single.txt")
     assert _nvsmi.parse_list(listing.replace("  MIG", "\tMIG").splitlines()) == _nvsmi.parse_list(listing)
 
@@ -108,7 +110,7 @@ def test_unexpected_text_is_an_error_carrying_the_message(parser):
 
 
 def test_mig_devices_flattens_the_listing():
-    devices = _nvsmi.mig_devices(_read(FIXTURES / "list--old-driver-mig-uuids-crlf.txt"))
+    devices = _nvsmi.mig_devices(_read(FIXTURES / "list--old-driver-mig-uuids.txt"))
     assert [(d["gpu"], d["profile"], d["gpu_instance_id"]) for d in devices] == [(0, "3g.20gb", 1), (0, "3g.20gb", 2)]
     assert devices[0]["gpu_name"] == "A100-SXM4-40GB"
     with pytest.raises(_nvsmi.NvsmiError, match="before any GPU"):
