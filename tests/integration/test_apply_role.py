@@ -1,0 +1,311 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gpu_ops.cluster.apply role (manifests entry point), run by ansible-playbook against the Kubernetes API double."""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
+from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT, K8sDouble
+
+NAMESPACE = "gpu-ops-test"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+MANIFESTS = [
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nccl-env", "namespace": NAMESPACE},
+     "data": {"NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "eth0"}},
+    {"apiVersion": "apps/v1", "kind": "DaemonSet",
+     "metadata": {"name": "nic-installer", "namespace": NAMESPACE, "labels": {"app": "nic-installer"}},
+     "spec": {
+         "selector": {"matchLabels": {"app": "nic-installer"}},
+         "template": {
+             "metadata": {"labels": {"app": "nic-installer"}},
+             "spec": {
+                 "nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"},
+                 "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                 "containers": [{"name": "installer", "image": "registry.example/installer:1.0.0",
+                                 "env": [{"name": "LOG_LEVEL", "value": "info"}],
+                                 "volumeMounts": [{"name": "host-lib", "mountPath": "/host/lib"}]}],
+                 "volumes": [{"name": "host-lib", "hostPath": {"path": "/home/kubernetes/lib"}}],
+             },
+         },
+     }},
+    {"apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet", "metadata": {"name": "vpc1"},
+     "spec": {"vpc": "a3-gpunet-1", "vpcSubnet": "a3-gpunet-1-subnet", "deviceMode": "NetDevice"}},
+    {"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": "vpc1"},
+     "spec": {"type": "Device", "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet",
+                                                  "name": "vpc1"}}},
+]
+KINDS = [m["kind"] for m in MANIFESTS]
+
+PLAYBOOK = [{
+    "name": "Apply through the role",
+    "hosts": "localhost",
+    "gather_facts": False,
+    "tasks": [{
+        "name": "Apply the test manifests",
+        "ansible.builtin.include_role": {"name": "gpu_ops.cluster.apply", "tasks_from": "manifests"},
+        "vars": {
+            "apply_step": "10-test",
+            "apply_manifests": "{{ test_manifests }}",
+            "apply_state": "{{ test_state | default('present') }}",
+            "apply_wait": "{{ test_wait | default(false) }}",
+            "apply_wait_timeout": "{{ test_wait_timeout | default(60) }}",
+            "apply_wait_sleep": 1,
+            "apply_wait_condition": "{{ test_wait_condition | default({}) }}",
+            "apply_wait_condition_kinds": "{{ test_wait_condition_kinds | default([]) }}",
+        },
+    }],
+}]
+
+
+def _gpu_node(double, name="gke-a3-pool-0"):
+    double.add_node(name, labels={"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"},
+                    allocatable={"nvidia.com/gpu": "8"}, taints=[GPU_TAINT])
+
+
+def _apply(run_playbook, double, manifests=None, **extra):
+    extra_vars = {"test_manifests": MANIFESTS if manifests is None else manifests}
+    extra_vars.update(extra)
+    return run_playbook(PLAYBOOK, extra_vars=extra_vars, env=double.env())
+
+
+def _apply_task(result):
+    return result.task("Apply the manifests of step 10-test", action="kubernetes.core.k8s")
+
+
+def _item_results(result):
+    return {r["item"]["kind"]: r for r in _apply_task(result)["result"]["results"]}
+
+
+def _live(double):
+    return [double.get(m["kind"], m["metadata"]["name"], m["metadata"].get("namespace")) for m in MANIFESTS]
+
+
+def test_creates_every_object_in_list_order(run_playbook, k8s_double):
+    _gpu_node(k8s_double)
+
+    result = _apply(run_playbook, k8s_double).assert_ok()
+
+    writes = k8s_double.writes()
+    assert [(w.verb, w.kind) for w in writes] == [("create", kind) for kind in KINDS]
+    assert all(r["changed"] and r["method"] == "apply" for r in _item_results(result).values())
+    for manifest, live in zip(MANIFESTS, _live(k8s_double)):
+        assert live is not None, manifest
+        assert live["metadata"]["uid"] and live["metadata"]["resourceVersion"]
+        # client-side apply records what was applied, for the next three-way merge
+        assert yaml.safe_load(live["metadata"]["annotations"][LAST_APPLIED])["kind"] == manifest["kind"]
+    daemonset = k8s_double.get("DaemonSet", "nic-installer", NAMESPACE)
+    assert daemonset["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example/installer:1.0.0"
+    assert daemonset["status"]["desiredNumberScheduled"] == 1
+
+
+def test_rerun_changes_nothing_and_writes_nothing(run_playbook, k8s_double):
+    _gpu_node(k8s_double)
+    _apply(run_playbook, k8s_double).assert_ok()
+    before = _live(k8s_double)
+    k8s_double.clear_requests()
+
+    result = _apply(run_playbook, k8s_double).assert_ok()
+
+    assert not result.changed, [r["task"] for r in result.changed]
+    assert not any(r["changed"] for r in _item_results(result).values())
+    requests = [r for r in k8s_double.requests() if r.verb != "discovery"]
+    assert requests, "the role did not contact the API double"
+    assert not [r for r in requests if r.verb in ("create", "update", "delete", "deletecollection")]
+    # kubernetes.core's client-side apply sends a merge patch only for objects holding lists
+    # (here the DaemonSet); it leaves the stored object untouched
+    patches = [r for r in requests if r.verb == "patch"]
+    assert [p.kind for p in patches] == ["DaemonSet"]
+    assert not any(p.changed for p in patches)
+    assert not k8s_double.writes() or all(not w.changed for w in k8s_double.writes())
+    assert [o["metadata"]["resourceVersion"] for o in _live(k8s_double)] == \
+        [o["metadata"]["resourceVersion"] for o in before]
+
+
+def test_drift_is_corrected_and_only_drifted_objects_change(run_playbook, k8s_double):
+    _gpu_node(k8s_double)
+    _apply(run_playbook, k8s_double).assert_ok()
+
+    def drift_daemonset(obj):
+        container = obj["spec"]["template"]["spec"]["containers"][0]
+        container["image"] = "registry.example/installer:0.9.0"
+        container["env"][0]["value"] = "debug"
+        obj["metadata"]["labels"]["app"] = "tampered"
+
+    k8s_double.modify("DaemonSet", "nic-installer", drift_daemonset, NAMESPACE)
+    k8s_double.modify("ConfigMap", "nccl-env", lambda o: o["data"].update(NCCL_DEBUG="WARN"), NAMESPACE)
+    k8s_double.modify("GKENetworkParamSet", "vpc1", lambda o: o["spec"].update(deviceMode="DPDK-VFIO"))
+    generation = k8s_double.get("DaemonSet", "nic-installer", NAMESPACE)["metadata"]["generation"]
+    k8s_double.clear_requests()
+
+    result = _apply(run_playbook, k8s_double).assert_ok()
+
+    changed = {kind for kind, r in _item_results(result).items() if r["changed"]}
+    assert changed == {"ConfigMap", "DaemonSet", "GKENetworkParamSet"}
+    assert {w.kind for w in k8s_double.writes() if w.changed} == changed
+    daemonset = k8s_double.get("DaemonSet", "nic-installer", NAMESPACE)
+    container = daemonset["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "registry.example/installer:1.0.0"
+    assert container["env"] == [{"name": "LOG_LEVEL", "value": "info"}]
+    assert daemonset["metadata"]["labels"]["app"] == "nic-installer"
+    assert daemonset["metadata"]["generation"] == generation + 1
+    # server-side defaults survive the patch (no perpetual diff)
+    assert container["terminationMessagePath"] == "/dev/termination-log"
+    assert k8s_double.get("ConfigMap", "nccl-env", NAMESPACE)["data"]["NCCL_DEBUG"] == "INFO"
+    assert k8s_double.get("GKENetworkParamSet", "vpc1")["spec"]["deviceMode"] == "NetDevice"
+
+
+def test_a_field_removed_from_the_manifest_is_removed_from_the_object(run_playbook, k8s_double):
+    _apply(run_playbook, k8s_double).assert_ok()
+    manifests = copy.deepcopy(MANIFESTS)
+    del manifests[1]["data"]["NCCL_SOCKET_IFNAME"]
+
+    result = _apply(run_playbook, k8s_double, manifests=manifests).assert_ok()
+
+    assert _item_results(result)["ConfigMap"]["changed"]
+    assert k8s_double.get("ConfigMap", "nccl-env", NAMESPACE)["data"] == {"NCCL_DEBUG": "INFO"}
+
+
+def test_render_mode_writes_valid_manifests_and_contacts_nothing(run_playbook, k8s_double, tmp_path):
+    render_dir = tmp_path / "rendered"
+
+    result = _apply(run_playbook, k8s_double, gpu_ops_render_dir=str(render_dir)).assert_ok()
+
+    assert k8s_double.requests() == [], "render mode contacted the API server"
+    assert all(r["status"] == "skipped" for r in result.tasks(action="kubernetes.core.k8s_info"))
+    assert _apply_task(result)["status"] == "skipped"
+    step = render_dir / "manifests" / "10-test"
+    assert sorted(os.listdir(step)) == [
+        "01-namespace-gpu-ops-test.yaml", "02-configmap-nccl-env.yaml", "03-daemonset-nic-installer.yaml",
+        "04-gkenetworkparamset-vpc1.yaml", "05-network-vpc1.yaml"]
+    for manifest, name in zip(MANIFESTS, sorted(os.listdir(step))):
+        assert yaml.safe_load((step / name).read_text(encoding="utf-8")) == manifest
+    assert k8s_validation.validate_path(str(step)) == len(MANIFESTS)
+
+
+def test_render_mode_for_deletion_writes_reverse_order(run_playbook, k8s_double, tmp_path):
+    render_dir = tmp_path / "rendered"
+
+    _apply(run_playbook, k8s_double, gpu_ops_render_dir=str(render_dir), test_state="absent").assert_ok()
+
+    assert k8s_double.requests() == []
+    step = render_dir / "manifests" / "10-test"
+    assert sorted(os.listdir(step)) == [
+        "01-delete-network-vpc1.yaml", "02-delete-gkenetworkparamset-vpc1.yaml", "03-delete-daemonset-nic-installer.yaml",
+        "04-delete-configmap-nccl-env.yaml", "05-delete-namespace-gpu-ops-test.yaml"]
+    assert k8s_validation.validate_path(str(step)) == len(MANIFESTS)
+
+
+def test_absent_deletes_in_reverse_order_then_converges(run_playbook, k8s_double):
+    _gpu_node(k8s_double)
+    _apply(run_playbook, k8s_double).assert_ok()
+    assert k8s_double.list("Pod", NAMESPACE), "the DaemonSet controller made no pod"
+    k8s_double.clear_requests()
+
+    result = _apply(run_playbook, k8s_double, test_state="absent").assert_ok()
+
+    assert [(w.verb, w.kind) for w in k8s_double.writes()] == [("delete", kind) for kind in reversed(KINDS)]
+    assert all(r["changed"] for r in _item_results(result).values())
+    assert _live(k8s_double) == [None] * len(MANIFESTS)
+    assert k8s_double.list("Pod", NAMESPACE) == []
+
+    k8s_double.clear_requests()
+    again = _apply(run_playbook, k8s_double, test_state="absent").assert_ok()
+    assert not again.changed
+    assert k8s_double.writes() == []
+
+
+def test_absent_skips_kinds_the_cluster_no_longer_serves(run_playbook, tmp_path):
+    with K8sDouble(crds=["Network"]) as double:
+        result = _apply(run_playbook, double, test_state="absent").assert_ok()
+
+        assert double.writes() == []
+        kinds = {r["item"]["kind"]: r for r in _apply_task(result)["result"]["results"]}
+        assert kinds["GKENetworkParamSet"].get("skipped"), "an unserved kind was sent to kubernetes.core"
+        assert not kinds["Network"].get("skipped")
+
+
+def test_wait_for_network_ready_condition(run_playbook):
+    # the double's GKE networking controller takes 2 s to validate each object
+    with K8sDouble(ready_delay=2.0) as double:
+        _gpu_node(double)
+        result = _apply(run_playbook, double, test_wait=True, test_wait_timeout=30,
+                        test_wait_condition={"type": "Ready", "status": "True"},
+                        test_wait_condition_kinds=["Network", "GKENetworkParamSet"]).assert_ok()
+
+        items = _item_results(result)
+        assert items["Network"]["duration"] >= 1, "the role did not wait for the Network to become Ready"
+        ready = [c for c in items["Network"]["result"]["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True" and ready[0]["reason"] == "NetworkReady"
+        assert items["DaemonSet"]["result"]["status"]["numberReady"] == 1
+
+
+def test_wait_times_out_when_the_network_never_gets_ready(run_playbook, k8s_double):
+    manifests = copy.deepcopy(MANIFESTS)
+    manifests[3]["spec"]["vpc"] = "default"   # device mode may not use the default VPC
+
+    result = _apply(run_playbook, k8s_double, manifests=manifests, test_wait=True, test_wait_timeout=3,
+                    test_wait_condition={"type": "Ready", "status": "True"},
+                    test_wait_condition_kinds=["Network"]).assert_failed()
+
+    assert "Timed out waiting on resource" in result.output
+    gnp = k8s_double.get("GKENetworkParamSet", "vpc1")
+    assert [c["reason"] for c in gnp["status"]["conditions"]] == ["DeviceModeCantUseDefaultVPC"]
+
+
+def test_wait_fails_when_a_daemonset_never_gets_ready(run_playbook, k8s_double):
+    _gpu_node(k8s_double, "gke-a3-pool-0")
+    _gpu_node(k8s_double, "gke-a3-pool-1")
+    k8s_double.never_ready("gke-a3-pool-1")
+
+    result = _apply(run_playbook, k8s_double, manifests=MANIFESTS[:3], test_wait=True, test_wait_timeout=3).assert_failed()
+
+    assert "Timed out waiting on resource" in result.output
+    status = k8s_double.get("DaemonSet", "nic-installer", NAMESPACE)["status"]
+    assert (status["desiredNumberScheduled"], status["numberReady"], status["numberUnavailable"]) == (2, 1, 1)
+
+
+def test_check_mode_on_an_empty_cluster_reports_changes_and_stores_nothing(run_playbook, k8s_double):
+    result = run_playbook(PLAYBOOK, extra_vars={"test_manifests": MANIFESTS}, env=k8s_double.env(), check=True)
+
+    result.assert_ok()
+    assert k8s_double.writes() == []
+    dry_runs = [r for r in k8s_double.requests() if r.dry_run and r.verb == "create"]
+    assert sorted(r.kind for r in dry_runs) == sorted(["Namespace", "GKENetworkParamSet", "Network"])
+    deferred = result.task("Report the objects that would be created")
+    assert deferred["changed"]
+    assert [r["item"]["kind"] for r in deferred["result"]["results"]] == ["ConfigMap", "DaemonSet"]
+    assert all(k8s_double.get(m["kind"], m["metadata"]["name"], m["metadata"].get("namespace")) is None
+               for m in MANIFESTS if m["kind"] != "Namespace")
+    assert k8s_double.get("Namespace", NAMESPACE) is None
+
+
+def test_invalid_manifest_is_rejected_before_anything_after_it(run_playbook, k8s_double):
+    manifests = copy.deepcopy(MANIFESTS)
+    manifests[3]["spec"]["deviceMode"] = "RDMA-X"
+
+    result = _apply(run_playbook, k8s_double, manifests=manifests).assert_failed()
+
+    assert "deviceMode" in result.output and "RDMA-X" in result.output
+    assert k8s_double.get("GKENetworkParamSet", "vpc1") is None
+    assert k8s_double.get("ConfigMap", "nccl-env", NAMESPACE) is not None
+
+
+@pytest.mark.parametrize("code", [429, 500])
+def test_transient_api_errors_fail_the_task_without_partial_state(run_playbook, k8s_double, code):
+    # kubernetes.core does not retry: the role fails, and a re-run converges
+    k8s_double.fail(verb="create", kind="DaemonSet", code=code, times=1, retry_after=1)
+
+    _apply(run_playbook, k8s_double).assert_failed()
+    assert k8s_double.get("DaemonSet", "nic-installer", NAMESPACE) is None
+
+    _apply(run_playbook, k8s_double).assert_ok()
+    assert all(obj is not None for obj in _live(k8s_double))
