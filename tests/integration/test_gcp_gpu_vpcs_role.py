@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gcp_gpu_vpcs role: against the GCP and Kubernetes doubles, and in render mode."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT
+
+ROLE_VARS = dict(gcp_gpu_vpcs_cluster="a3high", gcp_gpu_vpcs_region="us-central1", gcp_gpu_vpcs_profile="tcpx")
+
+
+def play(defaults, role_vars, tasks=()):
+    return [dict(name="GPU VPCs", hosts="localhost", gather_facts=False, module_defaults=defaults,
+                 roles=[dict(role="gpu_ops.cluster.gcp_gpu_vpcs", vars=role_vars)], tasks=list(tasks))]
+
+
+def publish(path):
+    return {"name": "publish", "ansible.builtin.copy": {"content": "{{ gcp_gpu_vpcs_fabric | to_json }}",
+                                                         "dest": str(path), "mode": "0644"}}
+
+
+def test_role_converges_publishes_the_fabric_and_applies_the_objects(run_playbook, gcp_double, gcp_defaults,
+                                                                     k8s_double, tmp_path):
+    out = tmp_path / "fabric.json"
+    role_vars = dict(ROLE_VARS, gcp_gpu_vpcs_apply_objects=True)
+    run_playbook(play(gcp_defaults, role_vars, [publish(out)]), env=k8s_double.env()).assert_ok()
+    fabric = json.loads(out.read_text())
+    assert fabric["additional_node_networks"] == [
+        {"network": "a3high-gpunic-%d" % i, "subnetwork": "a3high-gpunic-%d-sub" % i} for i in range(1, 5)]
+    assert fabric["k8s_network_names"] == ["vpc1", "vpc2", "vpc3", "vpc4"]
+    assert json.loads(fabric["pod_annotations"]["networking.gke.io/interfaces"])[4] == {
+        "interfaceName": "eth4", "network": "vpc4"}
+    state = gcp_double.state(GCP_PROJECT)
+    assert (len(state["networks"]), len(state["subnetworks"]), len(state["firewalls"])) == (4, 4, 4)
+    param_set = k8s_double.get("GKENetworkParamSet", "vpc2")
+    assert param_set["spec"] == {"vpc": "a3high-gpunic-2", "vpcSubnet": "a3high-gpunic-2-sub",
+                                 "deviceMode": "NetDevice"}
+    assert k8s_double.get("Network", "vpc4")["spec"]["parametersRef"]["name"] == "vpc4"
+
+    # second run: nothing to do anywhere
+    gcp_double.clear_log()
+    result = run_playbook(play(gcp_defaults, role_vars), env=k8s_double.env()).assert_ok()
+    assert result.changed == [] and gcp_double.mutating_requests() == []
+
+    # teardown: objects first, then the fabric
+    result = run_playbook(play(gcp_defaults, dict(role_vars, gcp_gpu_vpcs_state="absent")),
+                          env=k8s_double.env()).assert_ok()
+    assert k8s_double.get("Network", "vpc1") is None and k8s_double.get("GKENetworkParamSet", "vpc1") is None
+    state = gcp_double.state(GCP_PROJECT)
+    assert (len(state["networks"]), len(state["subnetworks"]), len(state["firewalls"])) == (0, 0, 0)
+
+
+def test_render_mode_writes_requests_and_valid_manifests(run_playbook, gcp_double, gcp_defaults, tmp_path):
+    render = tmp_path / "rendered"
+    role_vars = dict(ROLE_VARS, gcp_gpu_vpcs_profile="tcpxo", gcp_gpu_vpcs_apply_objects=True)
+    run_playbook(play(gcp_defaults, role_vars), extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
+    requests = sorted(os.listdir(render / "requests"))
+    assert len(requests) == 24
+    assert json.loads((render / "requests" / requests[0]).read_text())["body"]["mtu"] == 8244
+    manifests = render / "manifests" / "20-gpu-networks"
+    assert len(os.listdir(manifests)) == 16
+    assert k8s_validation.validate_path(str(manifests)) == 16
+    assert gcp_double.requests == []
+
+
+def test_bad_input_fails_in_the_role_before_any_request(run_playbook, gcp_double, gcp_defaults):
+    role_vars = dict(ROLE_VARS, gcp_gpu_vpcs_firewall_source_ranges=["0.0.0.0/0"])
+    result = run_playbook(play(gcp_defaults, role_vars)).assert_failed()
+    assert "firewall_allow_any_source" in json.dumps(result.failed[0]["result"])
+    assert gcp_double.requests == []
