@@ -20,8 +20,8 @@ def play(defaults, role_vars, tasks=()):
 
 
 def publish(path):
-    return {"name": "publish", "ansible.builtin.copy": {"content": "{{ gcp_gpu_vpcs_fabric | to_json }}",
-                                                         "dest": str(path), "mode": "0644"}}
+    copy = {"content": "{{ gcp_gpu_vpcs_fabric | to_json }}", "dest": str(path), "mode": "0644"}
+    return {"name": "publish", "ansible.builtin.copy": copy}
 
 
 def test_role_converges_publishes_the_fabric_and_applies_the_objects(run_playbook, gcp_double, gcp_defaults,
