@@ -28,6 +28,7 @@ media extensions (``+me``/``+me.all``) exist once per GPU.
 from __future__ import annotations
 
 import copy
+import json
 import re
 
 # --------------------------------------------------------------------------------------------
@@ -991,8 +992,9 @@ def verify_nodes(nodes, resources, labels=None, selector=None, min_nodes=1):
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         problems = node_problems(node, resources, labels)
         actual = {k: _quantity(v) for k, v in allocatable.items() if _is_gpu_resource(k)}
+        summary = "Node %s: expected %s, actual %s." % (name, _json(resources), _json(actual))
         report["nodes"].append(dict(name=name, ok=not problems, problems=problems,
-                                    expected_resources=dict(resources), actual_resources=actual))
+                                    expected_resources=dict(resources), actual_resources=actual, summary=summary))
         for problem in problems:
             report["problems"].append("node %s: %s" % (name, problem))
     if len(pool) < (min_nodes or 0):
@@ -1000,6 +1002,10 @@ def verify_nodes(nodes, resources, labels=None, selector=None, min_nodes=1):
                                   % (len(pool), _describe_selector(selector), min_nodes))
     report["ok"] = not report["problems"]
     return report
+
+
+def _json(value):
+    return json.dumps(value, sort_keys=True)
 
 
 def _describe_selector(selector):

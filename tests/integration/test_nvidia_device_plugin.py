@@ -10,6 +10,7 @@ chart part is checked in render mode and the verification part against Nodes in 
 from __future__ import annotations
 
 import threading
+import time
 
 import yaml
 
@@ -167,7 +168,12 @@ def test_verify_waits_for_the_plugin_to_register(run_playbook, k8s_double):
     # the plugin still advertises whole GPUs (no GFD MIG labels yet), then the MIG devices appear
     _pool(k8s_double, {"nvidia.com/gpu": "8"}, {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"})
 
+    stop = threading.Event()
+
     def plugin_registers():
+        # once the role has read the nodes once (and found whole GPUs), the MIG devices appear
+        while not stop.is_set() and not k8s_double.requests(verb="list", kind="Node"):
+            time.sleep(0.05)
         for name in ("aks-migpool-0", "aks-migpool-1"):
             def change(node):
                 node["status"]["allocatable"].pop("nvidia.com/gpu")
@@ -175,14 +181,15 @@ def test_verify_waits_for_the_plugin_to_register(run_playbook, k8s_double):
                 node["metadata"]["labels"].update(GFD_MIXED)
             k8s_double.modify("Node", name, change)
 
-    timer = threading.Timer(3.0, plugin_registers)
-    timer.start()
+    watcher = threading.Thread(target=plugin_registers, daemon=True)
+    watcher.start()
     try:
         result = run_playbook(_play(_aks("mixed", nvidia_device_plugin_verify_retries=30,
                                          nvidia_device_plugin_verify_delay=1), "verify"),
                               env=k8s_double.env()).assert_ok()
     finally:
-        timer.cancel()
+        stop.set()
+        watcher.join(5)
     attempts = result.task("Read the nodes and compare them with the expectation")["result"].get("attempts")
     assert attempts and attempts > 1
 

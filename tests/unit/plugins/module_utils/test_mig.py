@@ -564,6 +564,8 @@ def test_verify_nodes_pass_and_fail():
     bad_node = report["nodes"][1]
     assert bad_node["expected_resources"] == {"nvidia.com/mig-1g.5gb": 56}
     assert bad_node["actual_resources"] == {"nvidia.com/mig-1g.5gb": 49}
+    assert bad_node["summary"] == ('Node aks-migpool-1: expected {"nvidia.com/mig-1g.5gb": 56}, '
+                                   'actual {"nvidia.com/mig-1g.5gb": 49}.')
 
 
 def test_verify_nodes_other_problems():
