@@ -234,6 +234,12 @@ def openapi_to_jsonschema(node, root=True):
         out["additionalProperties"] = False
     if node.get("nullable") and "type" in out:
         out["type"] = [out["type"], "null"]
+    if root:
+        # every object carries apiVersion, kind and metadata, declared or not
+        props = out.setdefault("properties", {})
+        props.setdefault("apiVersion", {"type": "string"})
+        props.setdefault("kind", {"type": "string"})
+        props.setdefault("metadata", {"type": "object"})
     return out
 
 

@@ -794,7 +794,8 @@ class K8sDouble:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="k8s-double", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="k8s-double", daemon=True)
         self._thread.start()
         self._tmpdir = tempfile.mkdtemp(prefix="k8s-double-")
         self.kubeconfig = self.write_kubeconfig(os.path.join(self._tmpdir, "kubeconfig"))
@@ -1120,14 +1121,18 @@ class K8sDouble:
             raise ApiError(400, "BadRequest", "Invalid dry run value %r: only 'All' is supported" % dry_run)
         if query.get("watch") in ("true", "1", "True"):
             raise ApiError(400, "BadRequest", "watch is not supported by the Kubernetes API double (poll instead)")
-        self._check_fault(entry)
-        body = self._parse_body(method, content_type, raw_body, rtype, sub)
-        dry = dry_run == "All"
         if sub in _UPGRADE_SUBRESOURCES:
             raise ApiError(400, "BadRequest", "%s needs a websocket/SPDY upgrade, which the Kubernetes API double does "
                            "not support" % sub)
-        if sub not in (None, "status", "log"):
+        self._check_fault(entry)
+        body = self._parse_body(method, content_type, raw_body, rtype, sub)
+        dry = dry_run == "All"
+        if sub not in (None, "status", "log", "scale", "eviction"):
             raise ApiError(404, "NotFound", "the %s subresource is not implemented by the Kubernetes API double" % sub)
+        if sub == "scale":
+            return self._scale(rtype, namespace, name, verb, body, content_type, dry, entry)
+        if sub == "eviction":
+            return self._evict(rtype, namespace, name, body, dry, entry)
         if verb == "list":
             return 200, self._list(rtype, namespace, query)
         if verb == "get":
@@ -1484,6 +1489,43 @@ class K8sDouble:
         entry.changed = True
         self._reconcile()
         return 200, copy.deepcopy(obj) if rtype.custom else status
+
+    def _scale_object(self, obj):
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        labels = ((spec.get("selector") or {}).get("matchLabels") or {})
+        meta = obj["metadata"]
+        return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},
+                "spec": {"replicas": spec.get("replicas", 1)},
+                "status": {"replicas": status.get("replicas", 0), "selector": ",".join("%s=%s" % kv for kv in sorted(labels.items()))}}
+
+    def _scale(self, rtype, namespace, name, verb, body, content_type, dry_run, entry):
+        """The scale subresource (autoscaling/v1 Scale) of deployments, statefulsets and replicasets."""
+        obj = self._existing(rtype, namespace, name)
+        scale = self._scale_object(obj)
+        if verb == "get":
+            return 200, scale
+        if verb == "patch":
+            if content_type == "application/json-patch+json":
+                scale = json_patch(scale, body)
+            elif isinstance(body, dict):
+                scale = merge_patch(scale, body)
+        elif isinstance(body, dict):
+            scale = body
+        replicas = (scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or replicas < 0:
+            self._invalid(rtype, name, [("spec.replicas", "Invalid value: %r: must be greater than or equal to 0" % (replicas,))])
+        new = copy.deepcopy(obj)
+        new["spec"]["replicas"] = replicas
+        _status, result = self._store_update(rtype, obj, new, None, dry_run, entry)
+        return 200, self._scale_object(result)
+
+    def _evict(self, rtype, namespace, name, body, dry_run, entry):
+        """pods/<name>/eviction: deletes the pod (PodDisruptionBudgets are not evaluated)."""
+        if rtype.kind != "Pod" or not isinstance(body, dict) or body.get("kind") != "Eviction":
+            raise ApiError(400, "BadRequest", "an eviction needs a policy/v1 Eviction body")
+        self._delete(rtype, namespace, name, body.get("deleteOptions"), {}, dry_run, entry)
+        return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
     def _delete_collection(self, rtype, namespace, query, dry_run, entry):
         listing = self._list(rtype, namespace, query)
