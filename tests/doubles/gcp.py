@@ -219,7 +219,7 @@ class GcpDouble:
             discovery("container", "v1")
             discovery("container", "v1beta1")
         handler = _handler_class(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._server = _Server(("127.0.0.1", port), handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self.url = "http://127.0.0.1:%d/" % self.port
@@ -1528,10 +1528,17 @@ _HANDLERS = {
 }
 
 
+class _Server(ThreadingHTTPServer):
+    # the default backlog of 5 drops concurrent connects (the client then waits 1 s for a SYN retry)
+    request_queue_size = 128
+
+
 def _handler_class(double):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "GcpDouble/1.0"
+        # headers and body go out in two writes: without TCP_NODELAY every answer waits ~40 ms for a delayed ACK
+        disable_nagle_algorithm = True
 
         def log_message(self, format, *args):  # pylint: disable=redefined-builtin
             del format, args

@@ -1,0 +1,166 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Converge the GPU-NIC fabric of an A3 Mega (TCPXO) cluster against the GCP double, with a fixed latency
+per operation, and compare the schedules:
+
+- ``concurrent``: gke_multinetwork's default (all networks together, then each network's subnet and
+  firewall rule together). Critical path: 2 operation latencies.
+- ``parallelism-10``: the same engine limited to 10 operations in flight, like Terraform's default
+  ``-parallelism=10``. Critical path: 3 latencies (8 networks, then 16 leaves in two waves).
+- ``one-at-a-time``: the guide's loop, one resource after the other (24 operations for TCPXO).
+
+Then the no-op re-run of the concurrent fabric (mutating requests, reads per resource) and the teardown.
+
+Usage: ``python -m benchmarks fabric_converge -- --latency 0.5 --repeat 3`` (or ``make benchmark``).
+The engine runs in-process (the module's own code path: resolve, read, plan, apply), so the numbers
+measure the schedule, not Ansible's start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import time
+
+from benchmarks import _paths
+
+PROJECT = "bench-project"
+SCENARIOS = (("concurrent", 16, 2), ("parallelism-10", 10, 3), ("one-at-a-time", 1, None))
+
+
+def _imports():
+    _paths.setup()
+    # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_fabric as fabric
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
+    from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
+
+    return fabric, gpudirect, GcpSession, GcpDouble
+
+
+def _params(profile):
+    return dict(project=PROJECT, cluster="bench", region="us-central1", profile=profile, nic_count=None,
+                networks=None, name_prefix=None, k8s_network_prefix="vpc", mtu=None, cidr_base="192.168.0.0/16",
+                subnet_prefix_length=24, firewall_source_ranges=None, firewall_allow_any_source=False)
+
+
+def _converge(fabric_mod, session_cls, double, spec, concurrency, state="present"):
+    session = session_cls(**double.module_args(project=PROJECT))
+    engine = fabric_mod.FabricEngine(session, spec, concurrency=concurrency)
+    started = time.perf_counter()
+    engine.read()
+    if state == "present":
+        engine.plan_present()
+    else:
+        engine.plan_absent()
+    engine.apply()
+    return time.perf_counter() - started, engine
+
+
+def _peak_in_flight(double, latency):
+    """Largest number of operations running at the same moment (from the double's operations)."""
+    events = []
+    for op in double.operations.values():
+        start = op.done_at - latency
+        events.append((start, 1))
+        events.append((op.done_at, -1))
+    peak = current = 0
+    for dummy, delta in sorted(events, key=lambda e: (e[0], e[1])):
+        current += delta
+        peak = max(peak, current)
+    return peak
+
+
+def run(latency=0.5, repeat=3, profile="tcpxo"):
+    fabric_mod, gpudirect, session_cls, double_cls = _imports()
+    spec = fabric_mod.resolve(_params(profile))
+    nics = gpudirect.profile(profile)["gpu_nic_count"]
+    rows = []
+    for name, concurrency, expected in SCENARIOS:
+        walls, operations, peaks = [], [], []
+        for dummy in range(repeat):
+            with double_cls(latency=latency) as double:
+                wall, dummy_engine = _converge(fabric_mod, session_cls, double, spec, concurrency)
+                state = double.state(PROJECT)
+                assert [len(state[k]) for k in ("networks", "subnetworks", "firewalls")] == [nics] * 3
+                walls.append(wall)
+                operations.append(len(double.mutating_requests()))
+                peaks.append(_peak_in_flight(double, latency))
+        wall = statistics.median(walls)
+        rows.append(dict(scenario=name, concurrency=concurrency, operations=operations[0],
+                         peak_in_flight=max(peaks), wall_s=round(wall, 3), wall_min_s=round(min(walls), 3),
+                         wall_max_s=round(max(walls), 3), latencies=round(wall / latency, 2),
+                         expected_latencies=expected if expected is not None else operations[0]))
+
+    # no-op re-run and teardown of the concurrent fabric
+    with double_cls(latency=latency) as double:
+        _converge(fabric_mod, session_cls, double, spec, 16)
+        double.clear_log()
+        noop_wall, engine = _converge(fabric_mod, session_cls, double, spec, 16)
+        reads = double.read_counts()
+        noop = dict(wall_s=round(noop_wall, 3), changes=len(engine.plan.changes),
+                    mutating_requests=len(double.mutating_requests()), requests=len(double.requests),
+                    resources_read=len(reads), reads_per_resource_min=min(reads.values()),
+                    reads_per_resource_max=max(reads.values()), resources=3 * nics)
+        double.clear_log()
+        teardown_wall, dummy_engine = _converge(fabric_mod, session_cls, double, spec, 16, state="absent")
+        state = double.state(PROJECT)
+        teardown = dict(wall_s=round(teardown_wall, 3), latencies=round(teardown_wall / latency, 2),
+                        operations=len(double.mutating_requests()),
+                        left=sum(len(state[k]) for k in ("networks", "subnetworks", "firewalls")))
+
+    sequential = [r for r in rows if r["scenario"] == "one-at-a-time"][0]["wall_s"]
+    for row in rows:
+        row["speedup_vs_one_at_a_time"] = round(sequential / row["wall_s"], 1)
+    return dict(benchmark="fabric_converge", profile=profile, nics=nics, latency_s=latency, repeat=repeat,
+                when=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                machine=dict(python=platform.python_version(), cpus=os.cpu_count(), platform=platform.platform()),
+                converge=rows, noop_rerun=noop, teardown=teardown)
+
+
+def table(result):
+    lines = ["GPU NIC fabric, profile %s (%d NICs = %d operations), %.2fs per operation, median of %d" % (
+        result["profile"], result["nics"], 3 * result["nics"], result["latency_s"], result["repeat"]), ""]
+    columns = ("schedule", "concurrency", "operations", "in flight", "wall (s)", "latencies", "expected", "speedup")
+    header = "%-16s %11s %10s %9s %9s %10s %9s %8s" % columns
+    lines.append(header)
+    lines.append("-" * len(header))
+    for row in result["converge"]:
+        lines.append("%-16s %11d %10d %9d %9.2f %10.2f %9s %7.1fx" % (
+            row["scenario"], row["concurrency"], row["operations"], row["peak_in_flight"], row["wall_s"],
+            row["latencies"], row["expected_latencies"], row["speedup_vs_one_at_a_time"]))
+    noop = result["noop_rerun"]
+    summary = "no-op re-run: %.3fs, %d changes, %d mutating requests, %d requests, %d/%d resources read, " \
+        "reads per resource min %d max %d" % (
+            noop["wall_s"], noop["changes"], noop["mutating_requests"], noop["requests"], noop["resources_read"],
+            noop["resources"], noop["reads_per_resource_min"], noop["reads_per_resource_max"])
+    lines += ["", summary]
+    down = result["teardown"]
+    lines.append("teardown (absent): %.2fs = %.2f latencies, %d operations, %d resources left" % (
+        down["wall_s"], down["latencies"], down["operations"], down["left"]))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks fabric_converge", description=__doc__.split("\n", maxsplit=1)[0])
+    parser.add_argument("--latency", type=float, default=0.5, help="seconds per operation (default 0.5)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per schedule; the median is reported")
+    parser.add_argument("--profile", default="tcpxo", choices=["tcpx", "tcpxo"])
+    parser.add_argument("--output", help="JSON file (default benchmarks/results/fabric_converge-<time>.json)")
+    args = parser.parse_args(argv)
+    result = run(args.latency, args.repeat, args.profile)
+    print(table(result))
+    os.makedirs(_paths.RESULTS, exist_ok=True)
+    path = args.output or os.path.join(_paths.RESULTS, "fabric_converge-%s.json" % time.strftime("%Y%m%d-%H%M%S"))
+    with open(path, "w") as handle:
+        json.dump(result, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    print("\nJSON: %s" % os.path.relpath(path))
+    ok = result["noop_rerun"]["mutating_requests"] == 0 and result["noop_rerun"]["reads_per_resource_max"] == 1
+    return 0 if ok else 1
