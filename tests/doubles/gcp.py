@@ -60,6 +60,14 @@ Behaviour (chosen to match the real APIs as far as they are documented):
   region. Operations live under ``v1`` and ``v1beta1`` ``projects/*/locations/*/operations/*``; their ``name`` is
   the short id and ``location``/``zone`` say where to poll.
 - Every API request needs ``Authorization: Bearer <token>`` (401 UNAUTHENTICATED otherwise).
+
+What it does not do (so do not rely on it for these): IAM permissions and quotas (script them with
+``op_error`` / ``status`` faults), zonal compute resources and operations, list paging and ``filter``/``fields``,
+``requestId`` de-duplication, auto-mode subnet creation, peering and routes, legacy ``zones/*`` GKE paths,
+cluster and node-pool update semantics beyond copying ``desired*`` / UpdateNodePoolRequest fields onto the stored
+resource, node counts and instance groups, project numbers in self links of compute resources, and the
+request-level "not ready" windows the real API has right after a create (only the resourceNotReady of a
+network whose insert is still running is modelled).
 """
 
 from __future__ import annotations
