@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""playbooks/gke_gpudirect.yml and its teardown, with the real inventories/gke inventory.
+
+- Render mode: no credentials; the cloud requests come out in dependency order (fabric, cluster, node
+  pool) and every body validates against the Compute Engine / GKE discovery documents.
+- Live against the GCP double and the Kubernetes double, with -vvv: the cluster, the Network
+  objects (Ready), the A3 Mega pool, the per-node GPU check (which fails naming a node that reports
+  7 of 8 GPUs), the GPUDirect DaemonSets; a re-run sends no cloud change; the teardown removes
+  everything in reverse order and is a no-op the second time. The access token never appears.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.gpu_ops.cluster.tests.contract.discovery import discovery
+from ansible_collections.gpu_ops.cluster.tests.doubles import gke_extensions
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT, REPO_ROOT
+
+PLAYBOOK = str(REPO_ROOT / "playbooks" / "gke_gpudirect.yml")
+TEARDOWN = str(REPO_ROOT / "playbooks" / "gke_gpudirect_teardown.yml")
+INVENTORY = str(REPO_ROOT / "inventories" / "gke")
+CLUSTER = "a3mega-demo"          # the inventory's host
+POOL = "a3mega-pool"
+ACCELERATOR = "nvidia-h100-mega-80gb"
+
+gke_extensions.install()
+
+
+def _api_path(url):
+    for marker in ("container.googleapis.com/", "compute.googleapis.com/"):
+        if marker in url:
+            return url.split(marker, 1)[1]
+    raise AssertionError("unexpected URL %s" % url)
+
+
+def test_render_mode_writes_every_request_in_order(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    result = run_playbook(PLAYBOOK, extra_vars={"gpu_ops_render_dir": str(render)}, extra_args=("-i", INVENTORY),
+                          verbosity=3).assert_ok()
+    files = sorted((render / "requests").iterdir())
+    requests = [json.loads(f.read_text()) for f in files]
+    kinds = [_api_path(r["url"]).split("?")[0].rsplit("/", 1)[-1] for r in requests]
+    # 8 x (network, subnet, firewall), then the cluster, then the node pool
+    assert kinds[:24].count("networks") == 8 and kinds[:24].count("subnetworks") == 8
+    assert kinds[:24].count("firewalls") == 8
+    assert kinds[24:] == ["clusters", "nodePools"]
+    for request in requests:
+        path = _api_path(request["url"])
+        if path.startswith("compute/"):
+            problems = discovery("compute", "v1").validate_request(request["method"], path.split("?")[0], request["body"])
+        else:
+            version = path.split("/", 1)[0]
+            problems = discovery("container", version).validate_request(request["method"], path, request["body"])
+        assert problems == [], (request["url"], problems)
+    pool = requests[-1]
+    assert "/v1beta1/" in pool["url"], "host_maintenance_interval goes through v1beta1"
+    assert len(pool["body"]["nodePool"]["networkConfig"]["additionalNodeNetworkConfigs"]) == 8
+    manifests = sorted(p.name for p in (render / "manifests" / "20-gke-gpu-networks").iterdir())
+    assert len(manifests) == 16 and manifests[0] == "01-gkenetworkparamset-vpc1.yaml"
+    assert (render / "manifests" / "gpudirect-tcpxo-installer").is_dir()
+    assert result.task("Write the kubeconfig (gke-gcloud-auth-plugin fetches the tokens; the file holds none)")[
+        "status"] == "skipped", "render mode writes no kubeconfig"
+
+
+def _live_vars(gcp_double, k8s_double, **extra):
+    values = {
+        "gke_gpudirect_gcp": gcp_double.module_args(project=GCP_PROJECT),
+        "gke_gpudirect_k8s": {"kubeconfig": k8s_double.kubeconfig},
+        "gke_gpu_cluster_project": GCP_PROJECT,
+        "gke_gpu_cluster_kubeconfig": "",
+        "gke_gpu_cluster_verify_timeout": 20,
+        "gke_gpu_cluster_verify_delay": 1,
+        "gke_gpu_cluster_network_wait_timeout": 30,
+        "nri_device_injector_wait_timeout": 30,
+        "nri_device_injector_wait_delay": 1,
+        "tcpxo_installer_wait_timeout": 30,
+        "tcpxo_installer_wait_delay": 1,
+        # the NCCL test runs mpirun through k8s_exec, which the Kubernetes double cannot serve
+        "gke_gpudirect_nccl_test": False,
+    }
+    values.update(extra)
+    return values
+
+
+def _gpu_nodes(k8s_double, gpus=("8", "8")):
+    for index, count in enumerate(gpus):
+        k8s_double.add_node("gke-%s-%s-%d" % (CLUSTER, POOL, index),
+                            labels={"cloud.google.com/gke-nodepool": POOL,
+                                    "cloud.google.com/gke-accelerator": ACCELERATOR,
+                                    "node.kubernetes.io/instance-type": "a3-megagpu-8g"},
+                            allocatable={"nvidia.com/gpu": count},
+                            taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
+
+
+def _no_secret(result, *secrets):
+    for text in (result.stdout, result.stderr, json.dumps(result.results)):
+        for secret in secrets:
+            assert secret not in text
+
+
+def test_live_against_the_doubles(run_playbook, gcp_double, k8s_double):
+    _gpu_nodes(k8s_double)
+    extra = _live_vars(gcp_double, k8s_double)
+    first = run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY), verbosity=3)
+    first.assert_ok()
+    _no_secret(first, gcp_double.token, k8s_double.token)
+    assert "access_token" in first.stdout, "-vvv shows the module options, the token masked"
+
+    state = gcp_double.state(GCP_PROJECT)
+    assert [c["name"] for c in state["clusters"]] == [CLUSTER]
+    cluster = state["clusters"][0]
+    assert cluster["networkConfig"]["enableMultiNetworking"] is True and cluster["status"] == "RUNNING"
+    pools = sorted(p["selfLink"].rsplit("/", 1)[-1] for p in state["nodePools"])
+    assert pools == sorted(["default-pool", POOL])
+    assert len(state["networks"]) == 8 and len(state["subnetworks"]) == 8 and len(state["firewalls"]) == 8
+    for kind in ("GKENetworkParamSet", "Network"):
+        objects = k8s_double.list(kind)
+        assert len(objects) == 8
+        assert all(any(c["type"] == "Ready" and c["status"] == "True" for c in o["status"]["conditions"])
+                   for o in objects)
+    check = first.task("Fail on GPU nodes that do not report every GPU")
+    assert check["status"] == "ok"
+    assert k8s_double.get("DaemonSet", "nccl-tcpxo-installer", "kube-system") is not None
+
+    gcp_double.clear_log()
+    k8s_double.clear_requests()
+    second = run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY))
+    second.assert_ok()
+    assert gcp_double.mutating_requests() == [], "a re-run sends no change to the cloud"
+    assert [w for w in k8s_double.writes() if w.changed] == []
+
+    gcp_double.clear_log()
+    down = run_playbook(TEARDOWN, extra_vars=extra, extra_args=("-i", INVENTORY), verbosity=3)
+    down.assert_ok()
+    _no_secret(down, gcp_double.token, k8s_double.token)
+    deletes = [r["path"] for r in gcp_double.mutating_requests() if r["method"] == "DELETE"]
+    pool_delete = next(i for i, p in enumerate(deletes) if "/nodePools/" in p)
+    cluster_delete = next(i for i, p in enumerate(deletes) if p.endswith("/clusters/" + CLUSTER))
+    assert pool_delete < cluster_delete < min(i for i, p in enumerate(deletes) if "/global/networks/" in p)
+    state = gcp_double.state(GCP_PROJECT)
+    assert state["clusters"] == [] and state["networks"] == [] and state["firewalls"] == []
+
+    gcp_double.clear_log()
+    again = run_playbook(TEARDOWN, extra_vars=extra, extra_args=("-i", INVENTORY))
+    again.assert_ok()
+    assert gcp_double.mutating_requests() == []
+
+
+def test_gpu_node_with_missing_gpus_fails_naming_it(run_playbook, gcp_double, k8s_double):
+    _gpu_nodes(k8s_double, gpus=("8", "7"))
+    extra = _live_vars(gcp_double, k8s_double, gke_gpu_cluster_verify_timeout=3, gke_gpudirect_install=False)
+    result = run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY))
+    result.assert_failed()
+    failed = result.failed[0]
+    assert failed["task"].endswith("Fail on GPU nodes that do not report every GPU")
+    message = json.dumps(failed)
+    assert "gke-%s-%s-1" % (CLUSTER, POOL) in message and "allocatable 7, expected 8" in message
+    assert "gke-%s-%s-0 (" % (CLUSTER, POOL) not in message
