@@ -73,6 +73,8 @@ options:
   node_count:
     description:
       - Number of nodes (per zone on GKE). Ignored while autoscaling is on.
+      - GKE. Required to create a pool without autoscaling (A3 nodes are expensive: no implicit default); with autoscaling it is
+        the initial size.
     type: int
   enable_autoscaling:
     description:
@@ -116,11 +118,13 @@ options:
     type: str
   accelerator_type:
     description:
-      - GKE. Accelerator type, for example C(nvidia-h100-mega-80gb). Defaults from O(gpudirect) when set.
+      - GKE. Accelerator type, for example C(nvidia-h100-mega-80gb). Defaults to the GPUs of an A3/A4 O(machine_type) (from the
+        collection's GPUDirect catalog), or of the profile's machine with O(gpudirect).
     type: str
   accelerator_count:
     description:
-      - GKE. GPUs per node. Defaults from O(gpudirect) when set.
+      - GKE. GPUs per node. Defaults like O(accelerator_type). RV(expected_resources) multiplies it by the sharing clients or
+        the MIG partitions per GPU.
     type: int
   gpu_driver_version:
     description:
@@ -154,6 +158,10 @@ options:
   additional_node_networks:
     description:
       - GKE. The GPU NIC networks, as returned by M(gpu_ops.cluster.gke_multinetwork) (RV(gpu_ops.cluster.gke_multinetwork#module:additional_node_networks)).
+      - One per GPU NIC, in NIC order (4 for V(tcpx), 8 for V(tcpxo)); the cluster must have multi-networking, and the networks
+        and subnetworks must exist in the cluster's region (checked before the pool is created).
+      - More networks than GPU NICs on C(a3-megagpu-8g) is refused - an extra gVNIC network takes a GPU NIC's PCI slot and the
+        TCPXO daemon then sees only 7 of the 8 GPUs.
     type: list
     elements: dict
     suboptions:
