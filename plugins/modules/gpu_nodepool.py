@@ -73,7 +73,7 @@ options:
   node_count:
     description:
       - Number of nodes (per zone on GKE). Ignored while autoscaling is on.
-      - GKE. Required to create a pool without autoscaling (A3 nodes are expensive: no implicit default); with autoscaling it is
+      - GKE. Required to create a pool without autoscaling (no implicit default, A3 nodes are expensive); with autoscaling it is
         the initial size.
     type: int
   enable_autoscaling:
