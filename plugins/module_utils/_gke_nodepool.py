@@ -59,7 +59,7 @@ GKE_ACCELERATOR_MIG_MODELS = {
 # Options that belong to the AKS provider (value that counts as "not set").
 AKS_ONLY = dict(subscription_id=None, resource_group=None, vm_size=None, gpu_instance_profile=None, os_sku=None,
                 orchestrator_version=None, gpu_driver=None, tenant_id=None, client_id=None, client_secret=None,
-                arm_endpoint=None, mode="User", cloud="public")
+                arm_endpoint=None, mode="User", cloud="public", mig_strategy="single")
 
 IMMUTABLE = ("machine_type", "accelerator_type", "accelerator_count", "gpu_driver_version", "gpu_partition_size",
              "gpu_sharing", "additional_node_networks", "placement_policy", "reservation_affinity",
