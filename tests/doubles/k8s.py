@@ -983,8 +983,10 @@ class K8sDouble:
                                 "reason": "KubeletReady" if ready else "KubeletNotReady",
                                 "message": "kubelet is posting ready status", "lastHeartbeatTime": _now(),
                                 "lastTransitionTime": _now()}],
-                "nodeInfo": {"kubeletVersion": "v" + self.server_version, "operatingSystem": "linux",
-                             "architecture": "amd64", "containerRuntimeVersion": "containerd://2.0.0"},
+                "nodeInfo": {"kubeletVersion": "v" + self.server_version, "kubeProxyVersion": "v" + self.server_version,
+                             "operatingSystem": "linux", "architecture": "amd64", "containerRuntimeVersion": "containerd://2.0.0",
+                             "osImage": "Container-Optimized OS from Google", "kernelVersion": "6.6.0", "bootID": str(uuid.uuid4()),
+                             "machineID": uuid.uuid4().hex, "systemUUID": str(uuid.uuid4())},
             },
         }
         return self.put(node)
@@ -1522,7 +1524,7 @@ class K8sDouble:
 
     def _evict(self, rtype, namespace, name, body, dry_run, entry):
         """pods/<name>/eviction: deletes the pod (PodDisruptionBudgets are not evaluated)."""
-        if rtype.kind != "Pod" or not isinstance(body, dict) or body.get("kind") != "Eviction":
+        if rtype.kind != "Pod" or not isinstance(body, dict) or body.get("kind", "Eviction") != "Eviction":
             raise ApiError(400, "BadRequest", "an eviction needs a policy/v1 Eviction body")
         self._delete(rtype, namespace, name, body.get("deleteOptions"), {}, dry_run, entry)
         return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}

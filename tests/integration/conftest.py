@@ -83,7 +83,8 @@ class PlaybookResult:
 
 
 def _write_playbook(playbook, folder):
-    if isinstance(playbook, (str, Path)) and Path(playbook).exists():
+    """A playbook path as is; YAML text or a list of plays written to the run folder."""
+    if isinstance(playbook, Path) or (isinstance(playbook, str) and "\n" not in playbook):
         return str(playbook)
     path = folder / "playbook.yml"
     path.write_text(playbook if isinstance(playbook, str) else yaml.safe_dump(playbook, sort_keys=False), encoding="utf-8")
@@ -151,6 +152,12 @@ def make_runner(tmp_path):
 def run_playbook(tmp_path):
     """Run the venv's ansible-playbook on localhost; returns a PlaybookResult."""
     return make_runner(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def run_playbook_module(tmp_path_factory):
+    """run_playbook for module-scoped fixtures (one playbook run shared by several tests)."""
+    return make_runner(tmp_path_factory.mktemp("playbooks"))
 
 
 # =============================================================================================

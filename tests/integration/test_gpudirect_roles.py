@@ -1,0 +1,385 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPUDirect roles against the Kubernetes API double and in render mode.
+
+tcpx_installer / tcpxo_installer (one shared gpudirect_installer role), nri_device_injector and
+nccl_test. Expected values come from the catalog (module_utils/_gpudirect.py) through its public
+functions, never from copies.
+
+The double cannot serve ``kubernetes.core.k8s_exec`` (no websocket upgrade), so the nccl-tests run
+itself is exercised through the role's ``verdict`` entry point with real nccl-tests output (the GKE
+guide's tables and other recorded runs); the live test checks that the exec failure is reported
+and that the test objects are removed all the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect
+from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
+from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT, K8sDouble
+
+NCCL_FIXTURES = Path(__file__).resolve().parents[1] / "unit/plugins/module_utils/fixtures/nccl_tests"
+FAST_WAIT = {"wait_delay": 1, "wait_timeout": 4}
+
+
+def _play(role, role_vars=None, tasks_from="main"):
+    return [{
+        "name": role,
+        "hosts": "localhost",
+        "gather_facts": False,
+        "tasks": [{"name": "Run the role", "ansible.builtin.include_role": {"name": "gpu_ops.cluster." + role,
+                                                                             "tasks_from": tasks_from},
+                   "vars": role_vars or {}}],
+    }]
+
+
+def _installer_vars(variant, **extra):
+    role_vars = {"%s_installer_%s" % (variant, k): v for k, v in FAST_WAIT.items()}
+    role_vars.update({"%s_installer_%s" % (variant, k): v for k, v in extra.items()})
+    return role_vars
+
+
+def _gpu_nodes(k8s, variant, names=("gpu-0", "gpu-1")):
+    accelerator = _gpudirect.INSTALLERS[variant]["accelerators"][0]
+    for name in names:
+        k8s.add_node(name, labels={_gpudirect.ACCELERATOR_LABEL: accelerator},
+                     allocatable={"nvidia.com/gpu": "8"}, taints=[GPU_TAINT])
+    k8s.add_node("cpu-0", labels={"cloud.google.com/gke-nodepool": "default-pool"})
+
+
+def _images(pod_spec):
+    return {c["name"]: c["image"] for group in ("initContainers", "containers") for c in pod_spec.get(group) or []}
+
+
+def _manifests(folder):
+    return [yaml.safe_load(p.read_text()) for p in sorted(Path(folder).glob("*.yaml"))]
+
+
+# ------------------------------------------------------------------------------------ render
+
+
+def test_render_mode_writes_valid_manifests_for_every_role(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    play = (_play("tcpx_installer") + _play("tcpxo_installer") + _play("nri_device_injector")
+            + _play("nccl_test", {"nccl_test_variant": "tcpxo", "nccl_test_nodes": 3, "nccl_test_step": "nccl-test-tcpxo"})
+            + _play("nccl_test", {"nccl_test_variant": "tcpx", "nccl_test_gke_version": "1.34.1-gke.1829001",
+                                  "nccl_test_benchmarks": ["all_gather", "all_reduce"],
+                                  "nccl_test_step": "nccl-test-tcpx"}))
+    # no kubeconfig in the environment: anything that tried to reach a cluster would fail
+    run_playbook(play, extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
+    steps = sorted(p.name for p in (render / "manifests").iterdir())
+    assert steps == ["gpudirect-tcpx-installer", "gpudirect-tcpxo-installer", "nccl-test-tcpx", "nccl-test-tcpxo",
+                     "nri-device-injector"]
+    # every manifest validates (kubernetes-validate strict, two Kubernetes versions)
+    assert k8s_validation.validate_path(str(render / "manifests")) == 1 + 1 + 1 + (1 + 3 + 3) + (1 + 2 + 2)
+
+    for variant in ("tcpx", "tcpxo"):
+        installer = _gpudirect.INSTALLERS[variant]
+        [daemonset] = _manifests(render / "manifests" / ("gpudirect-%s-installer" % variant))
+        assert daemonset["kind"] == "DaemonSet" and daemonset["metadata"]["name"] == installer["name"]
+        spec = daemonset["spec"]["template"]["spec"]
+        expression = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"][0]["matchExpressions"][0]
+        assert expression == {"key": _gpudirect.ACCELERATOR_LABEL, "operator": "In", "values": installer["accelerators"]}
+        images = _gpudirect.images(variant)  # render mode, no GKE version: the catalog's baseline release
+        assert _images(spec)[installer["name"]] == images["installer"]
+        assert _images(spec)["pause"] == images["pause"]
+        privileged = {c["name"] for c in spec["initContainers"] if c["securityContext"].get("privileged")}
+        assert installer["name"] in privileged
+        assert spec["hostPID"] is True and spec["tolerations"] == [{"operator": "Exists"}]
+    tcpxo_spec = _manifests(render / "manifests/gpudirect-tcpxo-installer")[0]["spec"]["template"]["spec"]
+    assert _images(tcpxo_spec)["pre-installation"] == _gpudirect.images("tcpxo")["pre_install"]
+    assert "@sha256:" in _images(tcpxo_spec)["pre-installation"]  # upstream's unpinned ubuntu is pinned
+
+    [injector] = _manifests(render / "manifests/nri-device-injector")
+    assert _images(injector["spec"]["template"]["spec"]) == {"device-injector": _gpudirect.images("tcpxo")["nri_injector"]}
+    assert "@sha256:" in _gpudirect.images("tcpxo")["nri_injector"]
+
+    # the test pods are what gpudirect_workload makes of a user's pod: daemon sidecar, annotations, env
+    tcpxo = _manifests(render / "manifests/nccl-test-tcpxo")
+    assert [m["kind"] for m in tcpxo] == ["ConfigMap", "Service", "Service", "Service", "Pod", "Pod", "Pod"]
+    pods = [m for m in tcpxo if m["kind"] == "Pod"]
+    assert [p["metadata"]["name"] for p in pods] == ["nccl-test-host-1", "nccl-test-host-2", "nccl-test-host-3"]
+    for pod in pods:
+        daemon = pod["spec"]["initContainers"][0]
+        assert daemon["name"] == "tcpxo-daemon" and daemon["restartPolicy"] == "Always"
+        assert daemon["image"] == _gpudirect.images("tcpxo")["daemon"]
+        key, value = _gpudirect.device_annotation("tcpxo")
+        assert pod["metadata"]["annotations"][key] == value
+        env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+        expected_env, _warnings = _gpudirect.nccl_environment("tcpxo")
+        assert env == expected_env
+        assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 8
+        anti = pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+        assert anti["topologyKey"] == "kubernetes.io/hostname"
+    script = tcpxo[0]["data"]["run-nccl-tests.sh"]
+    assert "demo-run-nccl-test-tcpxo-via-mpi.sh" in script
+    # the TCPX test on GKE 1.34 takes the devmem release (plugin v3.1.12 / daemon v2.0.15)
+    tcpx_pods = [m for m in _manifests(render / "manifests/nccl-test-tcpx") if m["kind"] == "Pod"]
+    tcpx_images = _gpudirect.images("tcpx", "1.34.1-gke.1829001")
+    assert _images(tcpx_pods[0]["spec"]) == {"tcpx-daemon": tcpx_images["daemon"], "nccl-test": tcpx_images["test"]}
+    assert tcpx_images != _gpudirect.images("tcpx")
+
+
+def test_render_registry_override_moves_every_image(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    mirror = "registry.example.com/gpu-mirror"
+    play = (_play("tcpxo_installer", {"tcpxo_installer_registry": mirror})
+            + _play("nri_device_injector", {"nri_device_injector_registry": mirror}))
+    run_playbook(play, extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
+    images = []
+    for daemonset in _manifests(render / "manifests/gpudirect-tcpxo-installer") + _manifests(render / "manifests/nri-device-injector"):
+        images.extend(_images(daemonset["spec"]["template"]["spec"]).values())
+    assert len(images) == 4 and all(i.startswith(mirror + "/") for i in images)
+    assert mirror + "/" + _gpudirect.RELEASES["tcpxo"][0]["installer"]["repository"] + ":" in " ".join(images)
+
+
+def test_nccl_test_refuses_a_single_node(run_playbook, tmp_path):
+    result = run_playbook(_play("nccl_test", {"nccl_test_nodes": 1}),
+                          extra_vars={"gpu_ops_render_dir": str(tmp_path / "r")}).assert_failed()
+    assert "needs 2 nodes or more" in result.stdout
+    assert not (tmp_path / "r").exists()
+
+
+# ------------------------------------------------------------------------- installers, live
+
+
+@pytest.mark.parametrize("variant", ["tcpx", "tcpxo"])
+def test_installer_create_then_noop_rerun(run_playbook, k8s_double, variant):
+    _gpu_nodes(k8s_double, variant)
+    play = _play("%s_installer" % variant, _installer_vars(variant))
+    first = run_playbook(play, env=k8s_double.env()).assert_ok()
+    name = _gpudirect.INSTALLERS[variant]["name"]
+    daemonset = k8s_double.get("DaemonSet", name, "kube-system")
+    # the double's nodes run Kubernetes 1.33: the baseline release of the catalog
+    release = _gpudirect.release(variant, "1.33.5")
+    assert _images(daemonset["spec"]["template"]["spec"])[name].endswith(":" + release["installer"]["tag"])
+    assert [w.verb for w in k8s_double.writes(kind="DaemonSet")] == ["create"]
+    report = first.task("Record the nodes where the DaemonSet is ready")["result"]["ansible_facts"][
+        "gpudirect_installer_wait_result"]
+    assert [(n["node"], n["ready"]) for n in report["nodes"]] == [("gpu-0", True), ("gpu-1", True)]
+    pods = [p for p in k8s_double.list("Pod", "kube-system") if p["metadata"]["name"].startswith(name)]
+    assert sorted(p["spec"]["nodeName"] for p in pods) == ["gpu-0", "gpu-1"]  # not on the CPU node
+
+    resource_version = daemonset["metadata"]["resourceVersion"]
+    k8s_double.clear_requests()
+    second = run_playbook(play, env=k8s_double.env()).assert_ok()
+    assert second.changed == []
+    assert [w for w in k8s_double.writes() if w.changed] == []  # nothing stored changed
+    assert k8s_double.get("DaemonSet", name, "kube-system")["metadata"]["resourceVersion"] == resource_version
+
+
+def test_installer_picks_the_release_of_the_nodes_gke_version(run_playbook):
+    with K8sDouble(server_version="1.34.1-gke.1829001") as k8s:
+        _gpu_nodes(k8s, "tcpx")
+        run_playbook(_play("tcpx_installer", _installer_vars("tcpx")), env=k8s.env()).assert_ok()
+        daemonset = k8s.get("DaemonSet", "nccl-tcpx-installer", "kube-system")
+    wanted = _gpudirect.images("tcpx", "v1.34.1-gke.1829001")["installer"]
+    assert wanted != _gpudirect.images("tcpx")["installer"]
+    assert _images(daemonset["spec"]["template"]["spec"])["nccl-tcpx-installer"] == wanted
+
+
+def test_installer_drift_is_corrected_and_rolled_out(run_playbook, k8s_double):
+    _gpu_nodes(k8s_double, "tcpxo")
+    play = _play("tcpxo_installer", _installer_vars("tcpxo"))
+    run_playbook(play, env=k8s_double.env()).assert_ok()
+    pinned = _images(k8s_double.get("DaemonSet", "nccl-tcpxo-installer", "kube-system")["spec"]["template"]["spec"])
+
+    def hand_edit(daemonset):
+        for container in daemonset["spec"]["template"]["spec"]["initContainers"]:
+            if container["name"] == "nccl-tcpxo-installer":
+                container["image"] = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8"
+    k8s_double.modify("DaemonSet", "nccl-tcpxo-installer", hand_edit, "kube-system")
+    k8s_double.clear_requests()
+
+    result = run_playbook(play, env=k8s_double.env()).assert_ok()
+    assert [r["task"] for r in result.changed] == ["gpu_ops.cluster.apply : Apply the manifests of step gpudirect-tcpxo-installer"]
+    assert [w.verb for w in k8s_double.writes() if w.changed] == ["patch"]
+    daemonset = k8s_double.get("DaemonSet", "nccl-tcpxo-installer", "kube-system")
+    assert _images(daemonset["spec"]["template"]["spec"]) == pinned
+    # the wait only passed on pods of the restored template
+    for pod in k8s_double.list("Pod", "kube-system"):
+        assert _images(pod["spec"]) == pinned
+
+
+def test_installer_never_ready_names_the_node(run_playbook, k8s_double):
+    _gpu_nodes(k8s_double, "tcpxo", names=("gpu-0", "gpu-1", "gpu-2"))
+    k8s_double.never_ready("gpu-1")
+    result = run_playbook(_play("tcpxo_installer", _installer_vars("tcpxo")), env=k8s_double.env()).assert_failed()
+    failure = result.task("Report the nodes where the DaemonSet is not ready")["result"]["msg"]
+    assert failure.startswith("DaemonSet kube-system/nccl-tcpxo-installer is not ready on 1 of 3 GPU nodes after 4 s: gpu-1 (pod nccl-tcpxo-installer-")
+    assert "not ready" in failure and "gpu-0" not in failure and "gpu-2" not in failure
+    # the DaemonSet was applied; only the wait failed
+    assert k8s_double.get("DaemonSet", "nccl-tcpxo-installer", "kube-system") is not None
+
+
+def test_installer_reports_outdated_pods_as_not_ready():
+    from ansible_collections.gpu_ops.cluster.plugins.filter.daemonset import daemonset_node_report  # pylint: disable=import-outside-toplevel
+    with K8sDouble() as k8s:
+        _gpu_nodes(k8s, "tcpxo", names=("gpu-0",))
+        daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+                     "metadata": {"name": "ds", "namespace": "kube-system"},
+                     "spec": {"selector": {"matchLabels": {"app": "ds"}},
+                              "template": {"metadata": {"labels": {"app": "ds"}},
+                                           "spec": {"containers": [{"name": "c", "image": "img:1"}]}}}}
+        k8s.put(daemonset)
+        stored = k8s.get("DaemonSet", "ds", "kube-system")
+        pods = [p for p in k8s.list("Pod", "kube-system")]
+        nodes = [n for n in k8s.list("Node") if n["metadata"]["name"] == "gpu-0"]
+        assert daemonset_node_report(pods, nodes, stored) == [
+            {"node": "gpu-0", "ready": True, "pod": pods[0]["metadata"]["name"], "reason": None}]
+        # the same pods against a newer template (the controller has not replaced them yet)
+        newer = dict(stored, spec=dict(stored["spec"], template={"metadata": {"labels": {"app": "ds"}},
+                                                                 "spec": {"containers": [{"name": "c", "image": "img:2"}]}}))
+        [entry] = daemonset_node_report(pods, nodes, newer)
+        assert entry["ready"] is False and "outdated template (c=img:1)" in entry["reason"]
+
+
+def test_installer_without_gpu_nodes_fails_clearly(run_playbook, k8s_double):
+    k8s_double.add_node("cpu-0")
+    result = run_playbook(_play("tcpx_installer", _installer_vars("tcpx")), env=k8s_double.env()).assert_failed()
+    assert "Found 0 nodes labelled cloud.google.com/gke-accelerator in (nvidia-h100-80gb) within 4 s, 1 expected at least" in result.stdout
+
+
+# ------------------------------------------------------------------------- NRI injector, live
+
+
+def test_nri_injector_create_noop_and_never_ready(run_playbook, k8s_double):
+    _gpu_nodes(k8s_double, "tcpxo")
+    play = _play("nri_device_injector", {"nri_device_injector_wait_delay": 1, "nri_device_injector_wait_timeout": 4})
+    run_playbook(play, env=k8s_double.env()).assert_ok()
+    daemonset = k8s_double.get("DaemonSet", "device-injector", "kube-system")
+    assert daemonset["spec"]["selector"] == {"matchLabels": {"k8s-app": "device-injector"}}
+    assert _images(daemonset["spec"]["template"]["spec"]) == {"device-injector": _gpudirect.images("tcpxo")["nri_injector"]}
+    k8s_double.clear_requests()
+    run_playbook(play, env=k8s_double.env()).assert_ok()
+    assert [w for w in k8s_double.writes() if w.changed] == []
+
+    k8s_double.never_ready("gpu-0")
+    result = run_playbook(play, env=k8s_double.env()).assert_failed()
+    assert "DaemonSet kube-system/device-injector is not ready on 1 of 2 GPU nodes after 4 s: gpu-0 (pod device-injector-" in result.stdout
+
+
+# ------------------------------------------------------------------------------ nccl_test
+
+
+def _verdict(run_playbook, variant, outputs, **extra):
+    role_vars = {"nccl_test_variant": variant,
+                 "nccl_test_verdict_runs": [dict(benchmark=b, **o) for b, o in outputs.items()]}
+    role_vars.update(extra)
+    play = _play("nccl_test", role_vars, tasks_from="verdict")
+    play[0]["tasks"] = [{"name": "Judge", "block": play[0]["tasks"],
+                         "always": [{"name": "Show the result", "ansible.builtin.debug": {"var": "nccl_test_result"}}]}]
+    result = run_playbook(play)
+    return result, result.task("Show the result")["result"]["nccl_test_result"]
+
+
+def _fixture(name):
+    return (NCCL_FIXTURES / name).read_text()
+
+
+def test_verdict_passes_the_guide_tcpx_table(run_playbook):
+    result, verdict = _verdict(run_playbook, "tcpx", {"all_gather": {"output": _fixture("guide_tcpx_all_gather.txt"), "rc": 0}})
+    result.assert_ok()
+    bench = verdict["benchmarks"]["all_gather"]
+    assert verdict["passed"] is True and bench["passed"] is True
+    assert bench["avg_bus_bandwidth"] == 29.8293
+    assert bench["threshold"] == _gpudirect.NCCL_BANDWIDTH_THRESHOLDS["tcpx"]
+    assert [row["size"] for row in bench["table"]] == [1048576 * 2 ** i for i in range(10)]
+    assert bench["table"][-1]["in_place"]["busbw"] == 71.28
+
+
+def test_verdict_fails_the_guide_tcpxo_table_with_the_table(run_playbook):
+    result, verdict = _verdict(run_playbook, "tcpxo", {"all_gather": {"output": _fixture("guide_tcpxo_all_gather.txt")}})
+    failure = result.task("Fail below the threshold, with the table")
+    assert failure["status"] == "failed"
+    message = failure["result"]["msg"]
+    assert "all_gather: FAILED: average bus bandwidth 22.45 GB/s is below the 30 GB/s threshold" in message
+    # every size of the table is in the failure, with its bus bandwidths
+    assert "  1073741824     16777216    float |     8241.7   130.28   122.14 |     8375.2    128.2   120.19" in message
+    assert message.count("float |") == 11
+    assert verdict["passed"] is False and len(verdict["benchmarks"]["all_gather"]["table"]) == 11
+
+
+def test_verdict_threshold_is_configurable(run_playbook):
+    output = {"all_gather": {"output": _fixture("guide_tcpxo_all_gather.txt")}}
+    _result, verdict = _verdict(run_playbook, "tcpxo", output, nccl_test_threshold_gbps=20.0)
+    assert verdict["passed"] is True and verdict["threshold"] == 20.0
+    _result, verdict = _verdict(run_playbook, "tcpx", {"all_gather": {"output": _fixture("guide_tcpx_all_gather.txt")}},
+                                nccl_test_benchmark_thresholds={"all_gather": 35})
+    assert verdict["passed"] is False
+    assert verdict["benchmarks"]["all_gather"]["reasons"] == ["average bus bandwidth 29.83 GB/s is below the 35 GB/s threshold"]
+
+
+def test_verdict_reads_mpirun_tagged_all_reduce_and_judges_each_collective(run_playbook):
+    outputs = {"all_gather": {"output": _fixture("guide_tcpx_all_gather.txt")},
+               "all_reduce": {"output": _fixture("newer_mpirun_tagged_all_reduce.txt")}}
+    result, verdict = _verdict(run_playbook, "tcpx", outputs)
+    assert verdict["benchmarks"]["all_gather"]["passed"] is True
+    assert verdict["benchmarks"]["all_reduce"]["passed"] is False
+    assert verdict["benchmarks"]["all_reduce"]["avg_bus_bandwidth"] == 1.57614
+    assert verdict["passed"] is False
+    message = result.task("Fail below the threshold, with the table")["result"]["msg"]
+    assert "all_gather: passed" in message and "all_reduce: FAILED" in message
+
+
+def test_verdict_without_a_table_shows_the_output_tail(run_playbook):
+    outputs = {"all_gather": {"output": "ssh: connect to host nccl-host-2 port 222: Connection refused\n", "rc": 255,
+                              "stderr": "mpirun: ORTE was unable to reliably start one or more daemons"}}
+    result, verdict = _verdict(run_playbook, "tcpxo", outputs)
+    reasons = verdict["benchmarks"]["all_gather"]["reasons"]
+    assert reasons == ["the test exited with code 255", "no nccl-tests result table in the output"]
+    message = result.task("Fail below the threshold, with the table")["result"]["msg"]
+    assert "  ssh: connect to host nccl-host-2 port 222: Connection refused" in message
+    assert "  mpirun: ORTE was unable to reliably start one or more daemons" in message
+
+
+def _networks(k8s, count):
+    for index in range(1, count + 1):
+        name = "vpc%d" % index
+        k8s.put({"apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet", "metadata": {"name": name},
+                 "spec": {"vpc": "gpu-net-%d" % index, "vpcSubnet": "gpu-sub-%d" % index,
+                          "deviceMode": "NetDevice"}})
+        k8s.put({"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": name},
+                 "spec": {"type": "Device", "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet",
+                                                              "name": name}}})
+
+
+def test_nccl_test_live_cleans_up_when_the_run_fails(run_playbook, k8s_double):
+    _gpu_nodes(k8s_double, "tcpxo", names=("gpu-0", "gpu-1", "gpu-2"))
+    _networks(k8s_double, 8)
+    k8s_double.script_pod(r"^nccl-test-host-", phase="Running")  # the test container sleeps until exec'd
+    result = run_playbook(_play("nccl_test", {"nccl_test_variant": "tcpxo", "nccl_test_nodes": 3}),
+                          env=k8s_double.env()).assert_failed()
+    # deployed and waited for: three pods on three GPU nodes
+    created = [(w.kind, w.name) for w in k8s_double.writes() if w.verb == "create"]
+    assert created == [("ConfigMap", "nccl-test-scripts")] + [("Service", "nccl-host-%d" % i) for i in (1, 2, 3)] + [
+        ("Pod", "nccl-test-host-%d" % i) for i in (1, 2, 3)]
+    # the exec reached the API server and was refused (the double has no websocket exec)
+    assert k8s_double.requests(kind="Pod", name="nccl-test-host-1") and any(
+        r.subresource == "exec" for r in k8s_double.requests(kind="Pod"))
+    message = result.task("Fail below the threshold, with the table")["result"]["msg"]
+    assert "all_gather: FAILED: the test could not run: Failed to execute on pod nccl-test-host-1" in message
+    # and everything was removed even so, in reverse order
+    deleted = [(w.kind, w.name) for w in k8s_double.writes() if w.verb == "delete"]
+    assert deleted == list(reversed(created))
+    assert k8s_double.list("Pod", "default") == [] and k8s_double.list("Service", "default") == []
+    assert k8s_double.get("ConfigMap", "nccl-test-scripts", "default") is None
+
+
+def test_nccl_test_live_checks_networks_and_nodes_before_deploying(run_playbook, k8s_double):
+    _gpu_nodes(k8s_double, "tcpx", names=("gpu-0",))
+    result = run_playbook(_play("nccl_test", {"nccl_test_variant": "tcpx"}), env=k8s_double.env()).assert_failed()
+    assert "The test needs 2 nodes labelled cloud.google.com/gke-accelerator in (nvidia-h100-80gb), the cluster has 1 (gpu-0)" in result.stdout
+    k8s_double.add_node("gpu-1", labels={_gpudirect.ACCELERATOR_LABEL: "nvidia-h100-80gb"},
+                        allocatable={"nvidia.com/gpu": "8"}, taints=[GPU_TAINT])
+    _networks(k8s_double, 3)
+    result = run_playbook(_play("nccl_test", {"nccl_test_variant": "tcpx"}), env=k8s_double.env()).assert_failed()
+    assert "Missing: vpc4." in result.stdout and "existing: vpc1, vpc2, vpc3" in result.stdout
+    assert [w for w in k8s_double.writes() if w.kind not in ("Node", "Network", "GKENetworkParamSet")] == []
