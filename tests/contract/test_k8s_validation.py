@@ -192,8 +192,8 @@ def test_validate_path_checks_every_document_of_every_file(tmp_path):
     (tmp_path / "sub" / "b.yml").write_text(yaml.safe_dump(GNP), encoding="utf-8")
     assert kv.validate_path(str(tmp_path)) == 3
 
-    (tmp_path / "sub" / "c.yaml").write_text(yaml.safe_dump(_changed(GNP, lambda d: d["spec"].update(deviceMode="x"))),
-                                            encoding="utf-8")
+    broken = _changed(GNP, lambda d: d["spec"].update(deviceMode="x"))
+    (tmp_path / "sub" / "c.yaml").write_text(yaml.safe_dump(broken), encoding="utf-8")
     with pytest.raises(kv.ManifestError) as raised:
         kv.validate_path(str(tmp_path))
     assert len(raised.value.problems) == 1 and "c.yaml#0" in raised.value.problems[0]

@@ -70,6 +70,8 @@ What it does like a real API server (Kubernetes 1.33):
   Namespace deletes what is in it (at once, no Terminating phase); DeleteOptions preconditions.
 - Pod logs (``GET pods/<name>/log``, ``container``, ``tailLines``): scripted with ``script_pod`` or
   ``set_pod_log``; a multi-container pod without ``container`` is a 400, as in the real server.
+- ``scale`` subresource (autoscaling/v1 Scale, kubernetes.core.k8s_scale) and ``pods/<name>/eviction``
+  (kubernetes.core.k8s_drain; deletes the pod, PodDisruptionBudgets are not evaluated).
 
 Controllers (level-triggered, run after every stored write and before every request; on by
 default, ``controllers=False`` turns them off and ``reconcile()`` runs them by hand):
@@ -105,7 +107,7 @@ What it CANNOT do (tests must stay away from these; they fail loudly where possi
   415, no managedFields, no field ownership or conflicts.
 - Watch (``?watch=true``): 400. kubernetes.core's ``wait`` polls with GET and works.
 - ``kubernetes.core.k8s_exec``, ``k8s_cp``, attach, port-forward, proxy: they need websocket or
-  SPDY upgrades; the double answers 400. Scale, eviction, binding subresources: 404.
+  SPDY upgrades; the double answers 400. Binding, ephemeralcontainers, resize, token subresources: 404.
 - Helm (kubernetes.core.helm needs the helm binary, OpenAPI v2 and protobuf release Secrets),
   kubectl with protobuf, ``/openapi/v2`` and ``/openapi/v3`` (404), Table output, aggregated
   discovery, pagination (``limit`` is ignored: lists are complete, no ``continue``).
