@@ -84,13 +84,21 @@ contract() { pytest_in_stage tests/contract; }
 
 integration() { pytest_in_stage tests/integration; }
 
+# ansible-lint and molecule install collections under ~/.ansible; give them a HOME of their own so
+# that a copy left there can never shadow the working tree (for them or for anything else).
+isolated_home() {
+    local home="${TMPDIR:-/tmp}/gpu_ops_cluster-home-$line"
+    mkdir -p "$home"
+    echo "$home"
+}
+
 lint() {
-    (PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$root/.collections" \
+    (HOME=$(isolated_home) PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$root/.collections" \
         "$venv/bin/ansible-lint" --offline --profile production)
 }
 
 molecule_test() {
-    (cd "$root" && PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$root/.collections" \
+    (cd "$root" && HOME=$(isolated_home) PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$root/.collections" \
         "$venv/bin/molecule" test --all)
 }
 
