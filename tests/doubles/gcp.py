@@ -1409,20 +1409,61 @@ def _pool_op(double, params, operation_type, apply):
 
 
 def _node_pools_update(double, params, body, query):
+    """UpdateNodePoolRequest: ``labels`` (NodeLabels) and ``taints`` (NodeTaints) are wrappers whose
+    map/list *replaces* the pool's (the API docs: "the existing node labels will be replaced");
+    ``diskSizeGb`` is an int64 string in the request and an int32 number in NodeConfig."""
+    body = copy.deepcopy(body)
+
     def apply(pool):
+        config = pool.setdefault("config", {})
         for field, value in body.items():
             if field in _POOL_UPDATE_IGNORED:
                 continue
-            target = _POOL_UPDATE_PATHS.get(field, ("config", field))
-            holder = pool
-            for part in target[:-1]:
-                holder = holder.setdefault(part, {})
-            if isinstance(value, dict) and isinstance(holder.get(target[-1]), dict):
-                holder[target[-1]].update(copy.deepcopy(value))
+            if field == "labels":
+                config["labels"] = dict((value or {}).get("labels") or {})
+            elif field == "taints":
+                config["taints"] = list((value or {}).get("taints") or [])
+            elif field == "diskSizeGb":
+                config["diskSizeGb"] = int(value)
             else:
-                holder[target[-1]] = copy.deepcopy(value)
+                target = _POOL_UPDATE_PATHS.get(field, ("config", field))
+                holder = pool
+                for part in target[:-1]:
+                    holder = holder.setdefault(part, {})
+                if isinstance(value, dict) and isinstance(holder.get(target[-1]), dict):
+                    holder[target[-1]].update(copy.deepcopy(value))
+                else:
+                    holder[target[-1]] = copy.deepcopy(value)
 
     return _pool_op(double, params, "UPGRADE_NODES" if "nodeVersion" in body else "UPDATE_NODE_POOL", apply)
+
+
+def _clusters_set_maintenance_policy(double, params, body, query):
+    """Replaces the cluster's maintenancePolicy; a stale ``resourceVersion`` is refused (400
+    FAILED_PRECONDITION, as the API does for a concurrent change) and a new one is issued."""
+    project, location = params["projectsId"], params["locationsId"]
+    store = double._project(project)
+    key, cluster = double._cluster(store, project, location, params["clustersId"])
+    double._cluster_busy(project, key)
+    policy = copy.deepcopy(body.get("maintenancePolicy") or {})
+    stored_version = (cluster.get("maintenancePolicy") or {}).get("resourceVersion")
+    if policy.get("resourceVersion") and policy["resourceVersion"] != stored_version:
+        raise ApiFailure(400, "FAILED_PRECONDITION", "The maintenance policy was changed concurrently "
+                              "(resourceVersion %s is not the current one)." % policy["resourceVersion"],
+                              "failedPrecondition")
+    exclusions = ((policy.get("window") or {}).get("maintenanceExclusions")) or {}
+    for name, window in exclusions.items():
+        if not window.get("startTime"):
+            raise bad_request("maintenancePolicy.window.maintenanceExclusions[%s].startTime is required." % name)
+    cluster["status"] = "RECONCILING"
+
+    def effect(ok):
+        cluster["status"] = "RUNNING"
+        if ok:
+            policy["resourceVersion"] = "%08x" % random.getrandbits(32)
+            cluster["maintenancePolicy"] = policy
+
+    return double._container_op(project, location, "UPDATE_CLUSTER", cluster["selfLink"], effect, key)
 
 
 def _node_pools_set_size(double, params, body, query):
@@ -1522,6 +1563,7 @@ _HANDLERS = {
     "projects.locations.clusters.list": _clusters_list,
     "projects.locations.clusters.update": _clusters_update,
     "projects.locations.clusters.delete": _clusters_delete,
+    "projects.locations.clusters.setMaintenancePolicy": _clusters_set_maintenance_policy,
     "projects.locations.clusters.nodePools.create": _node_pools_create,
     "projects.locations.clusters.nodePools.get": _node_pools_get,
     "projects.locations.clusters.nodePools.list": _node_pools_list,

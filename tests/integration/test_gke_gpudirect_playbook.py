@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 
 from ansible_collections.gpu_ops.cluster.tests.contract.discovery import discovery
-from ansible_collections.gpu_ops.cluster.tests.doubles import gke_extensions
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT, REPO_ROOT
 
 PLAYBOOK = str(REPO_ROOT / "playbooks" / "gke_gpudirect.yml")
@@ -25,8 +24,6 @@ INVENTORY = str(REPO_ROOT / "inventories" / "gke")
 CLUSTER = "a3mega-demo"          # the inventory's host
 POOL = "a3mega-pool"
 ACCELERATOR = "nvidia-h100-mega-80gb"
-
-gke_extensions.install()
 
 
 def _api_path(url):

@@ -19,9 +19,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gcp
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
-from ansible_collections.gpu_ops.cluster.tests.doubles import gke_extensions
 
-gke_extensions.install()
 
 PROJECT = "unit-project"
 REGION = "us-central1"
