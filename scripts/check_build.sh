@@ -6,12 +6,17 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# away from the repository's ansible.cfg, which points at the working tree
+cd "$work"
+export ANSIBLE_CONFIG="$work/ansible.cfg"
+printf '[defaults]\ncollections_path = %s\n' "$work/collections" > "$ANSIBLE_CONFIG"
+export ANSIBLE_COLLECTIONS_PATH="$work/collections"
+
 ansible-galaxy collection build "$root" --output-path "$work/dist" --force
 tarball=$(ls "$work"/dist/gpu_ops-cluster-*.tar.gz)
 echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
 ansible-galaxy collection install "$tarball" -p "$work/collections" --no-deps
 ln -s "$root/.collections/ansible_collections/kubernetes" "$work/collections/ansible_collections/kubernetes"
-export ANSIBLE_COLLECTIONS_PATH="$work/collections"
 
 count=0
 for kind in module filter role; do
