@@ -33,8 +33,8 @@ def _play(role, role_vars=None, tasks_from="main"):
         "name": role,
         "hosts": "localhost",
         "gather_facts": False,
-        "tasks": [{"name": "Run the role", "ansible.builtin.include_role": {"name": "gpu_ops.cluster." + role,
-                                                                             "tasks_from": tasks_from},
+        "tasks": [{"name": "Run the role",
+                   "ansible.builtin.include_role": {"name": "gpu_ops.cluster." + role, "tasks_from": tasks_from},
                    "vars": role_vars or {}}],
     }]
 
