@@ -140,6 +140,21 @@ def test_render_registry_override_moves_every_image(run_playbook, tmp_path):
     assert mirror + "/" + _gpudirect.RELEASES["tcpxo"][0]["installer"]["repository"] + ":" in " ".join(images)
 
 
+def test_render_follows_the_cluster_recorded_by_gke_gpu_cluster(run_playbook, tmp_path):
+    """In the GKE playbook the installers and the test take the version gke_gpu_cluster pinned."""
+    render = tmp_path / "render"
+    recorded = {"version": "1.34.1-gke.1829001", "expected_nodes": 2}
+    play = _play("tcpx_installer") + _play("nccl_test", {"nccl_test_variant": "tcpx"})
+    run_playbook(play, extra_vars={"gpu_ops_render_dir": str(render), "gke_gpu_cluster_result": recorded}).assert_ok()
+    images = _gpudirect.images("tcpx", recorded["version"])
+    [daemonset] = _manifests(render / "manifests/30-gpudirect-tcpx-installer")
+    assert _images(daemonset["spec"]["template"]["spec"])["nccl-tcpx-installer"] == images["installer"]
+    pod = [m for m in _manifests(render / "manifests/40-nccl-test") if m["kind"] == "Pod"][0]
+    assert _images(pod["spec"])["tcpx-daemon"] == images["daemon"]
+    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    assert env == _gpudirect.nccl_environment("tcpx", recorded["version"])[0]
+
+
 def test_nccl_test_refuses_a_single_node(run_playbook, tmp_path):
     result = run_playbook(_play("nccl_test", {"nccl_test_nodes": 1}),
                           extra_vars={"gpu_ops_render_dir": str(tmp_path / "r")}).assert_failed()
