@@ -2031,6 +2031,7 @@ def _pod_status(pod, phase, ready, exit_code=0):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     owner = None
+    timeout = 120  # idle keep-alive connections are closed after this many seconds
 
     def _serve(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -2040,6 +2041,10 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in headers.items():
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(payload)))
+        if self.headers.get("Upgrade"):
+            # a refused protocol upgrade (websocket/SPDY exec) ends the connection, as the API server does
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         self.wfile.write(payload)
 
