@@ -72,6 +72,10 @@ What it does like a real API server (Kubernetes 1.33):
   ``set_pod_log``; a multi-container pod without ``container`` is a 400, as in the real server.
 - ``scale`` subresource (autoscaling/v1 Scale, kubernetes.core.k8s_scale) and ``pods/<name>/eviction``
   (kubernetes.core.k8s_drain; deletes the pod, PodDisruptionBudgets are not evaluated).
+- ``pods/<name>/exec`` over websocket (``v4.channel.k8s.io``, what kubernetes.core.k8s_exec and the
+  python client's ``stream`` speak) for commands scripted with ``script_exec(pod, command, stdout,
+  stderr, rc)``: stdout/stderr channels and the exit status; the pod must exist and be Running, the
+  container must be named when the pod has several. A command no script matches is refused (400).
 
 Controllers (level-triggered, run after every stored write and before every request; on by
 default, ``controllers=False`` turns them off and ``reconcile()`` runs them by hand):
@@ -96,7 +100,8 @@ default, ``controllers=False`` turns them off and ``reconcile()`` runs them by h
   NetworkReady), reasons as the published API types name them.
 - Anything else: ``set_status`` / ``set_condition`` (ClusterPolicy ``state: ready`` and so on).
 
-Test hooks: ``requests()`` / ``writes()`` (the request log: verb, kind, name, namespace, status,
+Test hooks: ``script_pod`` / ``script_exec`` / ``set_pod_log`` (what pods do and print),
+``requests()`` / ``writes()`` (the request log: verb, kind, name, namespace, status,
 dry_run, and ``changed`` telling whether a write changed the stored object), ``clear_requests()``,
 ``fail(verb, kind, code, times)`` (fault injection: 429 with Retry-After, 500, 503, 409...),
 ``get``/``list``/``put``/``modify``/``remove`` (drift and seeding, bypassing the log).
@@ -106,8 +111,9 @@ What it CANNOT do (tests must stay away from these; they fail loudly where possi
 - Server-side apply (``application/apply-patch+yaml``, kubernetes.core ``server_side_apply``):
   415, no managedFields, no field ownership or conflicts.
 - Watch (``?watch=true``): 400. kubernetes.core's ``wait`` polls with GET and works.
-- ``kubernetes.core.k8s_exec``, ``k8s_cp``, attach, port-forward, proxy: they need websocket or
-  SPDY upgrades; the double answers 400. Binding, ephemeralcontainers, resize, token subresources: 404.
+- Unscripted exec, stdin/tty exec, the v5 channel protocol, SPDY; ``kubernetes.core.k8s_cp`` (a tar
+  stream over exec), attach, port-forward, proxy: 400. Binding, ephemeralcontainers, resize, token
+  subresources: 404.
 - Helm (kubernetes.core.helm needs the helm binary, OpenAPI v2 and protobuf release Secrets),
   kubectl with protobuf, ``/openapi/v2`` and ``/openapi/v3`` (404), Table output, aggregated
   discovery, pagination (``limit`` is ignored: lists are complete, no ``continue``).
@@ -122,15 +128,19 @@ What it CANNOT do (tests must stay away from these; they fail loudly where possi
 
 from __future__ import annotations
 
+import base64
 import collections
 import copy
 import datetime
+import hashlib
 import itertools
 import json
 import os
 import random
 import re
 import shutil
+import socket
+import struct
 import tempfile
 import threading
 import time
@@ -767,6 +777,7 @@ class K8sDouble:
         self._faults = []
         self._never_ready = set()
         self._scripts = []
+        self._exec_scripts = []
         self._pod_logs = {}
         self._generation_seen = {}
         self._server = None
@@ -1014,6 +1025,61 @@ class K8sDouble:
     def set_pod_log(self, name, text, namespace="default", container=None):
         with self._lock:
             self._pod_logs[(namespace, name, container)] = text
+
+    def script_exec(self, pod, command, stdout="", stderr="", rc=0, container=None):
+        """Serve ``kubernetes.core.k8s_exec`` (websocket, v4.channel.k8s.io) for matching commands.
+
+        ``pod`` and ``command`` are regexes searched in the pod name and in the command line (its
+        arguments joined by spaces); the last matching script wins. ``stdout``/``stderr``/``rc`` may be
+        callables taking (pod name, command list). Commands no script matches are refused (400).
+        """
+        with self._lock:
+            self._exec_scripts.append({"pod": re.compile(pod), "command": re.compile(command), "stdout": stdout,
+                                       "stderr": stderr, "rc": rc, "container": container})
+
+    def handle_exec(self, raw_path, headers):
+        """A websocket exec request: (ApiError, None) to refuse it, or (None, (stdout, stderr, rc))."""
+        url = urlsplit(raw_path)
+        multi = parse_qs(url.query, keep_blank_values=True)
+        entry = Request("GET", url.path, {k: v[-1] for k, v in multi.items()}, "", " ".join(multi.get("command", [])))
+        entry.verb, entry.kind, entry.subresource = "create", "Pod", "exec"
+        try:
+            if headers.get("Authorization") != "Bearer " + self.token:
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            match = re.match(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/exec$", url.path)
+            if not match:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            namespace, name = match.groups()
+            entry.namespace, entry.name = namespace, name
+            with self._lock:
+                self._reconcile()
+                self._check_fault(entry)
+                pod = self._existing(self.resource_type("v1/Pod"), namespace, name)
+                containers = [c["name"] for c in pod["spec"].get("containers") or []]
+                container = multi.get("container", [None])[-1] or (containers[0] if len(containers) == 1 else None)
+                if container not in containers:
+                    raise ApiError(400, "BadRequest", "a container name must be specified for pod %s, choose one of: [%s]"
+                                   % (name, " ".join(containers)))
+                phase = (pod.get("status") or {}).get("phase")
+                if phase != "Running":
+                    raise ApiError(400, "BadRequest", "cannot exec into a container in a %s pod; current phase is %s"
+                                   % ("completed" if phase in ("Succeeded", "Failed") else "pending", phase))
+                command = multi.get("command", [])
+                line = " ".join(command)
+                script = next((x for x in reversed(self._exec_scripts) if x["pod"].search(name) and x["command"].search(line)
+                               and x["container"] in (None, container)), None)
+                if script is None:
+                    raise ApiError(400, "BadRequest", "exec of %r in pod %s is refused: the Kubernetes API double serves "
+                                   "websocket exec only for commands given to script_exec()" % (line, name))
+                result = tuple(v(name, command) if callable(v) else v for v in (script["stdout"], script["stderr"], script["rc"]))
+            entry.status = 101
+            return None, result
+        except ApiError as error:
+            entry.status = error.code
+            return error, None
+        finally:
+            with self._lock:
+                self._log.append(entry)
 
     def reconcile(self):
         """Run the controllers once (for controllers=False)."""
@@ -2036,7 +2102,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        status, headers, payload = self.owner.handle(self.command, self.path, self.headers, body)
+        if (self.headers.get("Upgrade") or "").lower() == "websocket" and "/exec" in self.path:
+            error, result = self.owner.handle_exec(self.path, self.headers)
+            if error is None:
+                self._websocket_exec(*result)
+                return
+            status, headers, payload = error.code, dict(error.headers, **{"Content-Type": "application/json"}), \
+                json.dumps(error.body()).encode("utf-8")
+        else:
+            status, headers, payload = self.owner.handle(self.command, self.path, self.headers, body)
         self.send_response(status, _status_text(status))
         for key, value in headers.items():
             self.send_header(key, value)
@@ -2049,6 +2123,46 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+    def _frame(self, opcode, payload):
+        size = len(payload)
+        if size < 126:
+            header = struct.pack("!BB", 0x80 | opcode, size)
+        elif size < 65536:
+            header = struct.pack("!BBH", 0x80 | opcode, 126, size)
+        else:
+            header = struct.pack("!BBQ", 0x80 | opcode, 127, size)
+        self.wfile.write(header + payload)
+
+    def _websocket_exec(self, stdout, stderr, rc):
+        """Answer a websocket exec with the v4.channel.k8s.io protocol: stdout, stderr, status, close."""
+        key = self.headers.get("Sec-WebSocket-Key", "")
+        accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+        self.send_response(101, "Switching Protocols")
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.send_header("Sec-WebSocket-Protocol", "v4.channel.k8s.io")
+        self.end_headers()
+        for channel, text in ((1, stdout), (2, stderr)):
+            if text:
+                self._frame(0x2, bytes([channel]) + text.encode("utf-8"))
+        if rc == 0:
+            status = {"metadata": {}, "status": "Success"}
+        else:
+            status = {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+                      "message": "command terminated with non-zero exit code: exit status %d" % rc,
+                      "details": {"causes": [{"reason": "ExitCode", "message": str(rc)}]}}
+        self._frame(0x2, bytes([3]) + json.dumps(status).encode("utf-8"))
+        self._frame(0x8, struct.pack("!H", 1000))
+        self.wfile.flush()
+        # wait (briefly) for the client's close frame, then end the connection
+        try:
+            self.connection.settimeout(2)
+            self.connection.recv(1024)
+        except (OSError, socket.timeout):
+            pass
+        self.close_connection = True
 
     def log_message(self, format, *args):  # pylint: disable=redefined-builtin
         return

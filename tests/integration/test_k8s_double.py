@@ -12,6 +12,7 @@ import json
 import time
 
 import kubernetes
+import kubernetes.stream
 import pytest
 import requests
 
@@ -492,6 +493,41 @@ def test_exec_needs_an_upgrade_the_double_refuses(k8s_double):
     answer = requests.post(k8s_double.url + "/api/v1/namespaces/default/pods/p/exec?command=ls",
                            headers={"Authorization": "Bearer " + k8s_double.token}, timeout=5)
     assert answer.status_code == 400 and "websocket" in answer.json()["message"]
+
+
+def _exec(core, pod, command, **kwargs):
+    resp = kubernetes.stream.stream(core.connect_get_namespaced_pod_exec, pod, "default", command=command, stdout=True,
+                                    stderr=True, stdin=False, tty=False, _preload_content=False, **kwargs)
+    out, err = [], []
+    while resp.is_open():
+        resp.update(timeout=1)
+        if resp.peek_stdout():
+            out.append(resp.read_stdout())
+        if resp.peek_stderr():
+            err.append(resp.read_stderr())
+    return "".join(out), "".join(err), resp.returncode
+
+
+def test_scripted_websocket_exec(k8s_double, core):
+    k8s_double.add_node("gpu-0")
+    core.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nccl-host-1"}, "spec": {
+        "containers": [{"name": "nccl", "image": "repo/nccl:1"}, {"name": "rxdm", "image": "repo/rxdm:1"}]}})
+    k8s_double.script_exec("^nccl-host-1$", r"^nvidia-smi -L$", stdout="GPU 0: NVIDIA H100 80GB HBM3\n")
+    k8s_double.script_exec("^nccl-host-", r"^/scripts/run\.sh", stdout=lambda pod, cmd: "%s ran %s\n" % (pod, cmd[-1]),
+                           stderr="NCCL WARN x\n", rc=2)
+
+    assert _exec(core, "nccl-host-1", ["nvidia-smi", "-L"], container="nccl") == ("GPU 0: NVIDIA H100 80GB HBM3\n", "", 0)
+    assert _exec(core, "nccl-host-1", ["/scripts/run.sh", "all_gather"], container="nccl") == (
+        "nccl-host-1 ran all_gather\n", "NCCL WARN x\n", 2)
+    with pytest.raises(Exception, match="Handshake status 400"):
+        _exec(core, "nccl-host-1", ["ls"], container="nccl")
+    with pytest.raises(Exception, match="Handshake status 400"):   # two containers: which one?
+        _exec(core, "nccl-host-1", ["nvidia-smi", "-L"])
+    with pytest.raises(Exception, match="Handshake status 404"):
+        _exec(core, "missing", ["nvidia-smi", "-L"])
+    log = [(r.subresource, r.body, r.status) for r in k8s_double.requests(kind="Pod") if r.subresource == "exec"]
+    assert log == [("exec", "nvidia-smi -L", 101), ("exec", "/scripts/run.sh all_gather", 101), ("exec", "ls", 400),
+                   ("exec", "nvidia-smi -L", 400), ("exec", "nvidia-smi -L", 404)]
 
 
 def test_fault_injection(k8s_double, core):

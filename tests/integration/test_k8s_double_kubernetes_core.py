@@ -175,6 +175,21 @@ SUPPORTED = """
         label_selectors: ["job-name=nccl-probe"]
       register: job_log
 
+    - name: Exec a scripted command (websocket)
+      kubernetes.core.k8s_exec:
+        namespace: default
+        pod: runner
+        command: nvidia-smi -L
+      register: smi
+
+    - name: Exec a scripted failing command
+      kubernetes.core.k8s_exec:
+        namespace: default
+        pod: runner
+        command: /bin/false
+      register: false_rc
+      failed_when: false_rc.rc != 1
+
     - name: Taint a node
       kubernetes.core.k8s_taint:
         kubeconfig: "{{ kubeconfig }}"
@@ -201,6 +216,9 @@ SUPPORTED = """
           - job.resources[0].status.succeeded == 1
           - "'Avg bus bandwidth' in job_log.log"
           - deleted is changed
+          - "smi.stdout_lines == ['GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)']"
+          - smi.rc == 0
+          - false_rc.stderr == 'failed'
 """
 
 UNSUPPORTED = """
@@ -253,6 +271,11 @@ def test_supported_kubernetes_core_flows(run_playbook, k8s_double):
     k8s_double.put({"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": "probe-net"},
                     "spec": {"type": "L3"}})
     k8s_double.script_pod("^nccl-probe", phase="Succeeded", logs="# Avg bus bandwidth    : 189.2\n")
+    k8s_double.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "runner", "namespace": "default"},
+                    "spec": {"nodeName": "gpu-0", "tolerations": [{"operator": "Exists"}],
+                             "containers": [{"name": "c", "image": "repo/c:1"}]}})
+    k8s_double.script_exec("^runner$", "^nvidia-smi -L$", stdout="GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n")
+    k8s_double.script_exec("^runner$", "^/bin/false$", stderr="failed", rc=1)
 
     result = run_playbook(SUPPORTED, extra_vars={"kubeconfig": k8s_double.kubeconfig})
 
@@ -270,15 +293,16 @@ def test_supported_kubernetes_core_flows(run_playbook, k8s_double):
 @pytest.fixture(scope="module")
 def unsupported_result(run_playbook_module, k8s_double_module):
     """One playbook run serves every parametrized case below."""
+    k8s_double_module.add_node("n0")
     k8s_double_module.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "runner", "namespace": "default"},
                            "spec": {"containers": [{"name": "c", "image": "repo/c:1"}]}})
     return run_playbook_module(UNSUPPORTED, extra_vars={"kubeconfig": k8s_double_module.kubeconfig}).assert_ok()
 
 
 @pytest.mark.parametrize("task, message", [
-    ("k8s_exec", "websocket"),
+    ("k8s_exec", "only for commands given to script_exec()"),
     ("server_side_apply", "server-side apply is not supported"),
-    ("k8s_cp", "websocket"),
+    ("k8s_cp", "only for commands given to script_exec()"),
     ("helm", 'Failed to find required executable "helm"'),
 ])
 def test_unsupported_flows_fail_loudly(unsupported_result, task, message):
