@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -119,6 +121,7 @@ def make_runner(tmp_path):
         if verbosity:
             args.append("-" + "v" * verbosity)
         args += list(extra_args)
+        short_tmp = tempfile.mkdtemp(prefix="gpo-")
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "K8S_AUTH_"))}
         environment.update({
             "ANSIBLE_CONFIG": str(config),
@@ -133,13 +136,17 @@ def make_runner(tmp_path):
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_FORCE_COLOR": "0",
             "GPU_OPS_RESULTS_FILE": str(results_file),
-            # kubernetes.core keeps its discovery cache in the temp folder: one per run
-            "TMPDIR": str(run_dir / "tmp"),
+            # kubernetes.core keeps its discovery cache in the temp folder: one per run (short: ansible-core
+            # 2.21 puts a unix socket there, and those paths are limited to 108 characters)
+            "TMPDIR": short_tmp,
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         })
         environment.update(env or {})
-        proc = subprocess.run(args, cwd=str(run_dir), env=environment, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        try:
+            proc = subprocess.run(args, cwd=str(run_dir), env=environment, capture_output=True, text=True,
+                                  timeout=timeout, check=False)
+        finally:
+            shutil.rmtree(short_tmp, ignore_errors=True)
         records = []
         if results_file.exists():
             records = [json.loads(line) for line in results_file.read_text(encoding="utf-8").splitlines() if line]
