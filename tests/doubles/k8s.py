@@ -701,6 +701,9 @@ def apply_defaults(kind, obj):
                 port.setdefault("targetPort", port.get("port"))
     elif kind == "Secret":
         obj.setdefault("type", "Opaque")
+        # the API server folds stringData into data (base64) and never stores stringData
+        for key, value in (obj.pop("stringData", None) or {}).items():
+            obj.setdefault("data", {})[key] = base64.b64encode(str(value).encode("utf-8")).decode("ascii")
     elif kind == "Namespace":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"].get("name")
