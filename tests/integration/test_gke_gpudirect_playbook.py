@@ -57,7 +57,8 @@ def test_render_mode_writes_every_request_in_order(run_playbook, tmp_path):
     assert len(pool["body"]["nodePool"]["networkConfig"]["additionalNodeNetworkConfigs"]) == 8
     manifests = sorted(p.name for p in (render / "manifests" / "20-gke-gpu-networks").iterdir())
     assert len(manifests) == 16 and manifests[0] == "01-gkenetworkparamset-vpc1.yaml"
-    assert (render / "manifests" / "gpudirect-tcpxo-installer").is_dir()
+    assert sorted(p.name for p in (render / "manifests").iterdir()) == [
+        "20-gke-gpu-networks", "30-gpudirect-tcpxo-installer", "31-nri-device-injector", "40-nccl-test"]
     assert result.task("Write the kubeconfig (gke-gcloud-auth-plugin fetches the tokens; the file holds none)")[
         "status"] == "skipped", "render mode writes no kubeconfig"
 
