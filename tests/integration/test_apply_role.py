@@ -316,16 +316,17 @@ def test_transient_api_errors_fail_the_task_without_partial_state(run_playbook, 
     assert all(obj is not None for obj in _live(k8s_double))
 
 
-def test_secret_data_stays_out_of_the_output(run_playbook, k8s_double, tmp_path):
+def test_secrets_are_refused_before_anything_is_written_or_sent(run_playbook, k8s_double, tmp_path):
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ufm-credentials", "namespace": NAMESPACE},
               "stringData": {"password": "hunter2-do-not-print"}}
     manifests = [MANIFESTS[0], secret]
 
     for extra in ({}, {"gpu_ops_render_dir": str(tmp_path / "rendered")}):
+        before = len(k8s_double.requests())
         result = run_playbook(PLAYBOOK, extra_vars=dict(test_manifests=manifests, **extra), env=k8s_double.env(),
-                              verbosity=3, diff=True).assert_ok()
+                              verbosity=3, diff=True).assert_failed()
+        assert "Secret ufm-credentials cannot go through gpu_ops.cluster.apply" in result.stdout, result.output
         assert "hunter2-do-not-print" not in result.stdout + result.stderr
-    checked = run_playbook(PLAYBOOK, extra_vars={"test_manifests": manifests, "test_state": "absent"},
-                           env=k8s_double.env(), verbosity=3, check=True).assert_ok()
-    assert "hunter2-do-not-print" not in checked.stdout + checked.stderr
-    assert k8s_double.get("Secret", "ufm-credentials", NAMESPACE)["data"]["password"]
+        assert len(k8s_double.requests()) == before, "nothing may reach the API server"
+    assert not (tmp_path / "rendered").exists()
+    assert k8s_double.get("Secret", "ufm-credentials", NAMESPACE) is None
