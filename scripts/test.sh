@@ -36,7 +36,7 @@ run_step() {
 
 find_python312() {
     local candidate
-    for candidate in python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+    for candidate in python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3.12; do
         if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then
             echo "$candidate"
             return
