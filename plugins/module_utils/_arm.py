@@ -35,13 +35,12 @@ import re
 import threading
 import time
 
-from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     ApiError,
     HttpClient,
     RenderSession,
     RetryPolicy,
-    HAS_REQUESTS,
+    check_session_options,
     parse_retry_after,
 )
 
@@ -259,16 +258,9 @@ class ArmSession:
         """A session from the AZURE_COMMON_SPEC options of ``module``; fails the module cleanly."""
         params = module.params
         render_dir = params.get("render_dir")
-        if not render_dir and "credential" not in kwargs:
-            if not HAS_REQUESTS:
-                module.fail_json(msg=missing_required_lib("requests"))
-            if not HAS_AZURE_IDENTITY:
-                module.fail_json(msg=missing_required_lib("azure-identity"), exception=str(AZURE_IDENTITY_IMPORT_ERROR))
-        for option in ("request_timeout", "operation_timeout"):
-            if params.get(option) is not None and params[option] <= 0:
-                module.fail_json(msg="%s must be greater than 0, got %s" % (option, params[option]))
-        if params.get("max_retries") is not None and params["max_retries"] < 0:
-            module.fail_json(msg="max_retries must be 0 or more, got %s" % params["max_retries"])
+        # an injected credential (tests) needs no azure-identity
+        check_session_options(module, [] if "credential" in kwargs else [
+            (HAS_AZURE_IDENTITY, "azure-identity", AZURE_IDENTITY_IMPORT_ERROR)])
 
         def log(message):
             module.debug(message)

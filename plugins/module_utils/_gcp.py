@@ -24,13 +24,12 @@ import re
 import threading
 import time
 
-from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     ApiError,
     HttpClient,
     RenderSession,
     RetryPolicy,
-    HAS_REQUESTS,
+    check_session_options,
 )
 
 try:
@@ -187,16 +186,7 @@ class GcpSession:
         """A session from the GCP_COMMON_SPEC options of ``module``; fails the module cleanly."""
         params = module.params
         render_dir = params.get("render_dir")
-        if not render_dir:
-            if not HAS_REQUESTS:
-                module.fail_json(msg=missing_required_lib("requests"))
-            if not HAS_GOOGLE_AUTH:
-                module.fail_json(msg=missing_required_lib("google-auth"), exception=str(GOOGLE_AUTH_IMPORT_ERROR))
-        for option in ("request_timeout", "operation_timeout"):
-            if params.get(option) is not None and params[option] <= 0:
-                module.fail_json(msg="%s must be greater than 0, got %s" % (option, params[option]))
-        if params.get("max_retries") is not None and params["max_retries"] < 0:
-            module.fail_json(msg="max_retries must be 0 or more, got %s" % params["max_retries"])
+        check_session_options(module, [(HAS_GOOGLE_AUTH, "google-auth", GOOGLE_AUTH_IMPORT_ERROR)])
 
         def log(message):
             module.debug(message)

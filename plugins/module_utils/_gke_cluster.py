@@ -611,14 +611,8 @@ def run(module):
         if not module.check_mode:
             engine.apply(current)
         result = engine.plan.result(diff=module._diff)
-        if params["state"] == "absent":
-            cluster = current if module.check_mode else None
-        elif module.check_mode or not engine.plan.changed:
-            cluster = current
-        else:
-            cluster = None if session.render else engine.read()
-            if cluster is None:
-                cluster = create_body(params)
+        cluster = common.resulting_document(params["state"], module.check_mode, engine.plan.changed, current,
+                                            session.render, engine.read, lambda: create_body(params))
     except ClusterInputError as exc:
         module.fail_json(msg=str(exc), changes=[c.as_dict() for c in engine.plan.changes])
     except ApiError as exc:

@@ -814,14 +814,8 @@ def run(module):
             engine.plan_absent(current)
         if not module.check_mode:
             engine.apply()
-        if params["state"] == "absent":
-            pool = current if module.check_mode else None
-        elif module.check_mode or not engine.plan.changed:
-            pool = current
-        else:
-            pool = None if session.render else engine.read_pool()
-            if pool is None:
-                pool = create_body(params)
+        pool = common.resulting_document(params["state"], module.check_mode, engine.plan.changed, current,
+                                         session.render, engine.read_pool, lambda: create_body(params))
     except PoolError as exc:
         module.fail_json(msg=str(exc), changes=[c.as_dict() for c in engine.plan.changes])
     except ApiError as exc:

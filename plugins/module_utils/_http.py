@@ -24,6 +24,8 @@ import re
 import threading
 import time
 
+from ansible.module_utils.basic import missing_required_lib
+
 try:
     from requests import exceptions as requests_exceptions
 
@@ -39,6 +41,22 @@ except ImportError:  # pragma: no cover - reported by the module through missing
 
 RETRY_STATUSES = frozenset((429, 500, 502, 503, 504))
 MUTATING_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
+
+
+def check_session_options(module, libraries=()):
+    """Fail ``module`` cleanly before any request: a missing library (not needed in render mode,
+    which sends nothing) or a timeout / retry option out of range. ``libraries`` holds
+    (present, pip name, import error) triples."""
+    params = module.params
+    if not params.get("render_dir"):
+        for present, name, import_error in ((HAS_REQUESTS, "requests", None),) + tuple(libraries):
+            if not present:
+                module.fail_json(msg=missing_required_lib(name), exception=str(import_error) if import_error else None)
+    for option in ("request_timeout", "operation_timeout"):
+        if params.get(option) is not None and params[option] <= 0:
+            module.fail_json(msg="%s must be greater than 0, got %s" % (option, params[option]))
+    if params.get("max_retries") is not None and params["max_retries"] < 0:
+        module.fail_json(msg="max_retries must be 0 or more, got %s" % params["max_retries"])
 
 
 class ApiError(Exception):
