@@ -207,48 +207,46 @@ HOST_LIBRARY_DIR = HOST_NVIDIA_DIR + "/lib64"
 CONTAINER_NVIDIA_DIR = "/usr/local/nvidia"
 LIBRARY_DIR = CONTAINER_NVIDIA_DIR + "/lib64"   # where GPU containers find the plugin and NCCL
 
-INSTALLERS = {
-    "tcpx": dict(
-        name="nccl-tcpx-installer",
+def _installer(profile_name, accelerators, **own):
+    """An installer DaemonSet entry: what every upstream installer shares, plus its own fields."""
+    name = "nccl-%s-installer" % profile_name
+    entry = dict(
+        name=name,
         namespace="kube-system",
-        labels={"k8s-app": "nccl-tcpx-installer"},
-        pod_labels={"name": "nccl-tcpx-installer", "k8s-app": "nccl-tcpx-installer"},
+        labels={"k8s-app": name},
+        pod_labels={"name": name, "k8s-app": name},
         priority_class="system-node-critical",
         host_network=True,
         host_pid=True,
         node_label=ACCELERATOR_LABEL,
-        accelerators=["nvidia-h100-80gb"],
+        accelerators=accelerators,
+        extra_copies=[],                # further (src, dest) copies after copy_from -> copy_to
+        cpu_request="150m",
+        privileged=True,
+        pre_install=None,
+    )
+    entry.update(own)
+    return entry
+
+
+def _classic_installer(profile_name, accelerators, **own):
+    """TCPX and TCPXO: the plugin (and NCCL) go to the host's /home/kubernetes/bin/nvidia/lib64."""
+    return _installer(
+        profile_name, accelerators,
         # volume name -> host path (type None: unchecked)
         host_paths={"var-lib": dict(path="/var/lib", type=None),
                     "library-dir-host": dict(path="/home/kubernetes/bin", type=None)},
         mounts={"var-lib": "/var/lib", "library-dir-host": "/usr/local"},
         command=["/scripts/container_entry.sh", "install", "--install-nccl"],
-        copy_from="/var/lib/tcpx/lib64/.",
+        copy_from="/var/lib/%s/lib64/." % profile_name,
         copy_to=LIBRARY_DIR,            # host /home/kubernetes/bin/nvidia/lib64 through the mount
-        extra_copies=[],                # further (src, dest) copies after copy_from -> copy_to
-        cpu_request="150m",
-        privileged=True,
-        pre_install=None,
-    ),
-    "tcpxo": dict(
-        name="nccl-tcpxo-installer",
-        namespace="kube-system",
-        labels={"k8s-app": "nccl-tcpxo-installer"},
-        pod_labels={"name": "nccl-tcpxo-installer", "k8s-app": "nccl-tcpxo-installer"},
-        priority_class="system-node-critical",
-        host_network=True,
-        host_pid=True,
-        node_label=ACCELERATOR_LABEL,
-        accelerators=["nvidia-h100-mega-80gb"],
-        host_paths={"var-lib": dict(path="/var/lib", type=None),
-                    "library-dir-host": dict(path="/home/kubernetes/bin", type=None)},
-        mounts={"var-lib": "/var/lib", "library-dir-host": "/usr/local"},
-        command=["/scripts/container_entry.sh", "install", "--install-nccl"],
-        copy_from="/var/lib/tcpxo/lib64/.",
-        copy_to=LIBRARY_DIR,
-        extra_copies=[],
-        cpu_request="150m",
-        privileged=True,
+        **own)
+
+
+INSTALLERS = {
+    "tcpx": _classic_installer("tcpx", ["nvidia-h100-80gb"]),
+    "tcpxo": _classic_installer(
+        "tcpxo", ["nvidia-h100-mega-80gb"],
         # privileged step run in the host namespaces (nsenter -at 1) before the install
         pre_install=dict(
             name="pre-installation",
@@ -256,18 +254,9 @@ INSTALLERS = {
             kernel_module="import-helper",
             pci_id="1ae0:0084",                  # GPU-NIC functions exposed as aperture devices
             aperture_dir="/dev/aperture_devices",
-        ),
-    ),
-    "rdma": dict(
-        name="nccl-rdma-installer",
-        namespace="kube-system",
-        labels={"k8s-app": "nccl-rdma-installer"},
-        pod_labels={"name": "nccl-rdma-installer", "k8s-app": "nccl-rdma-installer"},
-        priority_class="system-node-critical",
-        host_network=True,
-        host_pid=True,
-        node_label=ACCELERATOR_LABEL,
-        accelerators=["nvidia-h200-141gb", "nvidia-b200"],
+        )),
+    "rdma": _installer(
+        "rdma", ["nvidia-h200-141gb", "nvidia-b200"],
         host_paths={"library-dir-host": dict(path=HOST_LIBRARY_DIR, type="DirectoryOrCreate"),
                     "gib": dict(path="/home/kubernetes/bin/gib", type=None)},
         mounts={"library-dir-host": "/usr/local/home/kubernetes/bin/nvidia/lib64",
@@ -277,11 +266,7 @@ INSTALLERS = {
         copy_from="/var/lib/gib/lib64/.",
         copy_to="/usr/local/home/kubernetes/bin/nvidia/lib64",
         # the gIB scripts (set_nccl_env.sh) and configs (tuner files) land in host /home/kubernetes/bin/gib
-        extra_copies=[dict(src="/var/lib/gib/.", dest="/usr/local/home/kubernetes/bin/gib")],
-        cpu_request="150m",
-        privileged=True,
-        pre_install=None,
-    ),
+        extra_copies=[dict(src="/var/lib/gib/.", dest="/usr/local/home/kubernetes/bin/gib")]),
 }
 
 NRI_INJECTOR = dict(
