@@ -207,6 +207,7 @@ HOST_LIBRARY_DIR = HOST_NVIDIA_DIR + "/lib64"
 CONTAINER_NVIDIA_DIR = "/usr/local/nvidia"
 LIBRARY_DIR = CONTAINER_NVIDIA_DIR + "/lib64"   # where GPU containers find the plugin and NCCL
 
+
 def _installer(profile_name, accelerators, **own):
     """An installer DaemonSet entry: what every upstream installer shares, plus its own fields."""
     name = "nccl-%s-installer" % profile_name
