@@ -111,6 +111,14 @@ def test_render_refuses_mps_on_mig_before_writing(run_playbook, tmp_path):
     assert not (render / "charts").exists()
 
 
+def test_render_refuses_a_strategy_that_does_not_match_the_profile(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    result = run_playbook(_play(_aks("none")), extra_vars={"gpu_ops_render_dir": str(render)}).assert_failed()
+    assert "nvidia_device_plugin_mig_strategy none does not match the pool" in result.stdout
+    assert "nvidia.com/mig-1g.5gb" in result.stdout and "use single or mixed" in result.stdout
+    assert not (render / "charts").exists()
+
+
 def test_render_refuses_unknown_vm_size(run_playbook, tmp_path):
     result = run_playbook(_play(dict(_aks("mixed"), nvidia_device_plugin_aks_vm_size="Standard_NC6s_v3")),
                           extra_vars={"gpu_ops_render_dir": str(tmp_path / "r")}).assert_failed()
