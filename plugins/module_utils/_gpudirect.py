@@ -384,56 +384,46 @@ GIB_TUNER_CONFIGS = {
 GIB_ENV_SCRIPT = "/usr/local/gib/scripts/set_nccl_env.sh"
 TCPXO_ENV_SCRIPT = LIBRARY_DIR + "/nccl-env-profile.sh"
 
+# the guide's recommended TCPX set (plugin v3.1.9 / daemon v2.0.12)
+_TCPX_CLASSIC_ENV = {
+    "LD_LIBRARY_PATH": "{libdir}",
+    "NCCL_SOCKET_IFNAME": "{ctrl}",
+    "NCCL_ALGO": "Ring",
+    "NCCL_PROTO": "Simple",
+    "NCCL_CROSS_NIC": "0",
+    "NCCL_NET_GDR_LEVEL": "PIX",
+    "NCCL_P2P_PXN_LEVEL": "0",
+    "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME": "{ifnames}",
+    "NCCL_GPUDIRECTTCPX_CTRL_DEV": "{ctrl}",
+    "NCCL_DYNAMIC_CHUNK_SIZE": "524288",
+    "NCCL_P2P_NET_CHUNKSIZE": "524288",
+    "NCCL_P2P_PCI_CHUNKSIZE": "524288",
+    "NCCL_P2P_NVL_CHUNKSIZE": "1048576",
+    "NCCL_BUFFSIZE": "4194304",
+    "NCCL_NSOCKS_PERTHREAD": "4",
+    "NCCL_SOCKET_NTHREADS": "1",
+    "NCCL_GPUDIRECTTCPX_TX_BINDINGS": "{tx}",
+    "NCCL_GPUDIRECTTCPX_RX_BINDINGS": "{rx}",
+    "NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS": "500000",
+    "NCCL_NVLS_ENABLE": "0",
+}
+
+
+def _tcpx_devmem_env(classic):
+    """GKE 1.34+ (plugin v3.1.12 / daemon v2.0.15, CEA nccl-config.yaml "Finalize NCCL config"): the
+    classic set with NCCL_ALGO Ring,Tree and without NCCL_NVLS_ENABLE."""
+    env = dict((key, value) for key, value in classic.items() if key != "NCCL_NVLS_ENABLE")
+    env["NCCL_ALGO"] = "Ring,Tree"
+    return env
+
+
 # fabric -> variant -> ordered NCCL environment. ``{name}`` placeholders are derived values:
 # ctrl (control interface), ifnames (GPU NICs, comma-joined), tx/rx (TCPX bindings), libdir,
 # devices (CUDA_VISIBLE_DEVICES), tuner (gIB tuner config), hcas (NCCL_IB_HCA list).
 NCCL_ENVS = {
     "tcpx": {
-        # the guide's recommended set (plugin v3.1.9 / daemon v2.0.12)
-        "classic": {
-            "LD_LIBRARY_PATH": "{libdir}",
-            "NCCL_SOCKET_IFNAME": "{ctrl}",
-            "NCCL_ALGO": "Ring",
-            "NCCL_PROTO": "Simple",
-            "NCCL_CROSS_NIC": "0",
-            "NCCL_NET_GDR_LEVEL": "PIX",
-            "NCCL_P2P_PXN_LEVEL": "0",
-            "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME": "{ifnames}",
-            "NCCL_GPUDIRECTTCPX_CTRL_DEV": "{ctrl}",
-            "NCCL_DYNAMIC_CHUNK_SIZE": "524288",
-            "NCCL_P2P_NET_CHUNKSIZE": "524288",
-            "NCCL_P2P_PCI_CHUNKSIZE": "524288",
-            "NCCL_P2P_NVL_CHUNKSIZE": "1048576",
-            "NCCL_BUFFSIZE": "4194304",
-            "NCCL_NSOCKS_PERTHREAD": "4",
-            "NCCL_SOCKET_NTHREADS": "1",
-            "NCCL_GPUDIRECTTCPX_TX_BINDINGS": "{tx}",
-            "NCCL_GPUDIRECTTCPX_RX_BINDINGS": "{rx}",
-            "NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS": "500000",
-            "NCCL_NVLS_ENABLE": "0",
-        },
-        # GKE 1.34+ (plugin v3.1.12 / daemon v2.0.15, CEA nccl-config.yaml "Finalize NCCL config")
-        "devmem": {
-            "LD_LIBRARY_PATH": "{libdir}",
-            "NCCL_SOCKET_IFNAME": "{ctrl}",
-            "NCCL_ALGO": "Ring,Tree",
-            "NCCL_PROTO": "Simple",
-            "NCCL_CROSS_NIC": "0",
-            "NCCL_NET_GDR_LEVEL": "PIX",
-            "NCCL_P2P_PXN_LEVEL": "0",
-            "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME": "{ifnames}",
-            "NCCL_GPUDIRECTTCPX_CTRL_DEV": "{ctrl}",
-            "NCCL_DYNAMIC_CHUNK_SIZE": "524288",
-            "NCCL_P2P_NET_CHUNKSIZE": "524288",
-            "NCCL_P2P_PCI_CHUNKSIZE": "524288",
-            "NCCL_P2P_NVL_CHUNKSIZE": "1048576",
-            "NCCL_BUFFSIZE": "4194304",
-            "NCCL_NSOCKS_PERTHREAD": "4",
-            "NCCL_SOCKET_NTHREADS": "1",
-            "NCCL_GPUDIRECTTCPX_TX_BINDINGS": "{tx}",
-            "NCCL_GPUDIRECTTCPX_RX_BINDINGS": "{rx}",
-            "NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS": "500000",
-        },
+        "classic": _TCPX_CLASSIC_ENV,
+        "devmem": _tcpx_devmem_env(_TCPX_CLASSIC_ENV),
     },
     "tcpxo": {
         # Jan 9 2026 release (plugin v1.0.15 / daemon v1.0.21), same values as nccl-env-profile.sh
