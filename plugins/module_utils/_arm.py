@@ -41,6 +41,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     RenderSession,
     RetryPolicy,
     check_session_options,
+    session_options,
     parse_retry_after,
 )
 
@@ -257,13 +258,9 @@ class ArmSession:
     def from_module(cls, module, **kwargs):
         """A session from the AZURE_COMMON_SPEC options of ``module``; fails the module cleanly."""
         params = module.params
-        render_dir = params.get("render_dir")
         # an injected credential (tests) needs no azure-identity
         check_session_options(module, [] if "credential" in kwargs else [
             (HAS_AZURE_IDENTITY, "azure-identity", AZURE_IDENTITY_IMPORT_ERROR)])
-
-        def log(message):
-            module.debug(message)
 
         try:
             return cls(
@@ -273,12 +270,7 @@ class ArmSession:
                 tenant_id=params.get("tenant_id"),
                 client_id=params.get("client_id"),
                 client_secret=params.get("client_secret"),
-                request_timeout=params.get("request_timeout") or 60,
-                operation_timeout=params.get("operation_timeout") or 3600,
-                max_retries=params["max_retries"] if params.get("max_retries") is not None else 8,
-                render_dir=render_dir,
-                log=log,
-                **kwargs
+                **dict(session_options(module), **kwargs)
             )
         except CredentialsError as exc:
             module.fail_json(msg=str(exc))

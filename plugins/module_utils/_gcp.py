@@ -30,6 +30,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     RenderSession,
     RetryPolicy,
     check_session_options,
+    session_options,
 )
 
 try:
@@ -185,11 +186,7 @@ class GcpSession:
     def from_module(cls, module, **kwargs):
         """A session from the GCP_COMMON_SPEC options of ``module``; fails the module cleanly."""
         params = module.params
-        render_dir = params.get("render_dir")
         check_session_options(module, [(HAS_GOOGLE_AUTH, "google-auth", GOOGLE_AUTH_IMPORT_ERROR)])
-
-        def log(message):
-            module.debug(message)
 
         try:
             return cls(
@@ -201,12 +198,7 @@ class GcpSession:
                 scopes=params.get("scopes"),
                 container_endpoint=params.get("container_endpoint") or DEFAULT_CONTAINER_ENDPOINT,
                 compute_endpoint=params.get("compute_endpoint") or DEFAULT_COMPUTE_ENDPOINT,
-                request_timeout=params.get("request_timeout") or 60,
-                operation_timeout=params.get("operation_timeout") or 3600,
-                max_retries=params["max_retries"] if params.get("max_retries") is not None else 8,
-                render_dir=render_dir,
-                log=log,
-                **kwargs
+                **dict(session_options(module), **kwargs)
             )
         except CredentialsError as exc:
             module.fail_json(msg=str(exc))

@@ -59,6 +59,19 @@ def check_session_options(module, libraries=()):
         module.fail_json(msg="max_retries must be 0 or more, got %s" % params["max_retries"])
 
 
+def session_options(module):
+    """The keyword arguments every API session takes from the shared module options
+    (timeouts, retries, render mode, debug log); defaults as in module_utils/_args.py."""
+    params = module.params
+    return dict(
+        request_timeout=params.get("request_timeout") or 60,
+        operation_timeout=params.get("operation_timeout") or 3600,
+        max_retries=params["max_retries"] if params.get("max_retries") is not None else 8,
+        render_dir=params.get("render_dir"),
+        log=module.debug,
+    )
+
+
 class ApiError(Exception):
     """An HTTP error the API returned (after retries), or a request that never got an answer."""
 
