@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Run pytest on a subset, the way scripts/test.sh runs it, from a staged copy of the working tree:
+#
+#   scripts/dev-pytest.sh tests/integration/test_apply_role.py -k secret
+#   LINE=core-2.21 scripts/dev-pytest.sh tests/unit
+#
+# Uses .venv (or .venv312 for LINE=core-2.21) as prepared by scripts/bootstrap.sh; set
+# GPU_OPS_BUILD_DIR to keep concurrent checkouts from sharing a staging folder.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+line=${LINE:-core-2.19}
+case $line in
+    core-2.19) venv="$root/.venv" ;;
+    core-2.21) venv="$root/.venv312" ;;
+    *) echo "LINE must be core-2.19 or core-2.21" >&2; exit 2 ;;
+esac
+build="${GPU_OPS_BUILD_DIR:-${TMPDIR:-/tmp}/gpu_ops_cluster-build}/dev-$line"
+dest="$build/ansible_collections/gpu_ops/cluster"
+rm -rf "$dest"
+mkdir -p "$dest" "$build/ansible_collections/kubernetes"
+git ls-files -co --exclude-standard -z | while IFS= read -r -d '' f; do
+    [ -e "$f" ] && printf '%s\0' "$f"
+done | tar --null -T - -cf - | tar -xf - -C "$dest"
+ln -sfn "$root/.collections/ansible_collections/kubernetes/core" "$build/ansible_collections/kubernetes/core"
+cd "$dest"
+PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$build" PYTHONPATH="$build" \
+    exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@"
