@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _inputs
+
 
 def _name(obj):
     return ((obj or {}).get("metadata") or {}).get("name")
@@ -109,13 +111,18 @@ def daemonset_node_report(pods, nodes, daemonset):
     """
     if not isinstance(pods, list) or not isinstance(nodes, list):
         raise AnsibleFilterError("daemonset_node_report: pods and nodes must be lists of Kubernetes objects")
+    try:
+        _inputs.objects("pods", pods)
+        _inputs.objects("nodes", nodes)
+    except ValueError as exc:
+        raise AnsibleFilterError("daemonset_node_report: %s" % exc)
     if not isinstance(daemonset, dict) or daemonset.get("kind", "DaemonSet") != "DaemonSet":
         raise AnsibleFilterError("daemonset_node_report: the third argument must be a DaemonSet object")
     template = ((daemonset.get("spec") or {}).get("template") or {}).get("spec")
     wanted = _images(template) if template else None
     by_node = {}
     for pod in pods:
-        if not isinstance(pod, dict) or not _owned_by(pod, daemonset):
+        if not _owned_by(pod, daemonset):
             continue
         node_name = (pod.get("spec") or {}).get("nodeName")
         if node_name:

@@ -12,6 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _inputs
 
 display = Display()
 
@@ -41,9 +42,14 @@ def gpudirect_workload(manifest, fabric, network_names, gke_version=None, sideca
                   interfaces=interfaces, nccl_overrides=nccl_overrides)
     warnings = []
     try:
+        _inputs.version_text("gke_version", gke_version)
+        _check_override_values(nccl_overrides)
         if isinstance(manifest, (list, tuple)):
             result = []
             for index, item in enumerate(manifest):
+                if not isinstance(item, dict):
+                    raise _gpudirect.WorkloadError("item %d: must be a Kubernetes object (a dict), got %s"
+                                                   % (index, type(item).__name__))
                 if _is_workload(item):
                     result.append(_gpudirect.patch_workload(item, fabric, network_names, warnings=warnings, **kwargs))
                 elif _has_pod_template(item):
@@ -62,9 +68,22 @@ def gpudirect_workload(manifest, fabric, network_names, gke_version=None, sideca
 def gpudirect_profile(name, gke_version=None, registry=None):
     """The resolved catalog entry of a GPUDirect profile (images, installer, daemon, thresholds...)."""
     try:
+        _inputs.text("name", name)
+        _inputs.version_text("gke_version", gke_version)
         return _gpudirect.describe(name, gke_version=gke_version, registry=registry)
     except (ValueError, KeyError) as exc:
         raise AnsibleFilterError("gpudirect_profile: %s" % exc)
+
+
+def _check_override_values(overrides):
+    """Override values NCCL can read: text, whole numbers, booleans or null (removes the key)."""
+    if _inputs.mapping("overrides", overrides) is None:
+        return
+    for key, value in overrides.items():
+        if isinstance(value, float) and not value.is_integer():
+            _inputs.number("overrides.%s" % key, value)  # nan / inf are refused here
+        elif value is not None and not isinstance(value, (str, int, float)):
+            raise ValueError("overrides.%s: must be text or a number, got %s" % (key, type(value).__name__))
 
 
 def nccl_env(fabric, gke_version=None, machine_type=None, interfaces=None, overrides=None, ctrl_interface=None,
@@ -73,6 +92,8 @@ def nccl_env(fabric, gke_version=None, machine_type=None, interfaces=None, overr
     if format not in NCCL_ENV_FORMATS:
         raise AnsibleFilterError("nccl_env: format %r is not one of %s" % (format, ", ".join(NCCL_ENV_FORMATS)))
     try:
+        _inputs.version_text("gke_version", gke_version)
+        _check_override_values(overrides)
         env, warnings = _gpudirect.nccl_environment(
             fabric, gke_version=gke_version, machine_type=machine_type, interfaces=interfaces,
             overrides=overrides, ctrl_interface=ctrl_interface)

@@ -8,8 +8,11 @@ Documentation: plugins/filter/<filter name>.yml.
 
 from __future__ import annotations
 
+import re
+
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _inputs
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig
 
 
@@ -27,9 +30,12 @@ def _target(name, gpu_model, gpus, layout):
     if gpus is None:
         raise AnsibleFilterError("%s: gpus (GPUs per node) is required" % name)
     try:
-        gpus = int(gpus)
-    except (TypeError, ValueError):
-        raise AnsibleFilterError("%s: gpus must be a whole number, got %r" % (name, gpus))
+        gpus = _inputs.whole_number("gpus", gpus, minimum=1)
+    except ValueError as exc:
+        raise AnsibleFilterError("%s: %s" % (name, str(exc).replace("gpus: must", "gpus must")))
+    if not isinstance(gpu_model, str) or not gpu_model:
+        raise AnsibleFilterError("%s: gpu_model must be a GPU model name or a mig_aks_profile result, got %r"
+                                 % (name, gpu_model))
     return gpu_model, gpus, _plain(layout)
 
 
@@ -40,6 +46,14 @@ def _plain(value):
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def _sharing(name, sharing):
+    """The sharing dict (or None); anything else names the argument."""
+    try:
+        return _plain(_inputs.mapping("sharing", sharing)) or None
+    except ValueError as exc:
+        raise AnsibleFilterError("%s: %s" % (name, exc))
 
 
 def _call(filter_name, function, *args, **kwargs):
@@ -58,36 +72,60 @@ def mig_expected_resources(gpu_model, gpus=None, layout=None, strategy="single",
     """Resource name -> count one node advertises (device plugin, MIG strategy, sharing)."""
     model, gpus, layout = _target("mig_expected_resources", gpu_model, gpus, layout)
     return _call("mig_expected_resources", _mig.expected_node_resources, model, gpus, layout, strategy,
-                 _plain(sharing) or None)
+                 _sharing("mig_expected_resources", sharing))
 
 
 def mig_expected_labels(gpu_model, gpus=None, layout=None, strategy="single", sharing=None):
     """GFD label -> rule one node must carry."""
     model, gpus, layout = _target("mig_expected_labels", gpu_model, gpus, layout)
-    return _call("mig_expected_labels", _mig.expected_labels, model, gpus, layout, strategy, _plain(sharing) or None)
+    return _call("mig_expected_labels", _mig.expected_labels, model, gpus, layout, strategy,
+                 _sharing("mig_expected_labels", sharing))
 
 
 def mig_verify_nodes(nodes, resources, labels=None, selector=None, min_nodes=1):
     """Compare Kubernetes Nodes with the expected resources and labels."""
     if not isinstance(nodes, (list, tuple)):
         raise AnsibleFilterError("mig_verify_nodes: the input must be a list of Node documents (k8s_info resources)")
+    try:
+        _inputs.objects("nodes", nodes)
+        for name, value in (("resources", resources), ("labels", labels), ("selector", selector)):
+            _inputs.mapping(name, value)
+        min_nodes = _inputs.whole_number("min_nodes", 0 if min_nodes is None else min_nodes, minimum=0)
+    except ValueError as exc:
+        raise AnsibleFilterError("mig_verify_nodes: %s" % exc)
     return _call("mig_verify_nodes", _mig.verify_nodes, _plain(nodes), _plain(resources or {}), _plain(labels or {}),
-                 _plain(selector or {}), int(min_nodes or 0))
+                 _plain(selector or {}), min_nodes)
 
 
 def mig_device_plugin_config(strategy, sharing=None, resources=None, fail_on_init_error=None):
     """A k8s-device-plugin config file (version v1) for a MIG strategy and optional sharing."""
-    return _call("mig_device_plugin_config", _mig.device_plugin_config, strategy, _plain(sharing) or None,
-                 _plain(resources), fail_on_init_error)
+    if fail_on_init_error is not None and not isinstance(fail_on_init_error, bool):
+        raise AnsibleFilterError("mig_device_plugin_config: fail_on_init_error must be true or false, got %r"
+                                 % (fail_on_init_error,))
+    if resources is not None and not isinstance(resources, dict):
+        raise AnsibleFilterError("mig_device_plugin_config: resources must be a dict of resource name -> count, got %s"
+                                 % type(resources).__name__)
+    return _call("mig_device_plugin_config", _mig.device_plugin_config, strategy,
+                 _sharing("mig_device_plugin_config", sharing), _plain(resources), fail_on_init_error)
 
 
 def mig_placements(gpu_model, request):
     """Place one GPU's MIG request; fits, reason and concrete start slots."""
+    if not isinstance(request, (dict, list, tuple, str)) or not request:
+        raise AnsibleFilterError("mig_placements: request must be a non-empty profile list, profile -> count dict or "
+                                 "layout name, got %r" % (request,))
     return _call("mig_placements", _mig.place, gpu_model, _plain(request))
 
 
 def mig_parted_config(gpu_model, layout, name="custom", device_filter=True, include_defaults=True):
     """A mig-parted version v1 config holding the layout as config name."""
+    try:
+        _inputs.boolean("device_filter", device_filter)
+        _inputs.boolean("include_defaults", include_defaults)
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", name):
+            raise ValueError("name: %r is not a mig-parted config name (letters, digits, '.', '_' and '-')" % (name,))
+    except ValueError as exc:
+        raise AnsibleFilterError("mig_parted_config: %s" % exc)
     return _call("mig_parted_config", _mig.mig_parted_config, gpu_model, _plain(layout), name=name,
                  device_filter=bool(device_filter), include_defaults=bool(include_defaults))
 

@@ -11,31 +11,58 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _inputs
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nccl_tests
 
 
 def nccl_tests_parse(text, all_runs=False):
     """The nccl-tests run in ``text`` (a dict), or every run (a list) with ``all_runs=true``."""
     try:
-        if all_runs:
+        _inputs.output_text("input", text, lines=False)  # null is a missing capture, not an empty run
+        if _inputs.boolean("all_runs", all_runs):
             return _nccl_tests.parse_all(text)
         return _nccl_tests.parse(text)
     except ValueError as exc:
         raise AnsibleFilterError("nccl_tests_parse: %s" % exc)
 
 
+def _show(value):
+    return ascii(value) if len(ascii(value)) <= 40 else ascii(value)[:37] + "..."
+
+
+def _check_bandwidths(run):
+    """A bandwidth that is not a finite number (inf, nan, text) cannot be judged: an error naming where it is."""
+    _inputs.number("avg_bus_bandwidth", run.get("avg_bus_bandwidth"), allow_none=True)
+    rows = run.get("rows") or []
+    if not isinstance(rows, list):
+        raise ValueError("rows: must be a list, got %s" % type(rows).__name__)
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError("rows[%d]: must be a dict, got %s" % (index, type(row).__name__))
+        for placement in _nccl_tests.PLACEMENTS:
+            cells = row.get(placement) or {}
+            for column in ("algbw", "busbw"):
+                value = cells.get(column) if isinstance(cells, dict) else None
+                if value is not None:  # N/A reads as null
+                    _inputs.number("rows[%d] (size %s) %s %s" % (index, row.get("size"), placement, column), value,
+                                   minimum=0)
+
+
 def nccl_tests_verdict(run, threshold=None, fabric=None, min_rows=1):
     """Pass/fail of a parsed run (or of raw output text) against a GB/s threshold or a fabric's threshold."""
     try:
+        threshold = _inputs.number("threshold (GB/s)", threshold, minimum=0, allow_none=True)
+        min_rows = _inputs.whole_number("min_rows", min_rows, minimum=0)
         if isinstance(run, str):
             run = _nccl_tests.parse(run)
         if not isinstance(run, dict):
             raise ValueError("expected a parsed run (nccl_tests_parse) or nccl-tests output text")
         if threshold is None and fabric is not None:
-            if fabric not in _gpudirect.FABRICS:
-                raise ValueError("fabric %r is not one of %s" % (fabric, ", ".join(_gpudirect.FABRICS)))
+            if not isinstance(fabric, str) or fabric not in _gpudirect.FABRICS:
+                raise ValueError("fabric %s is not one of %s" % (_show(fabric), ", ".join(_gpudirect.FABRICS)))
             threshold = _gpudirect.NCCL_BANDWIDTH_THRESHOLDS.get(fabric)
-        return _nccl_tests.verdict(run, threshold=threshold, min_rows=int(min_rows))
+        _check_bandwidths(run)
+        return _nccl_tests.verdict(run, threshold=threshold, min_rows=min_rows)
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError("nccl_tests_verdict: %s" % exc)
 

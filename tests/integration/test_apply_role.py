@@ -319,13 +319,21 @@ def test_transient_api_errors_fail_the_task_without_partial_state(run_playbook, 
 def test_secrets_are_refused_before_anything_is_written_or_sent(run_playbook, k8s_double, tmp_path):
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ufm-credentials", "namespace": NAMESPACE},
               "stringData": {"password": "hunter2-do-not-print"}}
-    manifests = [MANIFESTS[0], secret]
-
-    for extra in ({}, {"gpu_ops_render_dir": str(tmp_path / "rendered")}):
+    # a Secret at the top level, in a List, in a SecretList, in a List nested in a List; live and in render mode
+    cases = [
+        ([MANIFESTS[0], secret], "apply_manifests[1]"),
+        ([MANIFESTS[0], {"apiVersion": "v1", "kind": "List", "items": [MANIFESTS[1], secret]}],
+         "apply_manifests[1].items[1]"),
+        ([{"apiVersion": "v1", "kind": "SecretList", "items": [secret]}], "apply_manifests[0].items[0]"),
+        ([{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "ConfigMapList",
+                                                           "items": [secret]}]}], "apply_manifests[0].items[0].items[0]"),
+    ]
+    for index, (manifests, path) in enumerate(cases):
+        extra = {"gpu_ops_render_dir": str(tmp_path / "rendered")} if index % 2 else {}
         before = len(k8s_double.requests())
         result = run_playbook(PLAYBOOK, extra_vars=dict(test_manifests=manifests, **extra), env=k8s_double.env(),
                               verbosity=3, diff=True).assert_failed()
-        assert "Secret ufm-credentials cannot go through gpu_ops.cluster.apply" in result.stdout, result.output
+        assert "%s: a Secret cannot go through gpu_ops.cluster.apply" % path in result.stdout, result.output
         assert "hunter2-do-not-print" not in result.stdout + result.stderr
         assert len(k8s_double.requests()) == before, "nothing may reach the API server"
     assert not (tmp_path / "rendered").exists()

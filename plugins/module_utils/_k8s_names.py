@@ -1,0 +1,338 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""Kubernetes' own naming rules, and the checks the apply role makes on what it is given.
+
+One place for every name a role or module hands to Kubernetes or Helm, or turns into a path:
+object names and namespaces (DNS-1123, k8s.io/apimachinery validation), Helm release names
+(helm/pkg/chartutil: a DNS-1123 subdomain of at most 53 characters), label keys and values,
+container image references (the distribution reference grammar) and render-folder path segments.
+
+``problems(checks)`` returns one ``"<option>: <why>"`` line per bad value and never raises, so a
+role can show every problem at once. Values are quoted with ``ascii()`` (control characters and
+unicode escaped, long values cut) so a message can always be printed on one line.
+"""
+
+from __future__ import annotations
+
+import re
+
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+HELM_RELEASE_MAX = 53
+LABEL_NAME_MAX = 63
+LABEL_VALUE_MAX = 63
+IMAGE_NAME_MAX = 255
+PATH_SEGMENT_MAX = 128
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL = re.compile(r"^%s$" % _LABEL)
+_DNS1123_SUBDOMAIN = re.compile(r"^%s(\.%s)*$" % (_LABEL, _LABEL))
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_PATH_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# distribution/reference: [domain[:port]/]path-component(/path-component)*[:tag][@digest]
+_DOMAIN = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
+_IMAGE = re.compile(
+    r"^(?:(?P<domain>%s)/)?(?P<path>%s(?:/%s)*)(?::(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$"
+    % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
+
+KIND_SECRET = "Secret"
+
+
+def show(value, limit=80):
+    """A value as it may appear in a message: ascii-escaped, one line, at most ``limit`` characters."""
+    text = ascii(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _text(value):
+    """The value when it is a non-empty string, else the reason it is not."""
+    if value is None:
+        return None, "is required"
+    if not isinstance(value, str):
+        return None, "must be a string, got %s" % type(value).__name__
+    if not value:
+        return None, "must not be empty"
+    return value, None
+
+
+def dns1123_label(value):
+    """None when ``value`` is a DNS-1123 label (namespaces, Service and most short names), else why not."""
+    text, why = _text(value)
+    if why:
+        return why
+    if len(text) > DNS1123_LABEL_MAX:
+        return "%s is %d characters long, a DNS-1123 label has at most %d" % (show(text), len(text), DNS1123_LABEL_MAX)
+    if not _DNS1123_LABEL.match(text):
+        return ("%s is not a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter "
+                "or digit)" % show(text))
+    return None
+
+
+def dns1123_subdomain(value, maximum=DNS1123_SUBDOMAIN_MAX, what="a DNS-1123 subdomain"):
+    """None when ``value`` is a DNS-1123 subdomain (most object names), else why not."""
+    text, why = _text(value)
+    if why:
+        return why
+    if len(text) > maximum:
+        return "%s is %d characters long, %s has at most %d" % (show(text), len(text), what, maximum)
+    if not _DNS1123_SUBDOMAIN.match(text):
+        return ("%s is not %s (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)"
+                % (show(text), what))
+    return None
+
+
+def helm_release(value):
+    """None when ``value`` is a Helm release name (a DNS-1123 subdomain of at most 53 characters)."""
+    return dns1123_subdomain(value, HELM_RELEASE_MAX, "a Helm release name")
+
+
+def label_key(value):
+    """None when ``value`` is a label (or annotation) key: ``[prefix/]name``."""
+    text, why = _text(value)
+    if why:
+        return why
+    prefix, _sep, name = text.rpartition("/")
+    if _sep and not prefix:
+        return "%s has an empty prefix before '/'" % show(text)
+    if prefix:
+        why = dns1123_subdomain(prefix)
+        if why:
+            return "the prefix of %s: %s" % (show(text), why)
+    if not name:
+        return "%s has no name after the prefix" % show(text)
+    if len(name) > LABEL_NAME_MAX:
+        return "the name part of %s is %d characters long, at most %d" % (show(text), len(name), LABEL_NAME_MAX)
+    if not _QUALIFIED_NAME.match(name):
+        return ("%s is not a label key (name: letters, digits, '-', '_' and '.', starting and ending with a letter "
+                "or digit; optional DNS subdomain prefix and '/')" % show(text))
+    return None
+
+
+def label_value(value):
+    """None when ``value`` is a label value (may be empty)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return "must be a string, got %s" % type(value).__name__
+    text = str(value)
+    if len(text) > LABEL_VALUE_MAX:
+        return "%s is %d characters long, a label value has at most %d" % (show(text), len(text), LABEL_VALUE_MAX)
+    if not _LABEL_VALUE.match(text):
+        return ("%s is not a label value (letters, digits, '-', '_' and '.', starting and ending with a letter "
+                "or digit)" % show(text))
+    return None
+
+
+def labels(value):
+    """None when ``value`` is a dict of valid label keys and values, else every reason it is not."""
+    if not isinstance(value, dict):
+        return "must be a dict of label keys and values, got %s" % type(value).__name__
+    reasons = []
+    for key in sorted(value, key=str):
+        why = label_key(key)
+        if why:
+            reasons.append("key %s" % why if why.startswith("must") else why)
+            continue
+        why = label_value(value[key])
+        if why:
+            reasons.append("%s: %s" % (key, why))
+    return "; ".join(reasons) or None
+
+
+def image(value):
+    """None when ``value`` is a container image reference (``[registry/]path[:tag][@digest]``)."""
+    text, why = _text(value)
+    if why:
+        return why
+    match = _IMAGE.match(text)
+    if not match:
+        return ("%s is not an image reference ([registry[:port]/]lowercase/path[:tag][@algorithm:hex])"
+                % show(text))
+    domain = match.group("domain")
+    if domain and not ("." in domain or ":" in domain or domain == "localhost") and not re.match(
+            r"^%s$" % _PATH_COMPONENT, domain):
+        # without '.', ':' or localhost the first part is a repository path component: lowercase only
+        return "%s is not an image reference: %s must be lowercase" % (show(text), show(domain))
+    name = text.split("@", 1)[0]
+    if match.group("tag"):
+        name = name[:-(len(match.group("tag")) + 1)]
+    if len(name) > IMAGE_NAME_MAX:
+        return "the repository of %s is %d characters long, at most %d" % (show(text), len(name), IMAGE_NAME_MAX)
+    return None
+
+
+def path_segment(value):
+    """None when ``value`` can be one folder or file name under the render folder, else why not.
+
+    Refuses what would leave the folder or make a name hard to review: separators, ``.``/``..``,
+    absolute paths, a leading dash, whitespace, control and non-ASCII characters.
+    """
+    text, why = _text(value)
+    if why:
+        return why
+    if "/" in text or "\\" in text:
+        return "%s holds a path separator; it must be a single name inside the render folder" % show(text)
+    if text in (".", ".."):
+        return "%s would leave its folder" % show(text)
+    if len(text) > PATH_SEGMENT_MAX:
+        return "%s is %d characters long, at most %d" % (show(text), len(text), PATH_SEGMENT_MAX)
+    if not _PATH_SEGMENT.match(text):
+        return ("%s is not a plain name (ASCII letters, digits, '.', '_' and '-', starting with a letter or digit)"
+                % show(text))
+    return None
+
+
+# Kinds whose names follow apimachinery's path segment rule instead of DNS-1123 (RBAC: system:...).
+PATH_SEGMENT_NAME_KINDS = frozenset(("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"))
+
+
+def path_segment_name(value):
+    """None when ``value`` is a valid name for a kind validated as a URL path segment (RBAC objects)."""
+    text, why = _text(value)
+    if why:
+        return why
+    if text in (".", "..") or "/" in text or "%" in text:
+        return "%s may not be '.' or '..' nor hold '/' or '%%'" % show(text)
+    if len(text) > DNS1123_SUBDOMAIN_MAX or any(ord(c) < 32 or c.isspace() for c in text):
+        return "%s is not a valid name (at most %d characters, no whitespace)" % (show(text), DNS1123_SUBDOMAIN_MAX)
+    return None
+
+
+RULES = {
+    "namespace": dns1123_label,
+    "dns1123_label": dns1123_label,
+    "dns1123_subdomain": dns1123_subdomain,
+    "object_name": dns1123_subdomain,
+    "helm_release": helm_release,
+    "label_key": label_key,
+    "label_value": label_value,
+    "labels": labels,
+    "image": image,
+    "path_segment": path_segment,
+}
+
+
+def check(rule, value):
+    """None when ``value`` follows ``rule`` (a key of RULES), else why not. Unknown rules raise ValueError."""
+    if rule not in RULES:
+        raise ValueError("rule %s is not one of %s" % (show(rule), ", ".join(sorted(RULES))))
+    return RULES[rule](value)
+
+
+def problems(checks):
+    """``"<option>: <why>"`` for every bad entry of ``checks``.
+
+    ``checks``: a list of dicts with ``option`` (the name the user knows), ``rule`` (a key of RULES),
+    ``value`` and optional ``required`` (default true; when false, a null or empty value is skipped).
+    """
+    if not isinstance(checks, (list, tuple)):
+        raise ValueError("the checks must be a list of {option, rule, value} dicts, got %s" % type(checks).__name__)
+    found = []
+    for index, entry in enumerate(checks):
+        if not isinstance(entry, dict) or not isinstance(entry.get("option"), str) or "rule" not in entry:
+            raise ValueError("check %d must be a dict with option, rule and value, got %s" % (index, show(entry)))
+        value = entry.get("value")
+        if not entry.get("required", True) and (value is None or value == "" or value == {}):
+            continue
+        why = check(entry["rule"], value)
+        if why:
+            found.append("%s: %s" % (entry["option"], why))
+    return found
+
+
+# ---------------------------------------------------------------------------------- manifests
+
+def _is_list_kind(kind):
+    return isinstance(kind, str) and kind.endswith("List")
+
+
+def secret_paths(manifests, where="apply_manifests"):
+    """Where a Secret sits in ``manifests``, at any depth of ``*List`` items; never its data."""
+    found = []
+    if not isinstance(manifests, (list, tuple)):
+        return found
+    for index, item in enumerate(manifests):
+        path = "%s[%d]" % (where, index)
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("kind")
+        if isinstance(kind, str) and kind.strip().lower() == KIND_SECRET.lower():
+            found.append(path)
+        elif _is_list_kind(kind) or "items" in item and "metadata" not in item:
+            found.extend(secret_paths(item.get("items"), path + ".items"))
+    return found
+
+
+def flatten(manifests):
+    """Objects of ``manifests`` in order, with the items of every ``*List`` in place of the list."""
+    objects = []
+    for item in manifests:
+        if isinstance(item, dict) and _is_list_kind(item.get("kind")) and isinstance(item.get("items"), list):
+            objects.extend(flatten(item["items"]))
+        else:
+            objects.append(item)
+    return objects
+
+
+def manifest_problems(manifests, where="apply_manifests"):
+    """Why the objects cannot go through the apply role: Secrets at any depth (by path only), objects
+    without apiVersion, kind or name, names that are not valid or cannot be file names."""
+    if not isinstance(manifests, (list, tuple)):
+        return ["%s: must be a list of Kubernetes objects, got %s" % (where, type(manifests).__name__)]
+    found = ["%s: a Secret cannot go through gpu_ops.cluster.apply, whose task results would show its data; "
+             "create it with kubernetes.core.k8s and no_log: true" % path for path in secret_paths(manifests, where)]
+    if found:
+        return found  # nothing else is looked at: a message about a Secret's fields could show them
+    for index, item in enumerate(manifests):
+        path = "%s[%d]" % (where, index)
+        if not isinstance(item, dict):
+            found.append("%s: must be a Kubernetes object (a dict), got %s" % (path, type(item).__name__))
+            continue
+        if _is_list_kind(item.get("kind")):
+            if not isinstance(item.get("items"), list):
+                found.append("%s.items: a %s must hold a list of objects" % (path, item.get("kind")))
+            else:
+                found.extend(manifest_problems(item["items"], path + ".items"))
+            continue
+        found.extend(_object_problems(item, path))
+    return found
+
+
+def _object_problems(item, path):
+    found = []
+    for field in ("apiVersion", "kind"):
+        value = item.get(field)
+        if not isinstance(value, str) or not value.strip():
+            found.append("%s.%s: is required (a non-empty string)" % (path, field))
+    kind = item.get("kind")
+    if isinstance(kind, str) and kind and not re.match(r"^[A-Za-z][A-Za-z0-9]*$", kind):
+        found.append("%s.kind: %s is not a Kubernetes kind (letters and digits)" % (path, show(kind)))
+    metadata = item.get("metadata")
+    if not isinstance(metadata, dict):
+        found.append("%s.metadata: is required (a dict with name)" % path)
+        return found
+    name_rule = path_segment_name if kind in PATH_SEGMENT_NAME_KINDS else dns1123_subdomain
+    why = name_rule(metadata.get("name"))
+    if why:
+        found.append("%s.metadata.name: %s" % (path, why))
+    if metadata.get("namespace") is not None:
+        why = dns1123_label(metadata["namespace"])
+        if why:
+            found.append("%s.metadata.namespace: %s" % (path, why))
+    for field in ("labels", "annotations"):
+        if metadata.get(field) is not None:
+            why = labels(metadata[field]) if field == "labels" else _annotation_problems(metadata[field])
+            if why:
+                found.append("%s.metadata.%s: %s" % (path, field, why))
+    return found
+
+
+def _annotation_problems(value):
+    if not isinstance(value, dict):
+        return "must be a dict, got %s" % type(value).__name__
+    reasons = [label_key(key) for key in sorted(value, key=str)]
+    return "; ".join(r for r in reasons if r) or None

@@ -1,0 +1,132 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Roles are as strict as modules: one table of bad role inputs, one ansible-playbook run.
+
+Every case includes a role in render mode with one bad input inside a block whose rescue records
+the failure message; the last task prints them all. Each case must fail, name the variable (with
+its path for suboptions) and leave its render folder unwritten. A hostile new user's inputs: typos
+in nested keys, wrong types, names Kubernetes refuses, path traversal, unicode, Secrets in Lists.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+SECRET_MARK = "hunter2-never-printed"
+SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"}, "stringData": {"pw": SECRET_MARK}}
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}, "data": {"a": "b"}}
+CHART = {"release_name": "plugin", "release_namespace": "nvidia", "chart_ref": "nvdp/nvidia-device-plugin",
+         "chart_version": "0.17.0"}
+
+
+def apply_manifests(manifests, **extra):
+    return ("apply", "manifests", dict(apply_manifests=manifests, **extra))
+
+
+def apply_chart(**changes):
+    return ("apply", "chart", dict(apply_chart=dict(CHART, **changes)))
+
+
+def names(*checks):
+    return ("apply", "names", dict(apply_names_for="my_role", apply_names=[
+        dict(option=o, rule=r, value=v) for o, r, v in checks]))
+
+
+# (title, (role, entry point, vars), words every one of which the message must hold)
+CASES = [
+    # --- apply: Secrets at any depth, never printed
+    ("apply: Secret in a List", apply_manifests([{"apiVersion": "v1", "kind": "List", "items": [CM, SECRET]}]),
+     ["apply_manifests[0].items[1]: a Secret cannot go through"]),
+    ("apply: Secret in a SecretList", apply_manifests([{"apiVersion": "v1", "kind": "SecretList", "items": [SECRET]}]),
+     ["apply_manifests[0].items[0]: a Secret"]),
+    ("apply: Secret in a PodList in a List", apply_manifests(
+        [{"kind": "List", "items": [{"kind": "PodList", "items": [SECRET]}]}]), ["apply_manifests[0].items[0].items[0]"]),
+    # --- apply: paths stay inside the render folder
+    ("apply: step climbing out", apply_manifests([CM], apply_step="../../etc"),
+     ["apply_step: '../../etc' holds a path separator"]),
+    ("apply: absolute step", apply_manifests([CM], apply_step="/tmp/x"), ["apply_step: '/tmp/x' holds a path"]),
+    ("apply: step '..'", apply_manifests([CM], apply_step=".."), ["apply_step: '..' would leave its folder"]),
+    ("apply: unicode step", apply_manifests([CM], apply_step="\u00e9tape"), ["apply_step: '\\xe9tape' is not a plain"]),
+    ("apply: object name with a path", apply_manifests([dict(CM, metadata={"name": "../../x"})]),
+     ["apply_manifests[0].metadata.name: '../../x' is not a DNS-1123 subdomain"]),
+    ("apply: object without a name", apply_manifests([dict(CM, metadata={})]),
+     ["apply_manifests[0].metadata.name: is required"]),
+    ("apply: namespace in capitals", apply_manifests([dict(CM, metadata={"name": "cm", "namespace": "GPU"})]),
+     ["apply_manifests[0].metadata.namespace: 'GPU' is not a DNS-1123 label"]),
+    ("apply: label value with a space", apply_manifests([dict(CM, metadata={"name": "cm", "labels": {"a": "b c"}})]),
+     ["apply_manifests[0].metadata.labels: a: 'b c'"]),
+    ("apply: object that is text", apply_manifests(["kind: ConfigMap"]), ["apply_manifests", "dict"]),
+    ("apply: typo in wait_condition", apply_manifests([CM], apply_wait_condition={"type": "Ready", "stauts": "True"}),
+     ["stauts", "apply_wait_condition"]),
+    ("apply: wait_condition status not a choice", apply_manifests([CM], apply_wait_condition={"status": "yes"}),
+     ["apply_wait_condition", "status", "True, False, Unknown"]),
+    # --- apply: chart
+    ("apply: release name too long", apply_chart(release_name="r" * 54),
+     ["apply_chart.release_name: ", "a Helm release name has at most 53"]),
+    ("apply: release name with a path", apply_chart(release_name="../plugin"), ["apply_chart.release_name: '../plugin'"]),
+    ("apply: release namespace with a dot", apply_chart(release_namespace="a.b"),
+     ["apply_chart.release_namespace: 'a.b' is not a DNS-1123 label"]),
+    ("apply: typo in the chart", apply_chart(chart_verison="1"), ["chart_verison", "apply_chart"]),
+    ("apply: chart step with a separator", ("apply", "chart", dict(apply_chart=CHART, apply_step="a/b")),
+     ["apply_step: 'a/b' holds a path separator"]),
+    # --- apply: names entry point (what other roles call)
+    ("names: every problem at once", names(("my_role_namespace", "namespace", "Bad_NS"),
+                                           ("my_role_image", "image", "UPPER/x:1"),
+                                           ("my_role_labels", "labels", {"bad key": "v"})),
+     ["my_role: my_role_namespace: 'Bad_NS'", "my_role_image: ", "my_role_labels: 'bad key'"]),
+    ("names: omitted required value", names(("my_role_namespace", "namespace", None)),
+     ["my_role_namespace: is required"]),
+    ("names: unknown rule", ("apply", "names", dict(apply_names=[dict(option="x", rule="hostname", value="x")])),
+     ["rule", "hostname"]),
+]
+
+
+def _case_tasks(index, title, role, entry, role_vars):
+    record = "{{ outcomes | combine({%s: ansible_failed_result.msg | default('failed') | string}) }}" % json.dumps(title)
+    return {
+        "name": "case %02d" % index,
+        "vars": dict(role_vars, gpu_ops_render_dir="{{ render_root }}/case-%02d" % index),
+        "block": [
+            {"name": "include %s" % title,
+             "ansible.builtin.include_role": {"name": "gpu_ops.cluster.%s" % role, "tasks_from": entry}},
+            {"name": "accepted %02d" % index,
+             "ansible.builtin.set_fact": {"outcomes": "{{ outcomes | combine({%s: 'ACCEPTED'}) }}" % json.dumps(title)}},
+        ],
+        "rescue": [{"name": "record %02d" % index, "ansible.builtin.set_fact": {"outcomes": record}}],
+    }
+
+
+@pytest.fixture(scope="module")
+def outcomes(run_playbook_module, tmp_path_factory):
+    render_root = tmp_path_factory.mktemp("role-bad-inputs")
+    tasks = [{"name": "start", "ansible.builtin.set_fact": {"outcomes": {}}}]
+    tasks += [_case_tasks(i, title, *case) for i, (title, case, _words) in enumerate(CASES)]
+    tasks.append({"name": "report", "ansible.builtin.debug": {"var": "outcomes"}})
+    play = [{"name": "role bad inputs", "hosts": "localhost", "gather_facts": False,
+             "vars": {"render_root": str(render_root)}, "tasks": tasks}]
+    result = run_playbook_module(play)
+    report = result.task("report")["result"]["outcomes"]
+    return dict(report=report, output=result.output, recorded=json.dumps(result.results), render_root=render_root)
+
+
+def test_the_table_is_large_enough():
+    assert len(CASES) >= 20 and len(set(c[0] for c in CASES)) == len(CASES)
+
+
+@pytest.mark.parametrize("index, title, words", [(i, c[0], c[2]) for i, c in enumerate(CASES)], ids=[c[0] for c in CASES])
+def test_bad_role_input_fails_naming_it_before_anything_is_written(outcomes, index, title, words):
+    message = outcomes["report"].get(title)
+    assert message is not None, outcomes["output"]
+    assert message != "ACCEPTED", "%s: accepted" % title
+    for word in words:
+        assert word in message, "%s: %r not in %s" % (title, word, message)
+    assert not (outcomes["render_root"] / ("case-%02d" % index)).exists(), "%s: something was rendered" % title
+
+
+def test_no_secret_in_any_output(outcomes):
+    assert SECRET_MARK not in outcomes["output"]
+    assert SECRET_MARK not in json.dumps(outcomes["report"])
+    assert SECRET_MARK not in outcomes["recorded"]
