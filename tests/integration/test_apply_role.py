@@ -325,8 +325,9 @@ def test_secrets_are_refused_before_anything_is_written_or_sent(run_playbook, k8
         ([MANIFESTS[0], {"apiVersion": "v1", "kind": "List", "items": [MANIFESTS[1], secret]}],
          "apply_manifests[1].items[1]"),
         ([{"apiVersion": "v1", "kind": "SecretList", "items": [secret]}], "apply_manifests[0].items[0]"),
-        ([{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "ConfigMapList",
-                                                           "items": [secret]}]}], "apply_manifests[0].items[0].items[0]"),
+        ([{"apiVersion": "v1", "kind": "List",
+           "items": [{"apiVersion": "v1", "kind": "ConfigMapList", "items": [secret]}]}],
+         "apply_manifests[0].items[0].items[0]"),
     ]
     for index, (manifests, path) in enumerate(cases):
         extra = {"gpu_ops_render_dir": str(tmp_path / "rendered")} if index % 2 else {}
