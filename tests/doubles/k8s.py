@@ -24,10 +24,18 @@ list (plurals, scopes, verbs, short names, subresources) from kmock's bundled k3
 and its schemas from kubernetes-validate (built-ins) and ``tests/contract/crd_schemas`` (custom
 resources), through ``tests/contract/k8s_validation``.
 
+``K8sDouble(tls=True)`` serves HTTPS with a self-signed CA of its own (in the kubeconfig as
+``certificate-authority-data``, and in ``ca_file``): clients that read a kubeconfig through client-go
+(helm, kubectl) send credentials only over TLS. The ``helm_k8s`` fixture of tests/integration/conftest.py
+is such a double with the environment helm needs (see tests/charts/README.md).
+
 What it does like a real API server (Kubernetes 1.33):
 
 - Discovery: ``/version``, ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``, with
-  subresources (``pods/log``, ``*/status``...). Custom resources from ``crd_schemas`` are registered
+  subresources (``pods/log``, ``*/status``...). OpenAPI v3: the ``/openapi/v3`` index and one document
+  per group-version with every resource's paths and operations (``x-kubernetes-group-version-kind``, the
+  ``dryRun``/``fieldManager``/``fieldValidation`` parameters), which is what helm and kubectl read to
+  learn that the server validates fields itself; the documents carry no ``components.schemas``. Custom resources from ``crd_schemas`` are registered
   at start (``crds=`` picks which), each with a CustomResourceDefinition object; POSTing a
   CustomResourceDefinition registers its served versions (validated with its openAPIV3Schema made
   strict) and deleting it removes the resource and its objects.
@@ -39,6 +47,14 @@ What it does like a real API server (Kubernetes 1.33):
   in discovery), 415 UnsupportedMediaType (strategic merge patch on a custom resource, as the real
   server does; kubernetes.core then falls back to a merge patch), 422 Invalid (schema, names,
   labels, selectors, immutable fields, limits), with ``details.causes``.
+- Bodies as JSON, and as Kubernetes protobuf (``application/vnd.kubernetes.protobuf``, what client-go
+  typed clients send) for the messages helm writes: core/v1 Secret and DeleteOptions (see
+  ``k8s_protobuf``); any other protobuf kind is a 415, an unknown protobuf field a 400. Answers are JSON.
+- Helm 3 end to end (``helm install/upgrade/uninstall/history``, kubernetes.core.helm): its release
+  storage is Secrets of type ``helm.sh/release.v1`` labelled ``owner=helm,name=<release>,status,version``,
+  listed by label selector and replaced on status changes; chart objects are created with
+  ``fieldManager=helm``, upgraded with strategic merge patches (helm sends JSON merge patches for
+  custom resources, which the double takes too), and deleted on uninstall; ``helm --wait`` polls the objects the controllers below make ready.
 - Patch types: JSON merge patch (RFC 7386), JSON patch (RFC 6902, with ``test``), strategic merge
   patch for built-ins driven by the schema's ``x-kubernetes-patch-merge-key``/``-strategy``
   (lists such as containers, env, volumes, ports merge by key; ``$patch: replace|delete`` and
@@ -114,9 +130,10 @@ What it CANNOT do (tests must stay away from these; they fail loudly where possi
 - Unscripted exec, stdin/tty exec, the v5 channel protocol, SPDY; ``kubernetes.core.k8s_cp`` (a tar
   stream over exec), attach, port-forward, proxy: 400. Binding, ephemeralcontainers, resize, token
   subresources: 404.
-- Helm (kubernetes.core.helm needs the helm binary, OpenAPI v2 and protobuf release Secrets),
-  kubectl with protobuf, ``/openapi/v2`` and ``/openapi/v3`` (404), Table output, aggregated
-  discovery, pagination (``limit`` is ignored: lists are complete, no ``continue``).
+- Helm 4 (server-side apply, kstatus watches); ``/openapi/v2`` (404: it is protobuf only), OpenAPI
+  schemas, protobuf bodies of other kinds and protobuf answers, Table output, aggregated discovery,
+  pagination (``limit`` is ignored: lists are complete, no ``continue``). ``fieldManager`` is accepted
+  and ignored (no managedFields).
 - Unknown fields are rejected with 422 (``fieldValidation=Strict`` behaviour) rather than dropped
   with a warning (the default ``Warn``); custom resources get no schema defaults, no CEL rules
   (beyond ``immutable``), no conversion webhooks, one served version per CRD.
@@ -141,6 +158,7 @@ import re
 import shutil
 import socket
 import struct
+import sys
 import tempfile
 import threading
 import time
@@ -152,6 +170,7 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 
 from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
+from ansible_collections.gpu_ops.cluster.tests.doubles import k8s_protobuf
 
 SERVER_VERSION = "1.33.5"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
@@ -766,8 +785,9 @@ class K8sDouble:
     """A Kubernetes API server double on 127.0.0.1 (see the module docstring)."""
 
     def __init__(self, crds=ALL_CRDS, controllers=True, ready_delay=0.0, server_version=SERVER_VERSION,
-                 token=None, namespaces=("default", "kube-system", "kube-public", "kube-node-lease")):
+                 token=None, namespaces=("default", "kube-system", "kube-public", "kube-node-lease"), tls=False):
         self.server_version = server_version
+        self.tls = tls
         self.token = token or "double-token-%s" % uuid.uuid4().hex
         self.controllers = controllers
         self.ready_delay = ready_delay
@@ -786,6 +806,7 @@ class K8sDouble:
         self._server = None
         self._thread = None
         self._tmpdir = None
+        self.ca_file = None
         self.kubeconfig = None
         for info in k8s_validation.builtin_resources():
             self._register(ResourceType(info.group, info.version, info.kind, info.plural, info.namespaced, info.verbs,
@@ -808,12 +829,14 @@ class K8sDouble:
         class Handler(_Handler):
             owner = double
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        self._tmpdir = tempfile.mkdtemp(prefix="k8s-double-")
+        if self.tls:
+            self._serve_tls()
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="k8s-double", daemon=True)
         self._thread.start()
-        self._tmpdir = tempfile.mkdtemp(prefix="k8s-double-")
         self.kubeconfig = self.write_kubeconfig(os.path.join(self._tmpdir, "kubeconfig"))
         return self
 
@@ -832,15 +855,31 @@ class K8sDouble:
     def __exit__(self, *exc):
         self.stop()
 
+    def _serve_tls(self):
+        """Serve HTTPS with a fresh self-signed certificate for 127.0.0.1 (its own CA).
+
+        Clients that read a kubeconfig through client-go (helm, kubectl) send the user's credentials only
+        over TLS, so the double needs it for them; the python client does not care.
+        """
+        import ssl  # pylint: disable=import-outside-toplevel
+        self.ca_file = os.path.join(self._tmpdir, "ca.crt")
+        key_file = os.path.join(self._tmpdir, "server.key")
+        _self_signed_certificate(self.ca_file, key_file)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.ca_file, key_file)
+        # the handshake happens in the handler thread, so a slow client cannot block accept()
+        self._server.socket = context.wrap_socket(self._server.socket, server_side=True,
+                                                  do_handshake_on_connect=False)
+
     @property
     def url(self):
-        return "http://127.0.0.1:%d" % self._server.server_address[1]
+        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self._server.server_address[1])
 
     def write_kubeconfig(self, path, context="double"):
         """Write a kubeconfig (server URL + bearer token) for this double; return its path."""
         config = {
             "apiVersion": "v1", "kind": "Config", "current-context": context, "preferences": {},
-            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "clusters": [{"name": context, "cluster": dict(self._ca_data(), server=self.url)}],
             "users": [{"name": context, "user": {"token": self.token}}],
             "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": "default"}}],
         }
@@ -848,6 +887,12 @@ class K8sDouble:
             yaml.safe_dump(config, handle)
         os.chmod(path, 0o600)
         return path
+
+    def _ca_data(self):
+        if not self.tls:
+            return {}
+        with open(self.ca_file, "rb") as handle:
+            return {"certificate-authority-data": base64.b64encode(handle.read()).decode("ascii")}
 
     def env(self):
         """Environment for an ansible-playbook subprocess (kubernetes.core reads K8S_AUTH_*)."""
@@ -858,6 +903,8 @@ class K8sDouble:
         import kubernetes.client  # pylint: disable=import-outside-toplevel
         configuration = kubernetes.client.Configuration()
         configuration.host = self.url
+        if self.tls:
+            configuration.ssl_ca_cert = self.ca_file
         configuration.api_key = {"authorization": "Bearer " + self.token}
         return kubernetes.client.ApiClient(configuration)
 
@@ -1223,6 +1270,8 @@ class K8sDouble:
         return self._delete_collection(rtype, namespace, query, dry, entry)
 
     def _parse_body(self, method, content_type, raw, rtype, sub):
+        if content_type == k8s_protobuf.CONTENT_TYPE and method in ("POST", "PUT", "DELETE") and raw:
+            return self._parse_protobuf(method, raw, rtype)
         if method not in ("POST", "PUT", "PATCH"):
             if method == "DELETE" and raw:
                 try:
@@ -1253,6 +1302,22 @@ class K8sDouble:
             raise ApiError(400, "BadRequest", "the request body must be a JSON object")
         return body
 
+    @staticmethod
+    def _parse_protobuf(method, raw, rtype):
+        """A protobuf body (client-go typed clients: helm's release Secrets and their DeleteOptions)."""
+        try:
+            body = k8s_protobuf.decode(raw)
+        except k8s_protobuf.ProtobufError as error:
+            raise ApiError(415 if "decodes protobuf only" in str(error) else 400,
+                           "UnsupportedMediaType" if "decodes protobuf only" in str(error) else "BadRequest",
+                           "protobuf body: %s" % error)
+        if method == "DELETE" and body["kind"] != "DeleteOptions":
+            raise ApiError(400, "BadRequest", "a DELETE body must be DeleteOptions, got %s" % body["kind"])
+        if method != "DELETE" and (body["kind"], body["apiVersion"]) != (rtype.kind, rtype.api_version):
+            raise ApiError(400, "BadRequest", "the API version in the data (%s) and kind (%s) do not match the "
+                           "expected %s %s" % (body["apiVersion"], body["kind"], rtype.api_version, rtype.kind))
+        return body
+
     # ------------------------------------------------------------------ discovery
     def _discovery(self, parts):
         if parts == ["version"]:
@@ -1260,6 +1325,8 @@ class K8sDouble:
             return {"major": major, "minor": minor, "gitVersion": "v%s-double" % self.server_version,
                     "gitCommit": "0" * 40, "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
                     "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"}
+        if parts[:2] == ["openapi", "v3"]:
+            return self._openapi_v3("/".join(parts[2:]))
         if parts == ["api"]:
             return {"kind": "APIVersions", "versions": ["v1"],
                     "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
@@ -1302,6 +1369,37 @@ class K8sDouble:
                                   "kind": rtype.kind, "verbs": _SUBRESOURCE_VERBS.get(sub, ["get"])})
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "%s/%s" % (group, version) if group else version,
                 "resources": resources}
+
+    def _group_versions(self):
+        """{"api/v1" or "apis/<group>/<version>": [ResourceType...]} of what is served now."""
+        served = collections.OrderedDict()
+        for (group, version, _plural), rtype in self._types.items():
+            served.setdefault("apis/%s/%s" % (group, version) if group else "api/" + version, []).append(rtype)
+        return served
+
+    def _openapi_v3(self, group_version):
+        """OpenAPI v3: the index, and per group-version the paths with their operations and parameters.
+
+        Clients (kubectl, helm) read it to learn that the server validates fields itself (the
+        ``fieldValidation`` parameter of each PATCH) and then skip their own schema check; the
+        documents carry no ``components.schemas`` (the double validates on write, strictly).
+        """
+        served = self._group_versions()
+        if not group_version:
+            return {"paths": {gv: {"serverRelativeURL": "/openapi/v3/%s?hash=%s" % (gv, self._openapi_hash(gv, types))}
+                              for gv, types in served.items()}}
+        if group_version not in served:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        paths = {}
+        for rtype in served[group_version]:
+            paths.update(_openapi_paths(group_version, rtype))
+        return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v" + self.server_version},
+                "paths": paths, "components": {"schemas": {}}}
+
+    @staticmethod
+    def _openapi_hash(group_version, types):
+        text = group_version + ",".join(sorted("%s:%s" % (t.plural, t.kind) for t in types))
+        return hashlib.sha512(text.encode("utf-8")).hexdigest().upper()[:128]
 
     # ------------------------------------------------------------------ verbs
     def _existing(self, rtype, namespace, name):
@@ -2095,6 +2193,76 @@ def _pod_status(pod, phase, ready, exit_code=0):
         status.update({"hostIP": "10.0.0.1", "podIP": "10.64.0.%d" % (sum(map(ord, pod["metadata"]["name"])) % 250 + 2),
                        "startTime": started})
     return status
+
+
+_OPENAPI_WRITE_PARAMETERS = ("dryRun", "fieldManager", "fieldValidation")
+
+
+def _openapi_operation(action, rtype, parameters=()):
+    gvk = {"group": rtype.group, "version": rtype.version, "kind": rtype.kind}
+    return {"operationId": "%s%s" % (action, rtype.kind), "x-kubernetes-action": action,
+            "x-kubernetes-group-version-kind": gvk,
+            "parameters": [{"name": name, "in": "query", "schema": {"type": "string"}, "uniqueItems": True}
+                           for name in parameters],
+            "responses": {"200": {"description": "OK"}}}
+
+
+def _openapi_paths(group_version, rtype):
+    """The collection and item paths of one resource, with the verbs discovery lists for it."""
+    base = "/" + group_version + ("/namespaces/{namespace}" if rtype.namespaced else "") + "/" + rtype.plural
+    collection, item = {}, {}
+    verbs = set(rtype.verbs)
+    if "list" in verbs:
+        collection["get"] = _openapi_operation("list", rtype, ("labelSelector", "fieldSelector"))
+    if "create" in verbs:
+        collection["post"] = _openapi_operation("post", rtype, _OPENAPI_WRITE_PARAMETERS)
+    if "deletecollection" in verbs:
+        collection["delete"] = _openapi_operation("deletecollection", rtype, ("dryRun", "labelSelector"))
+    if "get" in verbs:
+        item["get"] = _openapi_operation("get", rtype)
+    if "update" in verbs:
+        item["put"] = _openapi_operation("put", rtype, _OPENAPI_WRITE_PARAMETERS)
+    if "patch" in verbs:
+        item["patch"] = _openapi_operation("patch", rtype, _OPENAPI_WRITE_PARAMETERS + ("force",))
+    if "delete" in verbs:
+        item["delete"] = _openapi_operation("delete", rtype, ("dryRun", "propagationPolicy"))
+    return {path: ops for path, ops in ((base, collection), (base + "/{name}", item)) if ops}
+
+
+def _self_signed_certificate(cert_file, key_file):
+    """Write a self-signed CA certificate valid for 127.0.0.1 and localhost, and its key."""
+    # cryptography comes with azure-identity (msal); only TLS doubles need it
+    from cryptography import x509  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives import hashes, serialization  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives.asymmetric import ec  # pylint: disable=import-outside-toplevel
+    from cryptography.x509.oid import NameOID  # pylint: disable=import-outside-toplevel
+    import ipaddress  # pylint: disable=import-outside-toplevel
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "k8s-double")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    with open(cert_file, "wb") as handle:
+        handle.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_file, "wb") as handle:
+        handle.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    os.chmod(key_file, 0o600)
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """A client that gives up on the TLS handshake (an unknown CA) is its own business; anything else is printed."""
+        import ssl  # pylint: disable=import-outside-toplevel
+        if not isinstance(sys.exc_info()[1], (ssl.SSLError, ConnectionError)):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

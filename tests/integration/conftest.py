@@ -191,6 +191,45 @@ def k8s_double_module():
         double.stop()
 
 
+# ---- Helm: charts installed for real by kubernetes.core.helm (see tests/charts/README.md) ----
+
+TEST_CHARTS = REPO_ROOT / "tests" / "charts"
+
+
+def chart_path(name):
+    """The path of the test chart tests/charts/<name> (a stand-in for the upstream chart of that name)."""
+    path = TEST_CHARTS / name
+    assert (path / "Chart.yaml").is_file(), "no test chart %s (known: %s)" % (
+        path, sorted(p.name for p in TEST_CHARTS.iterdir() if (p / "Chart.yaml").is_file()))
+    return str(path)
+
+
+def helm_binary():
+    """The helm that scripts/bootstrap.sh puts in the virtualenv (or one on PATH); fails, never skips."""
+    found = shutil.which("helm", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    if not found:
+        pytest.fail("helm not found next to %s or on PATH: run `bash scripts/bootstrap.sh .venv python3.11 "
+                    "tests/requirements-2.19.txt`, which installs it" % sys.executable)
+    return found
+
+
+@pytest.fixture
+def helm_k8s(tmp_path):
+    """A Kubernetes API double over TLS (helm sends its credentials only over TLS), with ``env`` for
+    ansible-playbook: the kubeconfig, and helm's cache/config/data folders kept inside the test's folder."""
+    helm = helm_binary()
+    double = K8sDouble(tls=True).start()
+    home = tmp_path / "helm-home"
+    double.helm_env = dict(double.env(), KUBECONFIG=double.kubeconfig, HELM_CACHE_HOME=str(home / "cache"), HELM_CONFIG_HOME=str(home / "config"),
+                           HELM_DATA_HOME=str(home / "data"),
+                           PATH=os.pathsep.join([str(Path(helm).parent), str(Path(sys.executable).parent),
+                                                 os.environ.get("PATH", "")]))
+    try:
+        yield double
+    finally:
+        double.stop()
+
+
 # =============================================================================================
 # 3. Cloud doubles (GCP, Azure)
 # =============================================================================================
