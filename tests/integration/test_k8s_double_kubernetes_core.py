@@ -252,8 +252,10 @@ UNSUPPORTED = """
         state: to_pod
       ignore_errors: true
 
+    # helm reads the kubeconfig through client-go, which sends credentials only over TLS: K8sDouble(tls=True)
     - name: helm
       kubernetes.core.helm:
+        kubeconfig: "{{ kubeconfig }}"
         name: gpu-operator
         chart_ref: nvidia/gpu-operator
         release_namespace: gpu-operator
@@ -303,7 +305,7 @@ def unsupported_result(run_playbook_module, k8s_double_module):
     ("k8s_exec", "only for commands given to script_exec()"),
     ("server_side_apply", "server-side apply is not supported"),
     ("k8s_cp", "only for commands given to script_exec()"),
-    ("helm", 'Failed to find required executable "helm"'),
+    ("helm", "the server has asked for the client to provide credentials"),
 ])
 def test_unsupported_flows_fail_loudly(unsupported_result, task, message):
     record = unsupported_result.task(task)
