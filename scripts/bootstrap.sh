@@ -13,7 +13,7 @@ python=${2:?python interpreter}
 requirements=${3:?requirements file}
 root=$(cd "$(dirname "$0")/.." && pwd)
 collections="$root/.collections"
-# The ansible package on PyPI bundles kubernetes.core; used when Galaxy is unreachable.
+# The ansible package on PyPI bundles kubernetes.core and awx.awx; used when Galaxy is unreachable.
 ansible_bundle=${GPU_OPS_ANSIBLE_BUNDLE:-ansible==12.3.0}
 
 log() { printf '[bootstrap] %s\n' "$*" >&2; }
@@ -38,15 +38,16 @@ make_venv() {
 }
 
 install_kubernetes_core() {
-    local target="$collections/ansible_collections/kubernetes/core"
-    [ -f "$target/MANIFEST.json" ] && return
+    # kubernetes.core (roles, tests) and awx.awx (playbooks/awx_setup.yml), as requirements.yml lists them
+    [ -f "$collections/ansible_collections/kubernetes/core/MANIFEST.json" ] \
+        && [ -f "$collections/ansible_collections/awx/awx/MANIFEST.json" ] && return
     mkdir -p "$collections"
-    log "installing kubernetes.core from Galaxy"
+    log "installing kubernetes.core and awx.awx from Galaxy"
     if timeout 120 "$venv/bin/ansible-galaxy" collection install -r "$root/requirements.yml" \
         -p "$collections" >/dev/null 2>&1; then
         return
     fi
-    log "Galaxy unreachable; taking kubernetes.core from the $ansible_bundle package"
+    log "Galaxy unreachable; taking kubernetes.core and awx.awx from the $ansible_bundle package"
     local tmp
     tmp=$(mktemp -d)
     "$venv/bin/pip" download --quiet --no-deps --disable-pip-version-check -d "$tmp" "$ansible_bundle"
@@ -54,9 +55,9 @@ install_kubernetes_core() {
 import glob, sys, zipfile
 tmp, dest = sys.argv[1:]
 wheel = glob.glob(tmp + "/ansible-*.whl")[0]
-prefix = "ansible_collections/kubernetes/core/"
+prefixes = ("ansible_collections/kubernetes/core/", "ansible_collections/awx/awx/")
 with zipfile.ZipFile(wheel) as zf:
-    members = [m for m in zf.namelist() if m.startswith(prefix)]
+    members = [m for m in zf.namelist() if m.startswith(prefixes)]
     zf.extractall(dest, members)
 print("extracted %d files" % len(members), file=sys.stderr)
 PY

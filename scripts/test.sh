@@ -55,6 +55,8 @@ stage_collection() {
         [ -e "$f" ] && printf '%s\0' "$f"
     done | tar --null -T - -cf - | tar -xf - -C "$dest"
     ln -sfn "$root/.collections/ansible_collections/kubernetes/core" "$build/ansible_collections/kubernetes/core"
+    # awx.awx: only playbooks/awx_setup.yml and its tests use it
+    mkdir -p "$build/ansible_collections/awx" && ln -sfn "$root/.collections/ansible_collections/awx/awx" "$build/ansible_collections/awx/awx"
     echo "$dest"
 }
 

@@ -1,0 +1,41 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""awx_survey_spec: an AWX job template survey generated from roles' argument specs.
+
+Documentation: plugins/filter/awx_survey_spec.yml; the mapping rules: plugins/module_utils/_survey.py.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _survey
+
+
+def awx_survey_spec(sources, name, description="", role_specs=None):
+    """The survey spec of the questions ``sources`` ask ({} when none).
+
+    A source without ``argument_specs`` takes its role's from ``role_specs`` (role name -> loaded file).
+    """
+    if not isinstance(sources, (list, tuple)) or not all(isinstance(s, dict) for s in sources):
+        raise AnsibleFilterError("awx_survey_spec: expected a list of dicts (argument_specs, role, entry_point, options)")
+    role_specs = role_specs or {}
+    resolved = []
+    for source in sources:
+        if source.get("argument_specs") is None:
+            if source.get("role") not in role_specs:
+                raise AnsibleFilterError("awx_survey_spec: no argument specs for role %r" % source.get("role"))
+            source = dict(source, argument_specs=role_specs[source["role"]])
+        resolved.append(source)
+    try:
+        return _survey.survey_spec(resolved, name, description)
+    except ValueError as exc:
+        raise AnsibleFilterError("awx_survey_spec: %s" % exc)
+
+
+class FilterModule:
+    """AWX survey filters."""
+
+    def filters(self):
+        return {"awx_survey_spec": awx_survey_spec}

@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""playbooks/awx_setup.yml with the real awx.awx modules against the AWX API double (tests/doubles/awx.py).
+
+One setup run and one re-run are shared by the module (each costs ~15 awx.awx module runs); the failure
+cases run one small playbook.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import yaml
+
+from ansible_collections.gpu_ops.cluster.plugins.filter.awx_survey import awx_survey_spec
+from ansible_collections.gpu_ops.cluster.tests.doubles.awx import AwxDouble
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_ROOT, collections_path
+
+PLAYBOOK = REPO_ROOT / "playbooks" / "awx_setup.yml"
+SECRETS = {"gcp_key": "-----BEGIN PRIVATE KEY-----\nMIIdoubleKEY\n-----END PRIVATE KEY-----\n",
+           "azure_secret": "azure-client-s3cret-9d1", "k8s_token": "k8s-bearer-t0ken-44a"}
+CREDENTIALS = [
+    {"name": "GCP service account", "type": "gcp",
+     "inputs": {"username": "gpu-ops@my-gpu-project.iam.gserviceaccount.com", "project": "my-gpu-project",
+                "ssh_key_data": SECRETS["gcp_key"]}},
+    {"name": "Azure service principal", "type": "azure",
+     "inputs": {"subscription": "00000000-0000-0000-0000-000000000001", "client": "app-id", "tenant": "tenant-id",
+                "secret": SECRETS["azure_secret"]}},
+    {"name": "AKS API", "type": "kubernetes",
+     "inputs": {"host": "https://gpu-aks.hcp.example:443", "bearer_token": SECRETS["k8s_token"]}},
+]
+
+
+def project_files():
+    """What AWX finds in the project: the playbooks and the inventory folders."""
+    playbooks = [str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "playbooks").glob("*.yml")]
+    return playbooks + [str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "inventories").iterdir() if p.is_dir()]
+
+
+pytestmark = pytest.mark.skipif(
+    not any((pathlib.Path(p) / "ansible_collections/awx/awx/MANIFEST.json").is_file()
+            for p in collections_path().split(":")),
+    reason="awx.awx is not installed next to this collection (scripts/bootstrap.sh installs it)")
+
+
+@pytest.fixture(scope="module")
+def awx():
+    double = AwxDouble(project_files=project_files()).start()
+    try:
+        yield double
+    finally:
+        double.stop()
+
+
+def setup_vars(awx, **extra):
+    return dict({"awx_setup_controller": {"controller_host": awx.url, "controller_oauthtoken": awx.token},
+                 "awx_job_templates_project_scm_url": "https://git.example/gpu_ops/cluster.git",
+                 "awx_job_templates_credentials": CREDENTIALS}, **extra)
+
+
+@pytest.fixture(scope="module")
+def runs(awx, run_playbook_module):
+    first = run_playbook_module(PLAYBOOK, extra_vars=setup_vars(awx))
+    requests_before = len(awx.mutating_requests())
+    second = run_playbook_module(PLAYBOOK, extra_vars=setup_vars(awx))
+    return first, second, awx.mutating_requests()[requests_before:]
+
+
+def test_setup_creates_project_inventory_credentials_and_templates(awx, runs):
+    first = runs[0].assert_ok()
+    assert first.task("Job templates")["changed"]
+    project = awx.find("projects", "gpu_ops.cluster")
+    org = awx.find("organizations", "gpu_ops")
+    assert (project["organization"], project["scm_type"], project["scm_url"]) == (
+        org["id"], "git", "https://git.example/gpu_ops/cluster.git")
+    source = awx.find("inventory_sources", "GPU fleet from inventories/fleet")
+    assert (source["source"], source["source_path"], source["source_project"]) == ("scm", "inventories/fleet", project["id"])
+    defaults = yaml.safe_load((REPO_ROOT / "roles/awx_job_templates/defaults/main.yml").read_text(encoding="utf-8"))
+    expected = {t["name"]: t for t in defaults["awx_job_templates_templates"]}
+    templates = {t["name"]: t for t in awx.objects("job_templates")}
+    assert set(templates) == set(expected)
+    role_specs = {role: yaml.safe_load((REPO_ROOT / "roles" / role / "meta/argument_specs.yml").read_text(encoding="utf-8"))
+                  for role in {s["role"] for t in expected.values() for s in t["survey"]}}
+    for name, template in templates.items():
+        assert template["playbook"] == expected[name]["playbook"]
+        assert template["project"] == project["id"] and template["survey_enabled"] and template["ask_limit_on_launch"]
+        # the stored survey is the one generated from the roles' argument specs
+        assert awx.survey(template["id"]) == awx_survey_spec(expected[name]["survey"], name, expected[name]["description"],
+                                                             role_specs=role_specs)
+    assert awx.credentials_of(templates["GKE GPUDirect"]["id"]) == ["GCP service account"]
+    assert awx.credentials_of(templates["AKS MIG"]["id"]) == ["Azure service principal", "AKS API"]
+    gcp = awx.find("credentials", "GCP service account")
+    assert gcp["inputs"]["ssh_key_data"] == "$encrypted$" and gcp["kind"] == "gce"
+
+
+def test_rerun_changes_nothing(runs):
+    second = runs[1].assert_ok()
+    assert second.changed == [] and second.stats["localhost"]["changed"] == 0
+    assert runs[2] == []
+
+
+def test_secrets_never_reach_the_output(runs):
+    for run in runs[:2]:
+        for secret in SECRETS.values():
+            assert secret.splitlines()[1 if "\n" in secret else 0] not in run.stdout + run.stderr
+
+
+def test_awx_rejections_fail_the_task_with_its_message(awx, runs, run_playbook):
+    del runs  # the project, inventory and credentials exist
+    bad_survey = {"name": "bad", "description": "", "spec": [
+        {"question_name": "Fabric", "variable": "fabric", "type": "multiplechoice", "required": False,
+         "choices": ["tcpx", "tcpxo"], "default": "rdma"}]}
+    common = {"organization": "gpu_ops", "project": "gpu_ops.cluster", "playbook": "playbooks/gke_gpudirect.yml"}
+    play = [{"hosts": "localhost", "gather_facts": False,
+             "module_defaults": {"group/awx.awx.controller": {"controller_host": awx.url, "controller_oauthtoken": awx.token}},
+             "tasks": [
+                 {"name": "Survey AWX rejects", "ignore_errors": True,
+                  "awx.awx.job_template": dict(common, name="bad survey", inventory="GPU fleet", survey_enabled=True,
+                                               survey_spec=bad_survey)},
+                 {"name": "Unknown inventory", "ignore_errors": True,
+                  "awx.awx.job_template": dict(common, name="unknown inventory", inventory="No such inventory")},
+                 {"name": "Unknown named credential", "ignore_errors": True,
+                  "awx.awx.job_template": dict(common, name="unknown credential", inventory="GPU fleet",
+                                               credentials=["GCP++Google Compute Engine+cloud++gpu_ops"])},
+                 {"name": "Named credential", "awx.awx.job_template": dict(
+                     common, name="named credential", inventory="GPU fleet",
+                     credentials=["GCP service account++Google Compute Engine+cloud++gpu_ops"])},
+             ]}]
+    result = run_playbook(play)
+    survey = result.task("Survey AWX rejects")
+    assert survey["status"] == "ignored"
+    assert survey["result"]["msg"] == "Failed to update survey: Default choice must be answered from the choices listed."
+    unknown = result.task("Unknown inventory")
+    assert unknown["status"] == "ignored"
+    assert unknown["result"]["msg"] == "Request to /api/v2/inventories/?name=No+such+inventory returned 0 items, expected 1"
+    named = result.task("Unknown named credential")
+    assert named["status"] == "ignored" and "could not be found" in named["result"]["msg"]
+    assert result.task("Named credential")["status"] == "ok"
+    bound = awx.credentials_of(awx.find("job_templates", "named credential")["id"])
+    assert bound == ["GCP service account"]
+
+
+def test_a_bad_template_list_fails_before_any_change(awx, run_playbook):
+    before = len(awx.mutating_requests())
+    templates = [{"name": "Broken", "playbook": "playbooks/gke_gpudirect.yml", "inventory": "GPU fleet",
+                  "survey": [{"role": "gke_gpu_cluster", "options": ["gke_gpu_cluster_recreate"]}]}]
+    result = run_playbook(PLAYBOOK, extra_vars=setup_vars(awx, awx_job_templates_templates=templates))
+    result.assert_failed()
+    failed = result.failed[0]
+    assert failed["task"].endswith("Generate the surveys from the roles' argument specs")
+    messages = [item.get("msg", "") for item in failed["result"]["results"]]
+    assert any("gke_gpu_cluster_recreate cannot be a survey question: bool" in msg for msg in messages), messages
+    assert len(awx.mutating_requests()) == before
