@@ -37,6 +37,15 @@ make_venv() {
     echo "$stamp" > "$venv/.stamp"
 }
 
+install_tools() {
+    local stamp
+    stamp=$(sha256sum < "$root/tests/requirements-tools.txt" | cut -d' ' -f1)
+    [ "$(cat "$venv/.stamp-tools" 2>/dev/null)" = "$stamp" ] && return
+    log "installing tests/requirements-tools.txt into $venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$root/tests/requirements-tools.txt" 2>&1 | quiet_pip
+    echo "$stamp" > "$venv/.stamp-tools"
+}
+
 install_kubernetes_core() {
     # kubernetes.core (roles, tests) and awx.awx (playbooks/awx_setup.yml), as requirements.yml lists them
     [ -f "$collections/ansible_collections/kubernetes/core/MANIFEST.json" ] \
@@ -150,6 +159,7 @@ install_system_tools() {
 
 install_system_tools
 make_venv
+install_tools
 install_kubernetes_core
 install_helm
 seed_ansible_test_pip
