@@ -49,7 +49,7 @@ def fleet():
         raw.setdefault("ansible_playbook_python", "/usr/bin/python3")
         templar = Templar(loader=loader, variables=raw)
         return {name: templar.template(value) for name, value in raw.items()
-                if any(name.startswith(role + "_") for roles in ROLES_BY_GROUP.values() for role, _, _ in roles)}
+                if any(name.startswith(entry[0] + "_") for roles in ROLES_BY_GROUP.values() for entry in roles)}
 
     return inventory, host_vars
 
