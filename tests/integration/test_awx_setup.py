@@ -3,12 +3,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """playbooks/awx_setup.yml with the real awx.awx modules against the AWX API double (tests/doubles/awx.py).
 
-One setup run and one re-run are shared by the module (each costs ~15 awx.awx module runs); the failure
-cases run one small playbook.
+A setup run and its re-run (each ~15 awx.awx module runs) make one test; the failure cases run one small
+playbook each against a double of their own.
 """
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 import pytest
@@ -45,7 +46,7 @@ pytestmark = pytest.mark.skipif(
     reason="awx.awx is not installed next to this collection (scripts/bootstrap.sh installs it)")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def awx():
     double = AwxDouble(project_files=project_files()).start()
     try:
@@ -60,17 +61,21 @@ def setup_vars(awx, **extra):
                  "awx_job_templates_credentials": CREDENTIALS}, **extra)
 
 
-@pytest.fixture(scope="module")
-def runs(awx, run_playbook_module):
-    first = run_playbook_module(PLAYBOOK, extra_vars=setup_vars(awx))
-    requests_before = len(awx.mutating_requests())
-    second = run_playbook_module(PLAYBOOK, extra_vars=setup_vars(awx))
-    return first, second, awx.mutating_requests()[requests_before:]
-
-
-def test_setup_creates_project_inventory_credentials_and_templates(awx, runs):
-    first = runs[0].assert_ok()
+def test_setup_then_rerun_changes_nothing(awx, run_playbook):
+    """One test for both runs: each costs ~15 awx.awx module runs, and xdist would repeat a shared fixture per worker."""
+    first = run_playbook(PLAYBOOK, extra_vars=setup_vars(awx)).assert_ok()
     assert first.task("Job templates")["changed"]
+    assert_created(awx)
+    before = len(awx.mutating_requests())
+    second = run_playbook(PLAYBOOK, extra_vars=setup_vars(awx)).assert_ok()
+    assert second.changed == [] and second.stats["localhost"]["changed"] == 0
+    assert awx.mutating_requests()[before:] == []
+    for run in (first, second):
+        for secret in SECRETS.values():
+            assert secret.splitlines()[1 if "\n" in secret else 0] not in run.stdout + run.stderr
+
+
+def assert_created(awx):
     project = awx.find("projects", "gpu_ops.cluster")
     org = awx.find("organizations", "gpu_ops")
     assert (project["organization"], project["scm_type"], project["scm_url"]) == (
@@ -95,24 +100,28 @@ def test_setup_creates_project_inventory_credentials_and_templates(awx, runs):
     assert gcp["inputs"]["ssh_key_data"] == "$encrypted$" and gcp["kind"] == "gce"
 
 
-def test_rerun_changes_nothing(runs):
-    second = runs[1].assert_ok()
-    assert second.changed == [] and second.stats["localhost"]["changed"] == 0
-    assert runs[2] == []
+def seed(awx):
+    """The organization, project, inventory and a GCP credential, created through the double's API."""
+    def post(collection, body):
+        status, document = awx.handle("POST", "/api/v2/%s/" % collection, {"Authorization": "Bearer " + awx.token},
+                                      json.dumps(body).encode("utf-8"))
+        assert status == 201, document
+        return document["id"]
+
+    org = post("organizations", {"name": "seeded"})
+    post("projects", {"name": "gpu_ops.cluster", "organization": org, "scm_type": "git", "scm_url": "https://git.example/c.git"})
+    post("inventories", {"name": "GPU fleet", "organization": org})
+    gce = awx.find("credential_types", "Google Compute Engine")["id"]
+    post("credentials", {"name": "GCP service account", "organization": org, "credential_type": gce,
+                         "inputs": {"username": "sa@p.iam.gserviceaccount.com", "ssh_key_data": "KEY"}})
 
 
-def test_secrets_never_reach_the_output(runs):
-    for run in runs[:2]:
-        for secret in SECRETS.values():
-            assert secret.splitlines()[1 if "\n" in secret else 0] not in run.stdout + run.stderr
-
-
-def test_awx_rejections_fail_the_task_with_its_message(awx, runs, run_playbook):
-    del runs  # the project, inventory and credentials exist
+def test_awx_rejections_fail_the_task_with_its_message(awx, run_playbook):
+    seed(awx)
     bad_survey = {"name": "bad", "description": "", "spec": [
         {"question_name": "Fabric", "variable": "fabric", "type": "multiplechoice", "required": False,
          "choices": ["tcpx", "tcpxo"], "default": "rdma"}]}
-    common = {"organization": "gpu_ops", "project": "gpu_ops.cluster", "playbook": "playbooks/gke_gpudirect.yml"}
+    common = {"organization": "seeded", "project": "gpu_ops.cluster", "playbook": "playbooks/gke_gpudirect.yml"}
     play = [{"hosts": "localhost", "gather_facts": False,
              "module_defaults": {"group/awx.awx.controller": {"controller_host": awx.url, "controller_oauthtoken": awx.token}},
              "tasks": [
@@ -123,10 +132,10 @@ def test_awx_rejections_fail_the_task_with_its_message(awx, runs, run_playbook):
                   "awx.awx.job_template": dict(common, name="unknown inventory", inventory="No such inventory")},
                  {"name": "Unknown named credential", "ignore_errors": True,
                   "awx.awx.job_template": dict(common, name="unknown credential", inventory="GPU fleet",
-                                               credentials=["GCP++Google Compute Engine+cloud++gpu_ops"])},
+                                               credentials=["GCP++Google Compute Engine+cloud++seeded"])},
                  {"name": "Named credential", "awx.awx.job_template": dict(
                      common, name="named credential", inventory="GPU fleet",
-                     credentials=["GCP service account++Google Compute Engine+cloud++gpu_ops"])},
+                     credentials=["GCP service account++Google Compute Engine+cloud++seeded"])},
              ]}]
     result = run_playbook(play)
     survey = result.task("Survey AWX rejects")
