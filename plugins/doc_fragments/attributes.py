@@ -47,21 +47,14 @@ attributes:
       - gpu_ops.cluster.gcp
 """
 
-    ACTIONGROUP_AZURE = r"""
-options: {}
-attributes:
-  action_group:
-    description: Use C(group/gpu_ops.cluster.azure) in C(module_defaults) to set defaults for this module.
-    support: full
-    membership:
-      - gpu_ops.cluster.azure
-"""
-
     ACTIONGROUP_GCP_AZURE = r"""
 options: {}
 attributes:
   action_group:
-    description: Use C(group/gpu_ops.cluster.gcp) or C(group/gpu_ops.cluster.azure) in C(module_defaults) to set defaults for this module.
+    description:
+      - Use C(group/gpu_ops.cluster.gcp) or C(group/gpu_ops.cluster.azure) in C(module_defaults) to set defaults for this
+        module; both can be set in one play.
+      - The account options of the other cloud's group reach this module too and are ignored.
     support: full
     membership:
       - gpu_ops.cluster.gcp

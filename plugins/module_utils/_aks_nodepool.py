@@ -76,16 +76,15 @@ VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
 TAINT = re.compile(r"^(?P<key>[^=:\s]+)(?:=(?P<value>[^:\s]*))?:(?P<effect>[A-Za-z]+)$")
 RESERVED_LABEL_PREFIXES = ("kubernetes.azure.com/",)
 
-# gpu_nodepool options of the GKE provider, with the value that counts as "not set"
+# gpu_nodepool options of the GKE provider, with the value that counts as "not set". The GCP account
+# options (_args.GCP_ACCOUNT_SPEC) are not listed: module_defaults of group/gpu_ops.cluster.gcp reach
+# every member of the group, AKS pools included, so they are ignored here rather than refused.
 GKE_ONLY = dict(
-    project=None, location=None, node_locations=None, machine_type=None, accelerator_type=None,
+    location=None, node_locations=None, machine_type=None, accelerator_type=None,
     accelerator_count=None, gpu_driver_version=None, gpu_partition_size=None, gpu_sharing=None, gpudirect=None,
     additional_node_networks=None, gvnic=None, image_type="COS_CONTAINERD", placement_policy=None,
     reservation_affinity=None, host_maintenance_interval=None, service_account=None, oauth_scopes=None,
     disk_size_gb=None, disk_type=None, spot=None, auto_upgrade=False, auto_repair=True, node_version=None,
-    auth_kind="application", service_account_file=None, service_account_contents=None, access_token=None,
-    container_endpoint="https://container.googleapis.com/", compute_endpoint="https://compute.googleapis.com/",
-    scopes=["https://www.googleapis.com/auth/cloud-platform"],
 )
 
 

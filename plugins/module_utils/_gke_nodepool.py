@@ -56,10 +56,11 @@ GKE_ACCELERATOR_MIG_MODELS = {
     "nvidia-b200": "B200-180GB",
 }
 
-# Options that belong to the AKS provider (value that counts as "not set").
-AKS_ONLY = dict(subscription_id=None, resource_group=None, vm_size=None, gpu_instance_profile=None, os_sku=None,
-                orchestrator_version=None, gpu_driver=None, tenant_id=None, client_id=None, client_secret=None,
-                arm_endpoint=None, mode="User", cloud="public", mig_strategy="single")
+# Options that belong to the AKS provider (value that counts as "not set"). The Azure account options
+# (_args.AZURE_ACCOUNT_SPEC) are not listed: module_defaults of group/gpu_ops.cluster.azure reach every
+# member of the group, GKE pools included, so they are ignored here rather than refused.
+AKS_ONLY = dict(resource_group=None, vm_size=None, gpu_instance_profile=None, os_sku=None,
+                orchestrator_version=None, gpu_driver=None, mode="User", mig_strategy="single")
 
 IMMUTABLE = ("machine_type", "accelerator_type", "accelerator_count", "gpu_driver_version", "gpu_partition_size",
              "gpu_sharing", "additional_node_networks", "placement_policy", "reservation_affinity",

@@ -15,7 +15,11 @@ description:
     settings (additional node networks, gVNIC, compact placement, reservations, host maintenance interval) and GPU sharing.
   - With O(provider=aks) it manages an AKS agent pool through Azure Resource Manager, including the multi-instance GPU
     profile (O(gpu_instance_profile)).
-  - Options marked GKE or AKS belong to that provider only; setting one for the other provider is an error.
+  - Options marked GKE or AKS belong to that provider only; setting one for the other provider is an error, except the
+    account options of the other cloud (those of the other action group's shared options, for example O(project) or
+    O(auth_kind) with O(provider=aks), O(subscription_id) or O(tenant_id) with O(provider=gke)). Those are ignored, so
+    that C(module_defaults) for both C(group/gpu_ops.cluster.gcp) and C(group/gpu_ops.cluster.azure) can be set in
+    one play.
   - A change to a field the cloud cannot update in place (for example the machine type, the accelerator, the GPU
     instance profile) names the fields and fails, unless O(recreate=true), which deletes and recreates the pool.
 author:
