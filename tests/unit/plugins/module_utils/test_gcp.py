@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 
 import pytest
@@ -199,15 +200,19 @@ def test_container_waiter_timeout_and_error(double):
 
 
 def test_run_concurrently_overlaps_operations(double):
-    latency = 0.5
-    double.set_latency(latency)
+    """All eight creates are in flight at once: each waits at a barrier for the seven others (run one
+    after the other, the first would wait alone and break the barrier), then waits for its operation."""
+    double.set_latency(0.2)
     gcp = session(double)
     names = ["n%d" % i for i in range(8)]
-    started = time.monotonic()
-    results = gcp.run_concurrently([lambda n=n: create_network(gcp, n) for n in names])
-    elapsed = time.monotonic() - started
+    barrier = threading.Barrier(len(names), timeout=60)
+
+    def create(name):
+        barrier.wait()
+        return create_network(gcp, name)
+
+    results = gcp.run_concurrently([lambda n=n: create(n) for n in names])
     assert [r["targetLink"].rsplit("/", 1)[-1] for r in results] == names
-    assert elapsed < 3 * latency, "8 operations of %.1fs took %.2fs: not concurrent" % (latency, elapsed)
     assert len(double.state(PROJECT)["networks"]) == 8
 
 
