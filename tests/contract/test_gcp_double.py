@@ -86,7 +86,7 @@ def test_network_rules(gcp):
 
 
 def test_created_resource_visible_once_operation_done_and_duplicates_conflict(gcp):
-    gcp.double.set_latency(0.3)
+    gcp.double.set_latency(3.0)  # long enough that a loaded machine still sees the operation running
     status, op = gcp.call("POST", NETS, net("n1"))
     assert status == 200 and op["status"] == "RUNNING"
     assert gcp.call("GET", NETS + "/n1")[0] == 404
