@@ -1077,6 +1077,21 @@ def _selector_values(spec, key):
     return values
 
 
+def sharing_refusal(fabric):
+    """Why a GPUDirect fabric refuses GPU sharing: the one rule for workloads, node pools and the mps role."""
+    return "GPUDirect-%s needs whole nodes, not MPS, time-sharing or multi-instance GPUs" % fabric.upper()
+
+
+def node_fabric(labels):
+    """The GPUDirect fabric of a node's machine type (its instance-type label), else None.
+
+    The accelerator label alone does not tell: a3-highgpu-1g carries the same H100 as the
+    TCPX machine a3-highgpu-8g.
+    """
+    facts = MACHINES.get((labels or {}).get(MACHINE_TYPE_LABEL))
+    return facts["fabric"] if facts and facts["fabric"] in PROFILES else None
+
+
 def _check_template(where, template, entry, fabric, daemon_name):
     spec = template.get("spec")
     if not isinstance(spec, dict):
@@ -1086,9 +1101,7 @@ def _check_template(where, template, entry, fabric, daemon_name):
                             "remove hostNetwork: true" % where)
     for key in GPU_SHARING_LABELS:
         if _selector_values(spec, key):
-            raise WorkloadError(
-                "%s: selects shared GPUs (%s); GPUDirect-%s needs whole nodes, not MPS, time-sharing "
-                "or multi-instance GPUs" % (where, key, fabric.upper()))
+            raise WorkloadError("%s: selects shared GPUs (%s); %s" % (where, key, sharing_refusal(fabric)))
     for value in _selector_values(spec, ACCELERATOR_LABEL):
         if value != "*" and value not in entry["accelerator_types"]:
             raise WorkloadError("%s: selects %s=%s but %s runs on %s" % (

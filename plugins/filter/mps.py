@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""MPS filters: host settings, ACK MPS checks and the GPU allocation report (engine: module_utils/_mps.py).
+
+Documentation: plugins/filter/<filter name>.yml.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mps
+
+
+def _plain(value):
+    """Templated containers as plain dicts/lists/str (the engine checks types)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def _documents(name, value, what):
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, dict) for v in value):
+        raise AnsibleFilterError("%s: %s must be a list of %s documents (k8s_info resources), got %s"
+                                 % (name, what, what, type(value).__name__))
+    return _plain(value)
+
+
+def _call(name, function, *args, **kwargs):
+    try:
+        return function(*args, **kwargs)
+    except ValueError as exc:
+        raise AnsibleFilterError("%s: %s" % (name, exc))
+
+
+def mps_host_settings(settings):
+    """Validated MPS control daemon settings and the daemon's environment."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError("mps_host_settings: the input must be a dict of settings")
+    return _call("mps_host_settings", _mps.host_settings, _plain(settings))
+
+
+def mps_server_list(text):
+    """Server PIDs from get_server_list output."""
+    return _call("mps_server_list", _mps.parse_server_list, str(text or ""))
+
+
+def mps_ack_findings(pods, nodes, exempt_namespaces=None, exempt_labels=None):
+    """What the ACK MPS guide forbids or requires, found in pods."""
+    return _call("mps_ack_findings", _mps.ack_workload_findings, _documents("mps_ack_findings", pods, "Pod"),
+                 _documents("mps_ack_findings", nodes, "Node"),
+                 exempt_namespaces=("kube-system",) if exempt_namespaces is None else list(exempt_namespaces),
+                 exempt_labels=_plain(exempt_labels or {}))
+
+
+def mps_ack_daemon_coverage(nodes, daemon_pods):
+    """MPS nodes without a running, ready MPS control daemon pod."""
+    return _mps.ack_daemon_coverage(_documents("mps_ack_daemon_coverage", nodes, "Node"),
+                                    _documents("mps_ack_daemon_coverage", daemon_pods, "Pod"))
+
+
+def mps_gpudirect_conflicts(nodes):
+    """Nodes whose GPUDirect fabric refuses MPS."""
+    return _mps.gpudirect_conflicts(_documents("mps_gpudirect_conflicts", nodes, "Node"))
+
+
+def gpu_allocation(nodes, pods):
+    """Per node, allocated/total GPU resources and GPU memory."""
+    return _call("gpu_allocation", _mps.allocation_report, _documents("gpu_allocation", nodes, "Node"),
+                 _documents("gpu_allocation", pods, "Pod"))
+
+
+def gpu_allocation_table(report):
+    """A gpu_allocation result as a table like kubectl inspect cgpu."""
+    if not isinstance(report, dict) or "nodes" not in report:
+        raise AnsibleFilterError("gpu_allocation_table: the input must be a gpu_allocation result")
+    return _mps.allocation_table(_plain(report))
+
+
+class FilterModule:
+    """MPS and GPU allocation filters."""
+
+    def filters(self):
+        return {
+            "mps_host_settings": mps_host_settings,
+            "mps_server_list": mps_server_list,
+            "mps_ack_findings": mps_ack_findings,
+            "mps_ack_daemon_coverage": mps_ack_daemon_coverage,
+            "mps_gpudirect_conflicts": mps_gpudirect_conflicts,
+            "gpu_allocation": gpu_allocation,
+            "gpu_allocation_table": gpu_allocation_table,
+        }

@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""MPS filters: the engine in plugins/module_utils/_mps.py reaches roles through these."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_ops.cluster.plugins.filter import mps
+
+FILTER_DIR = pathlib.Path(mps.__file__).parent
+
+
+def test_every_filter_has_a_doc_file_naming_it():
+    names = list(mps.FilterModule().filters())
+    assert len(names) == 7
+    for name in names:
+        doc = yaml.safe_load((FILTER_DIR / (name + ".yml")).read_text())
+        assert doc["DOCUMENTATION"]["name"] == name
+        assert "_input" in doc["DOCUMENTATION"]["options"]
+        assert name in doc["EXAMPLES"]
+
+
+def test_report_and_table_through_the_filters():
+    node = {"metadata": {"name": "n", "labels": {"nvidia.com/gpu.memory": "16384"}},
+            "status": {"allocatable": {"nvidia.com/gpu": "2"}}}
+    report = mps.gpu_allocation([node], [])
+    assert report["memory_total_gib"] == 32.0
+    assert mps.gpu_allocation_table(report).splitlines()[1].split() == ["n", "-", "nvidia.com/gpu", "none", "0/2", "0/32"]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: mps.mps_host_settings("pipe"), "mps_host_settings: the input must be a dict"),
+    (lambda: mps.mps_host_settings({"pipe_directory": "/a", "log_directory": "/b", "active_thread_percentage": 200}),
+     "mps_host_settings: active_thread_percentage: must be a whole number from 1 to 100"),
+    (lambda: mps.mps_server_list("error"), "mps_server_list: get_server_list printed 'error'"),
+    (lambda: mps.mps_ack_findings({"items": []}, []), "mps_ack_findings: Pod must be a list of Pod documents"),
+    (lambda: mps.mps_ack_daemon_coverage([], "x"), "mps_ack_daemon_coverage: Pod must be a list"),
+    (lambda: mps.mps_gpudirect_conflicts([1]), "mps_gpudirect_conflicts: Node must be a list of Node documents"),
+    (lambda: mps.gpu_allocation([{"metadata": {"name": "n"}, "status": {"allocatable": {"nvidia.com/gpu": "x"}}}], []),
+     "gpu_allocation: node n allocatable nvidia.com/gpu"),
+    (lambda: mps.gpu_allocation_table([]), "must be a gpu_allocation result"),
+])
+def test_errors_are_filter_errors(call, message):
+    with pytest.raises(AnsibleFilterError) as err:
+        call()
+    assert message in str(err.value)

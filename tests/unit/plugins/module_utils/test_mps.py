@@ -1,0 +1,250 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The MPS engine: host settings, ACK MPS rules, GPUDirect refusal and the GPU allocation report."""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+
+import pytest
+import yaml
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect, _mps
+
+CLUSTER = yaml.safe_load((pathlib.Path(__file__).parent / "fixtures" / "mps" / "cluster.yaml").read_text())
+GOOD = {"pipe_directory": "/run/nvidia-mps", "log_directory": "/var/log/nvidia-mps"}
+
+
+def _settings(**changes):
+    settings = dict(GOOD)
+    settings.update(changes)
+    return settings
+
+
+# ------------------------------------------------------------------------------ host settings
+
+
+def test_host_settings_build_the_daemon_environment():
+    result = _mps.host_settings(_settings(active_thread_percentage="50",
+                                          pinned_device_mem_limit={1: "512MB", "0": "10g"},
+                                          visible_devices=[0, "GPU-0f6f2a4e-1c9b-4b87-9d3e-7e0c1a2b3c4d"],
+                                          exclusive_process=True, pipe_directory="/run/nvidia-mps/"))
+    assert result["environment"] == {
+        "CUDA_MPS_PIPE_DIRECTORY": "/run/nvidia-mps",
+        "CUDA_MPS_LOG_DIRECTORY": "/var/log/nvidia-mps",
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50",
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=10G,1=512M",
+        "CUDA_VISIBLE_DEVICES": "0,GPU-0f6f2a4e-1c9b-4b87-9d3e-7e0c1a2b3c4d",
+    }
+    assert result["stop_policy"] == "refuse" and result["exclusive_process"] and not result["mig"]
+
+
+def test_one_mig_device_per_daemon_is_accepted():
+    result = _mps.host_settings(_settings(visible_devices=["MIG-5c5b2f3a-8f9e-5b4d-a1c2-3d4e5f6a7b8c"]))
+    assert result["mig"] and result["environment"]["CUDA_VISIBLE_DEVICES"].startswith("MIG-")
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"pipe_directory": "run/nvidia-mps"}, "pipe_directory: must be an absolute path"),
+    ({"pipe_directory": None}, "pipe_directory: must be an absolute path"),
+    ({"log_directory": "/var/log/my mps"}, "log_directory: must be an absolute path without spaces"),
+    ({"log_directory": "/run/nvidia-mps"}, "log_directory: must differ from pipe_directory"),
+    ({"active_thread_percentage": 0}, "active_thread_percentage: must be a whole number from 1 to 100, got 0"),
+    ({"active_thread_percentage": 101}, "from 1 to 100, got 101"),
+    ({"active_thread_percentage": "50%"}, "from 1 to 100, got '50%'"),
+    ({"active_thread_percentage": 12.5}, "from 1 to 100, got 12.5"),
+    ({"active_thread_percentage": True}, "from 1 to 100, got True"),
+    ({"pinned_device_mem_limit": {0: "10"}}, "pinned_device_mem_limit[0]: '10' is not a memory limit"),
+    ({"pinned_device_mem_limit": {0: "10T"}}, "'10T' is not a memory limit"),
+    ({"pinned_device_mem_limit": {0: "0G"}}, "'0G' is not a memory limit"),
+    ({"pinned_device_mem_limit": {0: "-1G"}}, "'-1G' is not a memory limit"),
+    ({"pinned_device_mem_limit": {0: "1.5G"}}, "'1.5G' is not a memory limit"),
+    ({"pinned_device_mem_limit": {"gpu0": "1G"}}, "pinned_device_mem_limit key: 'gpu0' is not a GPU index"),
+    ({"pinned_device_mem_limit": "0=1G"}, "pinned_device_mem_limit: must be a mapping"),
+    ({"visible_devices": ["all"]}, "visible_devices: 'all' is not a GPU index"),
+    ({"visible_devices": ["MIG-5c5b2f3a-8f9e-5b4d-a1c2-3d4e5f6a7b8c", 1]}, "a MIG device needs a control daemon of its own"),
+    ({"visible_devices": ["MIG-5c5b2f3a-8f9e-5b4d-a1c2-3d4e5f6a7b8c"], "exclusive_process": True},
+     "exclusive_process: compute mode is a property of the whole GPU"),
+    ({"stop_policy": "kill"}, "stop_policy: 'kill' is not one of: refuse, drain"),
+])
+def test_bad_host_settings_name_the_field(changes, message):
+    with pytest.raises(ValueError) as err:
+        _mps.host_settings(_settings(**changes))
+    assert message in str(err.value)
+
+
+def test_every_bad_field_is_reported_at_once():
+    with pytest.raises(ValueError) as err:
+        _mps.host_settings({"pipe_directory": "x", "log_directory": "y", "active_thread_percentage": 0})
+    assert str(err.value).count(": ") >= 3
+
+
+@pytest.mark.parametrize("text, pids", [("", []), ("\n", []), ("4242\n", [4242]), ("101\n202\n", [101, 202])])
+def test_server_list(text, pids):
+    assert _mps.parse_server_list(text) == pids
+
+
+@pytest.mark.parametrize("text", ["Cannot find MPS control daemon process", "12 34"])
+def test_server_list_refuses_other_text(text):
+    with pytest.raises(ValueError, match="one server PID per line"):
+        _mps.parse_server_list(text)
+
+
+def test_percentage_parse():
+    assert _mps.parse_percentage("100.0\n") == 100.0
+    with pytest.raises(ValueError, match="expected a number"):
+        _mps.parse_percentage("n/a")
+
+
+# ------------------------------------------------------------------------------ GPUDirect
+
+
+def test_gpudirect_machines_are_refused_with_the_catalog_rule():
+    nodes = [{"metadata": {"name": "a3-0", "labels": {_gpudirect.MACHINE_TYPE_LABEL: "a3-highgpu-8g"}}},
+             {"metadata": {"name": "a3m-0", "labels": {_gpudirect.MACHINE_TYPE_LABEL: "a3-megagpu-8g"}}},
+             {"metadata": {"name": "a3-small", "labels": {_gpudirect.MACHINE_TYPE_LABEL: "a3-highgpu-1g",
+                                                          _gpudirect.ACCELERATOR_LABEL: "nvidia-h100-80gb"}}},
+             {"metadata": {"name": "g2", "labels": {_gpudirect.MACHINE_TYPE_LABEL: "g2-standard-8"}}}]
+    problems = _mps.gpudirect_conflicts(nodes)
+    assert problems == ["node a3-0 (a3-highgpu-8g): " + _gpudirect.sharing_refusal("tcpx"),
+                        "node a3m-0 (a3-megagpu-8g): " + _gpudirect.sharing_refusal("tcpxo")]
+    assert "not MPS" in problems[0]
+
+
+# ------------------------------------------------------------------------------ ACK rules
+
+MPS_NODE = {"metadata": {"name": "gpu-1", "labels": {"ack.node.gpu.schedule": "mps"}}}
+PLAIN_NODE = {"metadata": {"name": "gpu-2", "labels": {"ack.node.gpu.schedule": "default"}}}
+
+
+def _pod(name, node="gpu-1", limits=None, host_ipc=None, env=None, privileged=None, phase="Running",
+         namespace="ml", labels=None):
+    container = {"name": "main", "resources": {"limits": limits or {}}}
+    if env:
+        container["env"] = env
+    if privileged is not None:
+        container["securityContext"] = {"privileged": privileged}
+    spec = {"nodeName": node, "containers": [container]}
+    if host_ipc is not None:
+        spec["hostIPC"] = host_ipc
+    return {"metadata": {"name": name, "namespace": namespace, "labels": labels or {}}, "spec": spec,
+            "status": {"phase": phase}}
+
+
+@pytest.mark.parametrize("pod, rules", [
+    (_pod("ok", limits={"aliyun.com/gpu-mem": "7"}, host_ipc=True), []),
+    (_pod("no-ipc", limits={"aliyun.com/gpu-mem": "7"}), ["host-ipc-missing"]),
+    (_pod("ipc-false", limits={"aliyun.com/gpu-mem": 7}, host_ipc=False), ["host-ipc-missing"]),
+    (_pod("env-all", limits={"aliyun.com/gpu-mem": "7"}, host_ipc=True,
+          env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]), ["visible-devices-env"]),
+    (_pod("env-id", node="gpu-2", env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "0"}]), ["visible-devices-env"]),
+    (_pod("env-void", node="gpu-2", env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]), []),
+    (_pod("priv", limits={"aliyun.com/gpu-mem": "7"}, host_ipc=True, privileged=True), ["privileged-gpu"]),
+    (_pod("priv-no-gpu", node="gpu-2", privileged=True), []),
+    (_pod("whole-gpu", limits={"nvidia.com/gpu": "1"}, host_ipc=True), ["unaccounted-gpu-request"]),
+    (_pod("whole-gpu-elsewhere", node="gpu-2", limits={"nvidia.com/gpu": "1"}), []),
+    (_pod("cpu-on-mps"), []),
+    (_pod("done", limits={"aliyun.com/gpu-mem": "7"}, phase="Succeeded"), []),
+    (_pod("system", limits={"nvidia.com/gpu": "1"}, namespace="kube-system"), []),
+    (_pod("daemon", privileged=True, env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+          labels={"app.aliyun.com/name": "mps-control-daemon"}, namespace="mps"), []),
+    (_pod("all-wrong", limits={"nvidia.com/gpu": "2"}, privileged=True,
+          env=[{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]),
+     ["visible-devices-env", "privileged-gpu", "host-ipc-missing", "unaccounted-gpu-request"]),
+])
+def test_ack_rules(pod, rules):
+    findings = _mps.ack_workload_findings([pod], [MPS_NODE, PLAIN_NODE])
+    assert [f["rule"] for f in findings] == rules
+    for finding in findings:
+        assert finding["pod"] == pod["metadata"]["name"]
+        assert _mps.ACK_RULES[finding["rule"]] in finding["message"]
+
+
+def test_ack_exemptions_are_configurable():
+    pod = _pod("sys", limits={"nvidia.com/gpu": "1"}, namespace="kube-system")
+    assert [f["rule"] for f in _mps.ack_workload_findings([pod], [MPS_NODE], exempt_namespaces=[])] == [
+        "host-ipc-missing", "unaccounted-gpu-request"]
+    labelled = _pod("lab", limits={"nvidia.com/gpu": "1"}, labels={"team": "infra"})
+    assert _mps.ack_workload_findings([labelled], [MPS_NODE], exempt_labels={"team": "infra"}) == []
+
+
+def test_ack_daemon_coverage():
+    ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    not_ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
+    nodes = [MPS_NODE, PLAIN_NODE, {"metadata": {"name": "gpu-3", "labels": {"ack.node.gpu.schedule": "mps"}}}]
+    pods = [{"metadata": {"name": "d1"}, "spec": {"nodeName": "gpu-1"}, "status": ready},
+            {"metadata": {"name": "d3"}, "spec": {"nodeName": "gpu-3"}, "status": not_ready}]
+    coverage = _mps.ack_daemon_coverage(nodes, pods)
+    assert coverage["nodes"] == ["gpu-1", "gpu-3"] and coverage["missing"] == ["gpu-3"] and not coverage["ok"]
+    assert _mps.ack_daemon_coverage([PLAIN_NODE], [])["problems"] == ["no node is labelled ack.node.gpu.schedule=mps"]
+
+
+# ------------------------------------------------------------------------------ allocation report
+
+
+def _rows(report):
+    return {(n["name"], r["resource"]): r for n in report["nodes"] for r in n["resources"]}
+
+
+def test_allocation_report_covers_every_kind_of_gpu():
+    report = _mps.allocation_report(CLUSTER["nodes"], CLUSTER["pods"])
+    rows = _rows(report)
+    assert [n["name"] for n in report["nodes"]] == [
+        "cn-shanghai.192.168.6.104", "gke-sharing", "mig-mixed", "mps-a100", "ts-l4", "whole-h100"]
+    whole = rows[("whole-h100", "nvidia.com/gpu")]
+    assert (whole["kind"], whole["allocated"], whole["total"]) == ("whole", 4, 8)  # the Succeeded pod holds nothing
+    mps = rows[("mps-a100", "nvidia.com/gpu")]
+    # two containers (2) beat the init container (1); each MPS share holds a quarter of 40 GiB
+    assert (mps["kind"], mps["sharing"], mps["replicas"], mps["allocated"], mps["total"]) == ("shared", "mps", 4, 2, 4)
+    assert (mps["memory_allocated_gib"], mps["memory_total_gib"]) == (20.0, 40.0)
+    shared = rows[("ts-l4", "nvidia.com/gpu.shared")]
+    assert (shared["sharing"], shared["replicas"], shared["allocated"], shared["total"]) == ("time-slicing", 3, 1, 6)
+    assert ("ts-l4", "nvidia.com/gpu") not in rows  # 0 allocatable and nothing held: no row
+    mig = {k[1]: (r["allocated"], r["total"], r["unit_memory_gib"]) for k, r in rows.items() if k[0] == "mig-mixed"}
+    assert mig == {"nvidia.com/mig-1g.10gb": (1, 2, 10.0), "nvidia.com/mig-2g.20gb": (0, 1, 20.0),
+                   "nvidia.com/mig-3g.40gb": (1, 1, 40.0)}
+    ack = rows[("cn-shanghai.192.168.6.104", "aliyun.com/gpu-mem")]
+    assert (ack["kind"], ack["allocated"], ack["total"], ack["memory_allocated_gib"]) == ("gpu-mem", 7, 15, 7.0)
+    gke = rows[("gke-sharing", "nvidia.com/gpu")]
+    assert (gke["sharing"], gke["replicas"], gke["memory_total_gib"]) == ("mps", 2, None)
+    assert report["nodes"][2]["pods"] == ["lab/mig-big", "lab/mig-small"]
+    assert report["overcommitted"] == []
+
+
+def test_mig_memory_comes_from_the_catalog():
+    node = copy.deepcopy(CLUSTER["nodes"][3])
+    node["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-H100-NVL"  # 1g.12gb on the 94GB part
+    node["status"]["allocatable"] = {"nvidia.com/mig-1g.12gb": "7"}
+    row = _mps.allocation_report([node], [])["nodes"][0]["resources"][0]
+    assert (row["unit_memory_gib"], row["memory_total_gib"]) == (12.0, 84.0)
+
+
+def test_allocation_table_reads_like_inspect_cgpu():
+    report = _mps.allocation_report([CLUSTER["nodes"][4]], CLUSTER["pods"])
+    lines = _mps.allocation_table(report).splitlines()
+    assert lines[0].split() == ["NAME", "IPADDRESS", "RESOURCE", "SHARING", "ALLOCATED/TOTAL", "GPU", "MEMORY(GiB)"]
+    assert lines[1].split() == ["cn-shanghai.192.168.6.104", "192.168.6.104", "aliyun.com/gpu-mem", "ack", "7/15", "7/15"]
+    assert set(lines[2]) == {"-"}
+    assert lines[3] == "Allocated/Total GPU Memory In Cluster: 7/15 (47%)"
+
+
+def test_overcommitment_is_reported():
+    node = {"metadata": {"name": "n"}, "status": {"allocatable": {"nvidia.com/gpu": "1"}}}
+    pods = [_pod("p%d" % i, node="n", limits={"nvidia.com/gpu": "1"}) for i in range(2)]
+    report = _mps.allocation_report([node], pods)
+    assert report["overcommitted"] == ["node n: nvidia.com/gpu allocated 2 of 1"]
+    assert "Overcommitted: node n" in _mps.allocation_table(report)
+
+
+@pytest.mark.parametrize("nodes, pods, message", [
+    ({"items": []}, [], "lists of Node and Pod documents"),
+    ([{"metadata": {"name": "n"}, "status": {"allocatable": {"nvidia.com/gpu": "two"}}}], [],
+     "node n allocatable nvidia.com/gpu: 'two' is not a whole number"),
+    ([], [_pod("p", limits={"aliyun.com/gpu-mem": "1.5"})], "pod ml/p container main aliyun.com/gpu-mem: '1.5'"),
+])
+def test_allocation_bad_input(nodes, pods, message):
+    with pytest.raises(ValueError) as err:
+        _mps.allocation_report(nodes, pods)
+    assert message in str(err.value)
