@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""MPS filters: host settings, ACK MPS checks and the GPU allocation report (engine: module_utils/_mps.py).
+"""MPS filters: host settings, ACK MPS checks and the GPU allocation report (engines: module_utils/_mps.py, _mps_k8s.py).
 
 Documentation: plugins/filter/<filter name>.yml.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mps
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mps, _mps_k8s
 
 
 def _plain(value):
@@ -54,7 +54,7 @@ def mps_server_list(text):
 
 def mps_ack_findings(pods, nodes, exempt_namespaces=None, exempt_labels=None):
     """What the ACK MPS guide forbids or requires, found in pods."""
-    return _call("mps_ack_findings", _mps.ack_workload_findings, _documents("mps_ack_findings", pods, "Pod"),
+    return _call("mps_ack_findings", _mps_k8s.ack_workload_findings, _documents("mps_ack_findings", pods, "Pod"),
                  _documents("mps_ack_findings", nodes, "Node"),
                  exempt_namespaces=("kube-system",) if exempt_namespaces is None else list(exempt_namespaces),
                  exempt_labels=_plain(exempt_labels or {}))
@@ -62,18 +62,18 @@ def mps_ack_findings(pods, nodes, exempt_namespaces=None, exempt_labels=None):
 
 def mps_ack_daemon_coverage(nodes, daemon_pods):
     """MPS nodes without a running, ready MPS control daemon pod."""
-    return _mps.ack_daemon_coverage(_documents("mps_ack_daemon_coverage", nodes, "Node"),
+    return _mps_k8s.ack_daemon_coverage(_documents("mps_ack_daemon_coverage", nodes, "Node"),
                                     _documents("mps_ack_daemon_coverage", daemon_pods, "Pod"))
 
 
 def mps_gpudirect_conflicts(nodes):
     """Nodes whose GPUDirect fabric refuses MPS."""
-    return _mps.gpudirect_conflicts(_documents("mps_gpudirect_conflicts", nodes, "Node"))
+    return _mps_k8s.gpudirect_conflicts(_documents("mps_gpudirect_conflicts", nodes, "Node"))
 
 
 def gpu_allocation(nodes, pods):
     """Per node, allocated/total GPU resources and GPU memory."""
-    return _call("gpu_allocation", _mps.allocation_report, _documents("gpu_allocation", nodes, "Node"),
+    return _call("gpu_allocation", _mps_k8s.allocation_report, _documents("gpu_allocation", nodes, "Node"),
                  _documents("gpu_allocation", pods, "Pod"))
 
 
@@ -81,7 +81,7 @@ def gpu_allocation_table(report):
     """A gpu_allocation result as a table like kubectl inspect cgpu."""
     if not isinstance(report, dict) or "nodes" not in report:
         raise AnsibleFilterError("gpu_allocation_table: the input must be a gpu_allocation result")
-    return _mps.allocation_table(_plain(report))
+    return _mps_k8s.allocation_table(_plain(report))
 
 
 class FilterModule:

@@ -11,7 +11,7 @@ import pathlib
 import pytest
 import yaml
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect, _mps
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect, _mps, _mps_k8s
 
 CLUSTER = yaml.safe_load((pathlib.Path(__file__).parent / "fixtures" / "mps" / "cluster.yaml").read_text())
 GOOD = {"pipe_directory": "/run/nvidia-mps", "log_directory": "/var/log/nvidia-mps"}
@@ -107,7 +107,7 @@ def test_gpudirect_machines_are_refused_with_the_catalog_rule():
              {"metadata": {"name": "a3-small", "labels": {_gpudirect.MACHINE_TYPE_LABEL: "a3-highgpu-1g",
                                                           _gpudirect.ACCELERATOR_LABEL: "nvidia-h100-80gb"}}},
              {"metadata": {"name": "g2", "labels": {_gpudirect.MACHINE_TYPE_LABEL: "g2-standard-8"}}}]
-    problems = _mps.gpudirect_conflicts(nodes)
+    problems = _mps_k8s.gpudirect_conflicts(nodes)
     assert problems == ["node a3-0 (a3-highgpu-8g): " + _gpudirect.sharing_refusal("tcpx"),
                         "node a3m-0 (a3-megagpu-8g): " + _gpudirect.sharing_refusal("tcpxo")]
     assert "not MPS" in problems[0]
@@ -155,19 +155,19 @@ def _pod(name, node="gpu-1", limits=None, host_ipc=None, env=None, privileged=No
      ["visible-devices-env", "privileged-gpu", "host-ipc-missing", "unaccounted-gpu-request"]),
 ])
 def test_ack_rules(pod, rules):
-    findings = _mps.ack_workload_findings([pod], [MPS_NODE, PLAIN_NODE])
+    findings = _mps_k8s.ack_workload_findings([pod], [MPS_NODE, PLAIN_NODE])
     assert [f["rule"] for f in findings] == rules
     for finding in findings:
         assert finding["pod"] == pod["metadata"]["name"]
-        assert _mps.ACK_RULES[finding["rule"]] in finding["message"]
+        assert _mps_k8s.ACK_RULES[finding["rule"]] in finding["message"]
 
 
 def test_ack_exemptions_are_configurable():
     pod = _pod("sys", limits={"nvidia.com/gpu": "1"}, namespace="kube-system")
-    assert [f["rule"] for f in _mps.ack_workload_findings([pod], [MPS_NODE], exempt_namespaces=[])] == [
+    assert [f["rule"] for f in _mps_k8s.ack_workload_findings([pod], [MPS_NODE], exempt_namespaces=[])] == [
         "host-ipc-missing", "unaccounted-gpu-request"]
     labelled = _pod("lab", limits={"nvidia.com/gpu": "1"}, labels={"team": "infra"})
-    assert _mps.ack_workload_findings([labelled], [MPS_NODE], exempt_labels={"team": "infra"}) == []
+    assert _mps_k8s.ack_workload_findings([labelled], [MPS_NODE], exempt_labels={"team": "infra"}) == []
 
 
 def test_ack_daemon_coverage():
@@ -176,9 +176,9 @@ def test_ack_daemon_coverage():
     nodes = [MPS_NODE, PLAIN_NODE, {"metadata": {"name": "gpu-3", "labels": {"ack.node.gpu.schedule": "mps"}}}]
     pods = [{"metadata": {"name": "d1"}, "spec": {"nodeName": "gpu-1"}, "status": ready},
             {"metadata": {"name": "d3"}, "spec": {"nodeName": "gpu-3"}, "status": not_ready}]
-    coverage = _mps.ack_daemon_coverage(nodes, pods)
+    coverage = _mps_k8s.ack_daemon_coverage(nodes, pods)
     assert coverage["nodes"] == ["gpu-1", "gpu-3"] and coverage["missing"] == ["gpu-3"] and not coverage["ok"]
-    assert _mps.ack_daemon_coverage([PLAIN_NODE], [])["problems"] == ["no node is labelled ack.node.gpu.schedule=mps"]
+    assert _mps_k8s.ack_daemon_coverage([PLAIN_NODE], [])["problems"] == ["no node is labelled ack.node.gpu.schedule=mps"]
 
 
 # ------------------------------------------------------------------------------ allocation report
@@ -189,7 +189,7 @@ def _rows(report):
 
 
 def test_allocation_report_covers_every_kind_of_gpu():
-    report = _mps.allocation_report(CLUSTER["nodes"], CLUSTER["pods"])
+    report = _mps_k8s.allocation_report(CLUSTER["nodes"], CLUSTER["pods"])
     rows = _rows(report)
     assert [n["name"] for n in report["nodes"]] == [
         "cn-shanghai.192.168.6.104", "gke-sharing", "mig-mixed", "mps-a100", "ts-l4", "whole-h100"]
@@ -217,13 +217,13 @@ def test_mig_memory_comes_from_the_catalog():
     node = copy.deepcopy(CLUSTER["nodes"][3])
     node["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-H100-NVL"  # 1g.12gb on the 94GB part
     node["status"]["allocatable"] = {"nvidia.com/mig-1g.12gb": "7"}
-    row = _mps.allocation_report([node], [])["nodes"][0]["resources"][0]
+    row = _mps_k8s.allocation_report([node], [])["nodes"][0]["resources"][0]
     assert (row["unit_memory_gib"], row["memory_total_gib"]) == (12.0, 84.0)
 
 
 def test_allocation_table_reads_like_inspect_cgpu():
-    report = _mps.allocation_report([CLUSTER["nodes"][4]], CLUSTER["pods"])
-    lines = _mps.allocation_table(report).splitlines()
+    report = _mps_k8s.allocation_report([CLUSTER["nodes"][4]], CLUSTER["pods"])
+    lines = _mps_k8s.allocation_table(report).splitlines()
     assert lines[0].split() == ["NAME", "IPADDRESS", "RESOURCE", "SHARING", "ALLOCATED/TOTAL", "GPU", "MEMORY(GiB)"]
     assert lines[1].split() == ["cn-shanghai.192.168.6.104", "192.168.6.104", "aliyun.com/gpu-mem", "ack", "7/15", "7/15"]
     assert set(lines[2]) == {"-"}
@@ -233,9 +233,9 @@ def test_allocation_table_reads_like_inspect_cgpu():
 def test_overcommitment_is_reported():
     node = {"metadata": {"name": "n"}, "status": {"allocatable": {"nvidia.com/gpu": "1"}}}
     pods = [_pod("p%d" % i, node="n", limits={"nvidia.com/gpu": "1"}) for i in range(2)]
-    report = _mps.allocation_report([node], pods)
+    report = _mps_k8s.allocation_report([node], pods)
     assert report["overcommitted"] == ["node n: nvidia.com/gpu allocated 2 of 1"]
-    assert "Overcommitted: node n" in _mps.allocation_table(report)
+    assert "Overcommitted: node n" in _mps_k8s.allocation_table(report)
 
 
 @pytest.mark.parametrize("nodes, pods, message", [
@@ -246,5 +246,5 @@ def test_overcommitment_is_reported():
 ])
 def test_allocation_bad_input(nodes, pods, message):
     with pytest.raises(ValueError) as err:
-        _mps.allocation_report(nodes, pods)
+        _mps_k8s.allocation_report(nodes, pods)
     assert message in str(err.value)

@@ -1,0 +1,166 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The mps_control engine against the strict fake nvidia-cuda-mps-control (tests/fakes)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mps
+
+FAKE = str(pathlib.Path(__file__).parents[3] / "fakes" / "nvidia-cuda-mps-control")
+
+
+@pytest.fixture
+def host(tmp_path):
+    """A pipe and log directory, a run_command like AnsibleModule's, and the fake's test hooks."""
+    pipe, log = tmp_path / "pipe", tmp_path / "log"
+    pipe.mkdir()
+    log.mkdir()
+
+    class Host:
+        calls = []
+
+        @staticmethod
+        def run_command(args, data=None, binary_data=False, environ_update=None):
+            env = dict(os.environ, **(environ_update or {}))
+            Host.calls.append((list(args), data, dict(environ_update or {})))
+            proc = subprocess.run([sys.executable] + list(args), input=data, env=env, capture_output=True,
+                                  text=True, check=False)
+            return proc.returncode, proc.stdout, proc.stderr
+
+        @staticmethod
+        def hook(*args):
+            env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=str(pipe))
+            return subprocess.run([sys.executable, FAKE] + list(args), env=env, capture_output=True, text=True,
+                                  check=True).stdout.strip()
+
+        @staticmethod
+        def params(**changes):
+            params = dict(state="present", pipe_directory=str(pipe), environment={"CUDA_MPS_LOG_DIRECTORY": str(log)},
+                          control_binary=FAKE, start=True, active_thread_percentage=None,
+                          pinned_device_mem_limit={}, stop_policy="refuse", drain_timeout=600, poll_interval=1,
+                          quit=True)
+            params.update(changes)
+            return params
+
+        @staticmethod
+        def converge(check_mode=False, **changes):
+            return _mps.converge(Host.params(**changes), Host.run_command, lambda name: None, check_mode)
+
+    Host.pipe, Host.log = pipe, log
+    yield Host
+    if (pipe / "nvidia-cuda-mps-control.pid").exists():
+        Host.hook("--fake-crash")  # end the detached daemon process
+
+
+def test_start_configure_and_converge(host):
+    first = host.converge(active_thread_percentage=40, pinned_device_mem_limit={"0": "8G", "1": "512MB"})
+    assert first["changed"] and first["running"]
+    assert first["actions"] == ["started the daemon", "set_default_active_thread_percentage 40",
+                                "set_default_device_pinned_mem_limit 0 8G", "set_default_device_pinned_mem_limit 1 512M"]
+    assert first["default_active_thread_percentage"] == 40.0
+    again = host.converge(active_thread_percentage=40, pinned_device_mem_limit={"0": "8G", "1": "512M"})
+    assert not again["changed"] and again["actions"] == [] and again["servers"] == []
+    assert "Startup" in (host.log / "control.log").read_text()
+
+
+def test_daemon_environment_is_the_default_and_check_mode_changes_nothing(host):
+    host.converge(environment={"CUDA_MPS_LOG_DIRECTORY": str(host.log), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25"})
+    checked = host.converge(check_mode=True, active_thread_percentage=60)
+    assert checked["changed"] and checked["actions"] == ["set_default_active_thread_percentage 60"]
+    assert host.converge(state="info")["default_active_thread_percentage"] == 25.0
+
+
+def test_check_mode_does_not_start(host):
+    result = host.converge(check_mode=True, active_thread_percentage=50)
+    assert result["changed"] and result["actions"] == ["started the daemon"]
+    assert not host.converge(state="info")["running"]
+    assert not any(call[0][-1] == "-d" for call in host.calls)
+
+
+def test_refuse_names_the_clients_and_keeps_the_daemon(host):
+    host.converge()
+    client = int(host.hook("--fake-connect", "1000"))
+    with pytest.raises(_mps.ControlError) as err:
+        host.converge(state="absent")
+    assert "clients %d" % client in str(err.value) and "stop_policy drain" in str(err.value)
+    with pytest.raises(_mps.ControlError):
+        host.converge(state="absent", check_mode=True)
+    info = host.converge(state="info")
+    assert info["running"] and info["servers"][0]["clients"] == [client]
+
+
+def test_drain_waits_for_the_clients(host, monkeypatch):
+    host.converge()
+    client = host.hook("--fake-connect")
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        host.hook("--fake-disconnect", client)  # the client finishes while we wait
+
+    monkeypatch.setattr(_mps.time, "sleep", sleep)
+    result = host.converge(state="absent", stop_policy="drain", poll_interval=3)
+    assert result["changed"] and not result["running"] and slept[0] == 3
+    assert not host.converge(state="info")["running"]
+
+
+def test_drain_times_out_without_stopping(host):
+    host.converge()
+    host.hook("--fake-connect")
+    with pytest.raises(_mps.ControlError, match="still running after 0s of draining"):
+        host.converge(state="absent", stop_policy="drain", drain_timeout=0)
+    assert host.converge(state="info")["running"]
+
+
+def test_absent_twice_and_quit_false(host):
+    host.converge()
+    checked = host.converge(state="absent", quit=False)
+    assert not checked["changed"] and checked["running"]
+    assert host.converge(state="absent")["changed"]
+    assert not host.converge(state="absent")["changed"]
+
+
+def test_a_crashed_daemon_is_started_again(host):
+    host.converge()
+    host.hook("--fake-crash")
+    assert (host.pipe / "nvidia-cuda-mps-control.pid").exists()  # stale
+    result = host.converge()
+    assert result["actions"][0] == "started the daemon" and host.converge(state="info")["running"]
+
+
+def test_start_false_fails_when_nothing_answers(host):
+    with pytest.raises(_mps.ControlError, match="start its service first"):
+        host.converge(start=False)
+
+
+def test_a_daemon_that_cannot_start_is_an_error(host):
+    host.log.rmdir()
+    with pytest.raises(_mps.ControlError, match="Log directory .* does not exist"):
+        host.converge()
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"pipe_directory": "relative"}, "pipe_directory: must be an absolute path"),
+    ({"active_thread_percentage": 0}, "active_thread_percentage: must be a whole number from 1 to 100"),
+    ({"pinned_device_mem_limit": {"0": "lots"}}, "pinned_device_mem_limit[0]: 'lots' is not a memory limit"),
+    ({"poll_interval": 0}, "poll_interval: must be at least 1"),
+    ({"environment": {"cuda visible": "0"}}, "'cuda visible' is not an environment variable name"),
+])
+def test_bad_params_are_refused_before_any_call(host, changes, message):
+    with pytest.raises(ValueError) as err:
+        host.converge(**changes)
+    assert message in str(err.value)
+    assert host.calls == []
+
+
+def test_missing_binary_is_named(host):
+    with pytest.raises(ValueError, match="control_binary: nvidia-cuda-mps-control is not on PATH"):
+        _mps.converge(host.params(control_binary="nvidia-cuda-mps-control"), host.run_command, lambda n: None, False)
