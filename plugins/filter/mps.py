@@ -63,7 +63,7 @@ def mps_ack_findings(pods, nodes, exempt_namespaces=None, exempt_labels=None):
 def mps_ack_daemon_coverage(nodes, daemon_pods):
     """MPS nodes without a running, ready MPS control daemon pod."""
     return _mps_k8s.ack_daemon_coverage(_documents("mps_ack_daemon_coverage", nodes, "Node"),
-                                    _documents("mps_ack_daemon_coverage", daemon_pods, "Pod"))
+                                        _documents("mps_ack_daemon_coverage", daemon_pods, "Pod"))
 
 
 def mps_gpudirect_conflicts(nodes):

@@ -318,14 +318,35 @@ def _configure(control, params, limits, check_mode, result):
                 control.command("set_default_device_pinned_mem_limit %s %s" % (device, limit))
 
 
-def converge(params, run_command, get_bin_path, check_mode):
-    """Bring one control daemon to params['state']; returns the module result (ValueError/ControlError on failure)."""
-    pipe, limits = _check_params(params)
+def _binary(params, get_bin_path):
     binary = params.get("control_binary") or "nvidia-cuda-mps-control"
     if "/" not in binary:
         binary = get_bin_path(binary) or ""
         if not binary:
             raise ValueError("control_binary: %s is not on PATH" % params.get("control_binary"))
+    return binary
+
+
+def _read(control):
+    running, pids, percentage = control.snapshot()
+    return dict(changed=False, actions=[], running=running, default_active_thread_percentage=percentage,
+                servers=control.servers(pids))
+
+
+def info(params, run_command, get_bin_path):
+    """What the daemon on params['pipe_directory'] reports (running, servers with clients, default percentage); changed False."""
+    pipe, _limits = _check_params(dict(params, pinned_device_mem_limit={}))
+    binary = _binary(params, get_bin_path)
+    result = _read(Control(lambda stdin: run_command([binary], data=stdin, binary_data=True,
+                                                     environ_update={"CUDA_MPS_PIPE_DIRECTORY": pipe})))
+    del result["actions"]
+    return result
+
+
+def converge(params, run_command, get_bin_path, check_mode):
+    """Bring one control daemon to params['state']; returns the module result (ValueError/ControlError on failure)."""
+    pipe, limits = _check_params(params)
+    binary = _binary(params, get_bin_path)
     pipe_env = {"CUDA_MPS_PIPE_DIRECTORY": pipe}
 
     def run(stdin):
@@ -339,13 +360,12 @@ def converge(params, run_command, get_bin_path, check_mode):
             raise ControlError("%s -d failed: %s" % (binary, ("%s %s" % (out, err)).strip()))
 
     control = Control(run)
-    running, pids, percentage = control.snapshot()
-    result = dict(changed=False, actions=[], running=running, default_active_thread_percentage=percentage,
-                  servers=control.servers(pids))
-    state = params.get("state") or "present"
-    if state == "absent" and running:
-        _stop(control, params, check_mode, result)
-    elif state == "present":
+    result = _read(control)
+    running = result["running"]
+    if params.get("state") == "absent":
+        if running:
+            _stop(control, params, check_mode, result)
+    else:
         if not running:
             running = _start(control, start_daemon, params, pipe, check_mode, result)
         if running:

@@ -20,8 +20,7 @@ description:
     MPS server has clients and names them; with O(stop_policy=drain) it waits up to O(drain_timeout) seconds for them to
     finish, then stops (and fails, changing nothing, when they do not). With O(quit=false) only that check runs (the role
     lets systemd send C(quit)).
-  - V(info) - reads whether the daemon runs, its servers and their clients; changes nothing.
-  - The health check is C(get_server_list) answered through the pipe.
+  - The health check (C(get_server_list) answered through the pipe) is M(gpu_ops.cluster.mps_control_info).
 author:
   - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
@@ -39,7 +38,7 @@ options:
   state:
     description: What the daemon should be.
     type: str
-    choices: [present, absent, info]
+    choices: [present, absent]
     default: present
   pipe_directory:
     description: The daemon's C(CUDA_MPS_PIPE_DIRECTORY) (absolute). It must exist before the daemon starts.
@@ -88,6 +87,7 @@ notes:
   - Needs no GPU library on the controller; runs on the GPU host. The collection's tests drive a strict fake
     C(nvidia-cuda-mps-control) (tests/fakes).
 seealso:
+  - module: gpu_ops.cluster.mps_control_info
   - name: NVIDIA Multi-Process Service documentation
     description: Control daemon commands and environment.
     link: https://docs.nvidia.com/deploy/mps/
@@ -141,7 +141,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mps
 
 def _argument_spec():
     return dict(
-        state=dict(type="str", choices=["present", "absent", "info"], default="present"),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
         pipe_directory=dict(type="path", required=True),
         environment=dict(type="dict", default={}),
         control_binary=dict(type="str", default="nvidia-cuda-mps-control"),

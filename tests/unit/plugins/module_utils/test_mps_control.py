@@ -54,6 +54,10 @@ def host(tmp_path):
         def converge(check_mode=False, **changes):
             return _mps.converge(Host.params(**changes), Host.run_command, lambda name: None, check_mode)
 
+        @staticmethod
+        def info():
+            return _mps.info(Host.params(), Host.run_command, lambda name: None)
+
     Host.pipe, Host.log = pipe, log
     yield Host
     if (pipe / "nvidia-cuda-mps-control.pid").exists():
@@ -75,13 +79,13 @@ def test_daemon_environment_is_the_default_and_check_mode_changes_nothing(host):
     host.converge(environment={"CUDA_MPS_LOG_DIRECTORY": str(host.log), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25"})
     checked = host.converge(check_mode=True, active_thread_percentage=60)
     assert checked["changed"] and checked["actions"] == ["set_default_active_thread_percentage 60"]
-    assert host.converge(state="info")["default_active_thread_percentage"] == 25.0
+    assert host.info()["default_active_thread_percentage"] == 25.0
 
 
 def test_check_mode_does_not_start(host):
     result = host.converge(check_mode=True, active_thread_percentage=50)
     assert result["changed"] and result["actions"] == ["started the daemon"]
-    assert not host.converge(state="info")["running"]
+    assert not host.info()["running"]
     assert not any(call[0][-1] == "-d" for call in host.calls)
 
 
@@ -93,7 +97,7 @@ def test_refuse_names_the_clients_and_keeps_the_daemon(host):
     assert "clients %d" % client in str(err.value) and "stop_policy drain" in str(err.value)
     with pytest.raises(_mps.ControlError):
         host.converge(state="absent", check_mode=True)
-    info = host.converge(state="info")
+    info = host.info()
     assert info["running"] and info["servers"][0]["clients"] == [client]
 
 
@@ -109,7 +113,7 @@ def test_drain_waits_for_the_clients(host, monkeypatch):
     monkeypatch.setattr(_mps.time, "sleep", sleep)
     result = host.converge(state="absent", stop_policy="drain", poll_interval=3)
     assert result["changed"] and not result["running"] and slept[0] == 3
-    assert not host.converge(state="info")["running"]
+    assert not host.info()["running"]
 
 
 def test_drain_times_out_without_stopping(host):
@@ -117,7 +121,7 @@ def test_drain_times_out_without_stopping(host):
     host.hook("--fake-connect")
     with pytest.raises(_mps.ControlError, match="still running after 0s of draining"):
         host.converge(state="absent", stop_policy="drain", drain_timeout=0)
-    assert host.converge(state="info")["running"]
+    assert host.info()["running"]
 
 
 def test_absent_twice_and_quit_false(host):
@@ -133,7 +137,7 @@ def test_a_crashed_daemon_is_started_again(host):
     host.hook("--fake-crash")
     assert (host.pipe / "nvidia-cuda-mps-control.pid").exists()  # stale
     result = host.converge()
-    assert result["actions"][0] == "started the daemon" and host.converge(state="info")["running"]
+    assert result["actions"][0] == "started the daemon" and host.info()["running"]
 
 
 def test_start_false_fails_when_nothing_answers(host):
