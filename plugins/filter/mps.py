@@ -25,11 +25,10 @@ def _plain(value):
 
 
 def _documents(name, value, what):
-    if value is None:
-        return []
+    # null is refused: a failed read is not "no nodes"
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, dict) for v in value):
         raise AnsibleFilterError("%s: %s must be a list of %s documents (k8s_info resources), got %s"
-                                 % (name, what, what, type(value).__name__))
+                                 % (name, what.lower() + "s", what, type(value).__name__))
     return _plain(value)
 
 
@@ -54,6 +53,12 @@ def mps_server_list(text):
 
 def mps_ack_findings(pods, nodes, exempt_namespaces=None, exempt_labels=None):
     """What the ACK MPS guide forbids or requires, found in pods."""
+    if exempt_namespaces is not None and (not isinstance(exempt_namespaces, (list, tuple))
+                                          or not all(isinstance(n, str) for n in exempt_namespaces)):
+        raise AnsibleFilterError("mps_ack_findings: exempt_namespaces must be a list of namespace names, got %r"
+                                 % (exempt_namespaces,))
+    if exempt_labels is not None and not isinstance(exempt_labels, dict):
+        raise AnsibleFilterError("mps_ack_findings: exempt_labels must be a dict of labels, got %r" % (exempt_labels,))
     return _call("mps_ack_findings", _mps_k8s.ack_workload_findings, _documents("mps_ack_findings", pods, "Pod"),
                  _documents("mps_ack_findings", nodes, "Node"),
                  exempt_namespaces=("kube-system",) if exempt_namespaces is None else list(exempt_namespaces),

@@ -104,6 +104,10 @@ def test_ack_removal_refuses_while_gpu_pods_run(k8s_double, run_playbook):
 
 def test_ack_render_mode_writes_the_labels(run_playbook, tmp_path):
     render = tmp_path / "render"
+    bad = run_playbook(_play({"mps_ack_nodes": ["cn-hz.10.0.0.1", "Bad Node"], "mps_ack_node_selector": {"pool": "a b"}},
+                             "ack"), extra_vars={"gpu_ops_render_dir": str(render)}).assert_failed()
+    message = bad.failed[0]["result"]["msg"]
+    assert "mps_ack_nodes[1]" in message and "mps_ack_node_selector" in message and not render.exists()
     run_playbook(_play({"mps_ack_nodes": ["cn-hz.10.0.0.2", "cn-hz.10.0.0.1"]}, "ack"),
                  extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
     files = sorted((render / "manifests" / "30-ack-mps").iterdir())
