@@ -25,3 +25,16 @@ def setup():
                 sys.path.insert(0, path)
             return path
     raise SystemExit("cannot find ansible_collections/gpu_ops/cluster: run scripts/bootstrap.sh (make venv) first")
+
+
+def save(result, name, output=None):
+    """Write a benchmark's JSON result (default benchmarks/results/<name>-<time>.json); returns the path."""
+    import json  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+
+    os.makedirs(RESULTS, exist_ok=True)
+    path = output or os.path.join(RESULTS, "%s-%s.json" % (name, time.strftime("%Y%m%d-%H%M%S")))
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(result, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    return path

@@ -28,6 +28,7 @@ media extensions (``+me``/``+me.all``) exist once per GPU.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import re
 
@@ -1012,3 +1013,51 @@ def _describe_selector(selector):
     if not selector:
         return "(all nodes)"
     return ",".join("%s=%s" % (k, selector[k]) for k in sorted(selector))
+
+
+# --------------------------------------------------------------------------------------------
+# Compute instances and the nearest layout that fits (bare-metal MIG module)
+# --------------------------------------------------------------------------------------------
+
+# nvidia-smi compute-instance profile IDs by compute slices (nvidia-stack.md 5.3: 0 = 1 slice,
+# 1 = 2, 2 = 3, 3 = 4, 4 = 7).
+COMPUTE_INSTANCE_PROFILE_IDS = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}
+
+
+def compute_split_problems(gpu_instance_profile, slices):
+    """Why compute instances of ``slices`` (a list of slice counts) do not fit one GPU instance; [] when they do."""
+    found = gpu_instance_profile
+    problems = []
+    for size in slices:
+        if isinstance(size, bool) or not isinstance(size, int) or size not in COMPUTE_INSTANCE_PROFILE_IDS:
+            problems.append("compute instance size %r is not one of %s" % (
+                size, ", ".join(str(s) for s in sorted(COMPUTE_INSTANCE_PROFILE_IDS))))
+        elif size > found["compute_slices"]:
+            problems.append("a %d-slice compute instance does not fit %s (%d compute slices)"
+                            % (size, found["name"], found["compute_slices"]))
+    if not problems and sum(slices) > found["compute_slices"]:
+        problems.append("compute instances of %s slices need %d compute slices, %s has %d" % (
+            "+".join(str(s) for s in slices), sum(slices), found["name"], found["compute_slices"]))
+    return problems
+
+
+def nearest_fit(model, request):
+    """The largest part of ``request`` (a list of profiles, ``@slot`` pins allowed) that fits, or None.
+
+    Drops as few instances as possible; among equal drops keeps the most compute, then memory.
+    """
+    entry = gpu_model(model)
+    items = list(request)
+    for drop in range(1, len(items) + 1):
+        best = None
+        for kept in itertools.combinations(range(len(items)), len(items) - drop):
+            candidate = [items[i] for i in kept]
+            if not candidate or not place(entry, candidate)["fits"]:
+                continue
+            found = [profile(entry, str(text).partition("@")[0]) for text in candidate]
+            score = (sum(f["compute_slices"] for f in found), sum(f["memory_slices"] for f in found))
+            if best is None or score > best[0]:
+                best = (score, candidate)
+        if best is not None:
+            return best[1]
+    return None

@@ -75,8 +75,8 @@ _MEMORY_GIB = {
 }
 _MEMORY_GIB["A100-80GB"] = _MEMORY_GIB["H100-80GB"]
 
-# compute-instance profile ID by slice count (nvidia-stack.md 5.3)
-CI_PROFILE_IDS = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}
+# compute-instance profile IDs by slice count: the catalog's table
+CI_PROFILE_IDS = MIG.COMPUTE_INSTANCE_PROFILE_IDS
 
 WRITE_FLAGS = ("-cgi", "--create-gpu-instance", "-dgi", "--destroy-gpu-instance", "-cci",
                "--create-compute-instance", "-dci", "--destroy-compute-instance", "-mig", "--multi-instance-gpu",

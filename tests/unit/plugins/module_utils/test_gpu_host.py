@@ -1,0 +1,215 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_host_facts engine (plugins/module_utils/_gpu_host.py) on captured outputs of several host kinds.
+
+Each host kind is the text its tools print (nvidia-smi, ofed_info) and the files it has under /proc
+and /sys (formats: nvidia-stack.md 5.3 and 7.1; sysfs as the kernel's ib_core writes it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpu_host
+
+QUERY = "--query-gpu=" + ",".join(_gpu_host.GPU_FIELDS)
+QUERY_OLD = "--query-gpu=" + ",".join(f for f in _gpu_host.GPU_FIELDS if f != "compute_cap")
+
+H100_ROWS = "".join("%d, GPU-4e1b0d8a-77c3-1b55-9a2e-0c7b5d6a1f%02d, NVIDIA H100 80GB HBM3, 81559, Disabled, Disabled, "
+                    "Default, 550.54.14, 9.0\n" % (i, i) for i in range(2))
+A100_ROWS = ("0, GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77, NVIDIA A100-SXM4-40GB, 40960, Enabled, Enabled, Default, "
+             "535.161.08, 8.0\n"
+             "1, GPU-0c9e1f52-7b2b-62f9-4a3a-3d8f1a9b6c21, NVIDIA A100-SXM4-40GB, 40960, Disabled, Enabled, "
+             "Exclusive_Process, 535.161.08, 8.0\n")
+Q_HEADER = ("\n==============NVSMI LOG==============\n\nTimestamp                                 : Mon Nov 23 12:00:00 2026\n"
+            "Driver Version                            : %s\nCUDA Version                              : %s\n\n"
+            "Attached GPUs                             : 2\n")
+OPEN_550 = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build  (dvs-builder@U16-I3-B03-4-3)"
+            "  Thu Feb 22 01:25:25 UTC 2024\nGCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n")
+PROPRIETARY_535 = ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.08  Tue Mar  5 22:42:15 UTC 2024\n"
+                   "GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04)\n")
+MODULES = ("nvidia_peermem 16384 0 - Live 0x0000000000000000\nnvidia_uvm 4956160 4 - Live 0x0000000000000000\n"
+           "nvidia 54558720 103 nvidia_uvm,nvidia_peermem, Live 0x0000000000000000\n"
+           "mlx5_ib 483328 0 - Live 0x0000000000000000\nib_core 442368 8 nvidia_peermem,mlx5_ib, Live 0x0\n")
+IB_PORT = {"state": "4: ACTIVE\n", "link_layer": "InfiniBand\n", "rate": "400 Gb/sec (4X NDR)\n"}
+
+
+def ib_device(name, netdev, port=None):
+    files = {"class/infiniband/%s/ports/1/%s" % (name, key): value for key, value in (port or IB_PORT).items()}
+    files["class/infiniband/%s/device/net/%s/ifindex" % (name, netdev)] = "5\n"
+    return files
+
+
+HOSTS = {
+    "dgx-h100-open-mofed": dict(
+        commands={QUERY: (0, H100_ROWS), "-q": (0, Q_HEADER % ("550.54.14", "12.4")),
+                  "-s": (0, "MLNX_OFED_LINUX-23.10-1.1.9.0:\n")},
+        proc={"driver/nvidia/version": OPEN_550, "modules": MODULES, "sys/kernel/osrelease": "5.15.0-105-generic\n"},
+        sys=dict(ib_device("mlx5_0", "ibp24s0"), **ib_device("mlx5_1", "ibp64s0", {
+            "state": "1: DOWN\n", "link_layer": "InfiniBand\n", "rate": "10 Gb/sec (4X SDR)\n"})),
+        mode="dmabuf", reasons=[]),
+    "a100-proprietary-mofed": dict(
+        commands={QUERY: (0, A100_ROWS), "-q": (0, Q_HEADER % ("535.161.08", "12.2")),
+                  "-s": (0, "MLNX_OFED_LINUX-5.8-3.0.7.0:\n")},
+        proc={"driver/nvidia/version": PROPRIETARY_535, "modules": MODULES, "sys/kernel/osrelease": "5.15.0-97-generic\n"},
+        sys=ib_device("mlx5_0", "ibp12s0"),
+        mode="peermem",
+        reasons=["dmabuf: the NVIDIA kernel modules are proprietary; DMA-BUF needs the open kernel modules"]),
+    "old-kernel-open-doca": dict(
+        commands={QUERY: (0, H100_ROWS), "-q": (0, Q_HEADER % ("550.54.14", "12.4")),
+                  "-s": (0, "OFED-internal-24.10-1.1.4:\n")},
+        proc={"driver/nvidia/version": OPEN_550, "modules": "nvidia 1 0 - Live 0x0\n",
+              "sys/kernel/osrelease": "5.4.0-150-generic\n"},
+        sys=ib_device("mlx5_0", "ens1f0np0",
+                      {"state": "4: ACTIVE\n", "link_layer": "Ethernet\n", "rate": "100 Gb/sec (4X EDR)\n"}),
+        mode="peermem", reasons=["dmabuf: kernel 5.4.0-150-generic is older than 5.12"]),
+    "proprietary-no-ofed-old-cuda": dict(
+        commands={QUERY: (0, A100_ROWS), "-q": (0, Q_HEADER % ("515.65.01", "11.6"))},
+        proc={"driver/nvidia/version": PROPRIETARY_535, "modules": "nvidia 1 0 - Live 0x0\n",
+              "sys/kernel/osrelease": "6.8.0-45-generic\n"},
+        sys=ib_device("mlx5_0", "ibp12s0"),
+        mode="unsupported",
+        reasons=["dmabuf: the NVIDIA kernel modules are proprietary; DMA-BUF needs the open kernel modules",
+                 "dmabuf: CUDA 11.6 is older than 11.7",
+                 "peermem: neither MOFED nor DOCA-OFED is installed (nvidia-peermem needs one)"]),
+    "no-gpu": dict(
+        commands={QUERY: (6, "No devices were found\n")},
+        proc={"modules": "", "sys/kernel/osrelease": "6.8.0-45-generic\n"}, sys={},
+        mode="unsupported",
+        reasons=["dmabuf: no NVIDIA GPU found", "dmabuf: no RDMA device in /sys/class/infiniband",
+                 "dmabuf: the NVIDIA kernel modules are not loaded; DMA-BUF needs the open kernel modules",
+                 "dmabuf: CUDA version unknown; DMA-BUF needs CUDA >= 11.7",
+                 "peermem: neither MOFED nor DOCA-OFED is installed (nvidia-peermem needs one)"]),
+    "driver-not-loaded": dict(
+        commands={QUERY: (9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+                             "that the latest NVIDIA driver is installed and running.\n")},
+        proc={"modules": "", "sys/kernel/osrelease": "6.8.0-45-generic\n"}, sys={}, mode="unsupported", reasons=None),
+    "old-driver-no-compute-cap-geforce": dict(
+        commands={QUERY: (2, 'Field "compute_cap" is not a valid field to query.\n'),
+                  QUERY_OLD: (0, "0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA GeForce RTX 3090, 24576, [N/A], "
+                                 "[N/A], Default, 470.82.01\n"),
+                  "-q": (0, Q_HEADER % ("470.82.01", "11.4"))},
+        proc={"driver/nvidia/version": PROPRIETARY_535, "modules": "", "sys/kernel/osrelease": "5.15.0-1-generic\n"},
+        sys={}, mode="unsupported", reasons=None),
+}
+
+
+def write_tree(root, files):
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def gather(tmp_path, host, nvidia_smi="/usr/bin/nvidia-smi", ofed_info="/usr/bin/ofed_info"):
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        key = next((a for a in argv[1:] if a.startswith("--query-gpu=") or a in ("-q", "-s")), None)
+        rc, out = host["commands"].get(key, (127, ""))
+        return rc, out, ""
+
+    write_tree(tmp_path / "proc", host["proc"])
+    write_tree(tmp_path / "sys", host["sys"])
+    if "-s" not in host["commands"]:
+        ofed_info = None
+    facts = _gpu_host.gather(run, nvidia_smi, ofed_info, proc_root=str(tmp_path / "proc"), sys_root=str(tmp_path / "sys"))
+    return facts, calls
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTS))
+def test_mode_and_reasons_per_host_kind(tmp_path, kind):
+    host = HOSTS[kind]
+    facts, _calls = gather(tmp_path, host)
+    assert facts["gpudirect_rdma"]["mode"] == host["mode"]
+    if host["reasons"] is not None:
+        assert facts["gpudirect_rdma"]["reasons"] == host["reasons"]
+    modes = facts["gpudirect_rdma"]["modes"]
+    assert modes["dmabuf"]["supported"] == (host["mode"] == "dmabuf")
+    assert set(facts) >= {"nvidia_smi", "driver_version", "cuda_version", "kernel_version", "kernel_module", "gpus",
+                          "modules_loaded", "ofed", "rdma_devices", "gpudirect_rdma", "problems"}
+
+
+def test_dgx_h100_facts(tmp_path):
+    facts, calls = gather(tmp_path, HOSTS["dgx-h100-open-mofed"])
+    assert facts["driver_version"] == "550.54.14" and facts["cuda_version"] == "12.4"
+    assert facts["kernel_module"] == {"type": "open", "version": "550.54.14"}
+    assert facts["kernel_version"] == "5.15.0-105-generic"
+    assert facts["gpus"][1] == dict(index=1, uuid="GPU-4e1b0d8a-77c3-1b55-9a2e-0c7b5d6a1f01", name="NVIDIA H100 80GB HBM3",
+                                    memory_total_mib=81559, mig_capable=True, mig_mode_current=False,
+                                    mig_mode_pending=False, compute_mode="Default", compute_capability="9.0")
+    assert facts["modules_loaded"] == {"nvidia_peermem": True, "nvidia_fs": False, "gdrdrv": False}
+    assert facts["ofed"] == {"present": True, "kind": "mofed", "version": "23.10-1.1.9.0"}
+    assert [(d["name"], d["netdevs"], d["state"], d["link_layer"], d["rate_gbps"]) for d in facts["rdma_devices"]] == [
+        ("mlx5_0", ["ibp24s0"], "ACTIVE", "InfiniBand", 400), ("mlx5_1", ["ibp64s0"], "DOWN", "InfiniBand", 10)]
+    assert facts["problems"] == []
+    assert len(calls) == 3  # the GPU table, the CUDA header, ofed_info
+
+
+def test_pending_mig_mode_is_a_problem(tmp_path):
+    facts, _calls = gather(tmp_path, HOSTS["a100-proprietary-mofed"])
+    assert [(g["mig_mode_current"], g["mig_mode_pending"]) for g in facts["gpus"]] == [(True, True), (False, True)]
+    assert facts["gpus"][1]["compute_mode"] == "Exclusive_Process"
+    assert facts["problems"] == ["GPU 1: MIG mode change pending (current Disabled, pending Enabled): a GPU reset or "
+                                 "reboot applies it"]
+
+
+def test_doca_ofed(tmp_path):
+    facts, _calls = gather(tmp_path, HOSTS["old-kernel-open-doca"])
+    assert facts["ofed"] == {"present": True, "kind": "doca-ofed", "version": "24.10-1.1.4"}
+    assert facts["rdma_devices"][0]["link_layer"] == "Ethernet"
+
+
+def test_no_gpu_and_no_driver_say_so(tmp_path):
+    facts, _calls = gather(tmp_path, HOSTS["no-gpu"])
+    assert facts["gpus"] == [] and facts["problems"] == ["nvidia-smi found no GPU"]
+    assert facts["kernel_module"] == {"type": None, "version": None}
+    facts, _calls = gather(tmp_path / "b", HOSTS["driver-not-loaded"])
+    assert facts["gpus"] == [] and facts["driver_version"] is None
+    assert "couldn't communicate with the NVIDIA driver" in facts["problems"][0]
+
+
+def test_no_nvidia_smi(tmp_path):
+    facts, calls = gather(tmp_path, HOSTS["no-gpu"], nvidia_smi=None)
+    assert facts["nvidia_smi"] == {"present": False, "path": None}
+    assert facts["problems"] == ["nvidia-smi not found"] and calls == []
+    assert facts["gpudirect_rdma"]["mode"] == "unsupported"
+
+
+def test_old_driver_without_compute_cap_and_a_geforce(tmp_path):
+    facts, calls = gather(tmp_path, HOSTS["old-driver-no-compute-cap-geforce"])
+    assert len(calls) == 3 and calls[1][1] == QUERY_OLD
+    gpu = facts["gpus"][0]
+    assert gpu["mig_capable"] is False and gpu["mig_mode_current"] is None and gpu["compute_capability"] is None
+    reasons = facts["gpudirect_rdma"]["modes"]["dmabuf"]["reasons"]
+    assert "GPU 0 (NVIDIA GeForce RTX 3090) is not a data-center GPU" in reasons
+    assert any("compute capability unknown" in r for r in reasons)
+
+
+def test_unreadable_proc_and_sys(tmp_path):
+    facts = _gpu_host.gather(lambda argv: (0, "", ""), None, None, proc_root=str(tmp_path / "none"),
+                             sys_root=str(tmp_path / "none"))
+    assert facts["kernel_version"] is None and facts["rdma_devices"] == []
+    assert "cannot read %s" % (tmp_path / "none" / "modules") in facts["problems"]
+
+
+@pytest.mark.parametrize("facts, mode, reason", [
+    (dict(kernel_version="5.12.0", cuda_version="11.7", kernel_module={"type": "open"},
+          gpus=[{"index": 0, "name": "Tesla T4", "compute_capability": "7.5"}], rdma_devices=[{"name": "mlx5_0"}]),
+     "dmabuf", None),
+    (dict(kernel_version="5.11.22", cuda_version="11.7", kernel_module={"type": "open"}, ofed={"present": True},
+          gpus=[{"index": 0, "name": "Tesla T4", "compute_capability": "7.5"}], rdma_devices=[{"name": "mlx5_0"}]),
+     "peermem", "dmabuf: kernel 5.11.22 is older than 5.12"),
+    (dict(kernel_version="6.1", cuda_version="12.0", kernel_module={"type": "open"}, ofed={"present": True},
+          gpus=[{"index": 3, "name": "Tesla V100-SXM2-16GB", "compute_capability": "7.0"}], rdma_devices=[{}]),
+     "peermem", "dmabuf: GPU 3 (Tesla V100-SXM2-16GB) has compute capability 7.0; DMA-BUF needs Turing or newer (>= 7.5)"),
+    (dict(kernel_version="6.1", cuda_version="12.0", kernel_module={"type": "open"}, ofed={"present": True},
+          gpus=[{"index": 0, "name": "NVIDIA H100", "compute_capability": "9.0"}], rdma_devices=[]),
+     "unsupported", "dmabuf: no RDMA device in /sys/class/infiniband"),
+])
+def test_rdma_mode_boundaries(facts, mode, reason):
+    result = _gpu_host.gpudirect_rdma(facts)
+    assert result["mode"] == mode
+    if reason:
+        assert reason in result["reasons"]

@@ -1,0 +1,213 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""mig_profile engine (plugins/module_utils/_mig_host.py) against the strict fake nvidia-smi (in-process).
+
+Only nvidia-smi is faked; the engine, the catalog, the parsers and the plan helper run for real."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig_host, _nvsmi
+from ansible_collections.gpu_ops.cluster.tests.fakes import fake_nvidia_smi as fake
+
+
+class Host:
+    """A fake GPU host: its state and every nvidia-smi call made against it."""
+
+    def __init__(self, preset):
+        self.state = fake.preset_state(preset)
+        self.calls = []
+
+    def run(self, argv):
+        rc, output, write = fake.run(argv[1:], self.state)
+        self.calls.append(dict(argv=argv[1:], rc=rc, write=write))
+        return rc, output, ""
+
+    @property
+    def writes(self):
+        return [" ".join(c["argv"]) for c in self.calls if c["write"]]
+
+    def apply(self, gpus, check=False, allow_reset=True):
+        self.calls = []
+        params = dict(gpus=gpus, nvidia_smi="/usr/bin/nvidia-smi", allow_reset=allow_reset,
+                      mig_parted_config_name="custom")
+        return _mig_host.run(params, self.run, check, True)
+
+    def geometry(self, index=0):
+        gpu = self.state["gpus"][index]
+        return sorted((gi["profile"], gi["start"], tuple(sorted(c["slices"] for c in gi["compute_instances"])))
+                      for gi in gpu["gpu_instances"])
+
+
+def test_apply_reapply_change_and_check_mode():
+    host = Host("A100-40GB x2")
+    result = host.apply([dict(gpu="all", profiles=["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"])])
+    assert result["changed"] and not result["reboot_required"]
+    # the solver puts the 3g at slot 4 (3g@0 leaves no room for 2g + 1g + 1g); created largest first
+    assert host.writes[:5] == ["-i 0 -mig 1", "mig -i 0 -cgi 9:4 -C", "mig -i 0 -cgi 14:0 -C", "mig -i 0 -cgi 19:2 -C",
+                               "mig -i 0 -cgi 19:3 -C"]
+    for index in (0, 1):
+        assert host.geometry(index) == [("1g.5gb", 2, (1,)), ("1g.5gb", 3, (1,)), ("2g.10gb", 0, (2,)),
+                                        ("3g.20gb", 4, (3,))]
+    assert len(result["mig_devices"]) == 8 and len(set(result["mig_devices"])) == 8
+    listed = [d["uuid"] for d in _nvsmi.mig_devices(fake.run(["-L"], host.state)[1])]
+    assert sorted(listed) == sorted(result["mig_devices"])
+    assert result["mig_parted_config"]["mig-configs"]["custom"] == [{
+        "devices": [0, 1], "device-filter": ["0x20B010DE", "0x20B110DE", "0x20F110DE", "0x20F610DE"],
+        "mig-enabled": True, "mig-devices": {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}}]
+
+    again = host.apply([dict(gpu="all", profiles=["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"])])
+    assert not again["changed"] and host.writes == [] and again["changes"] == []
+    assert again["mig_devices"] == result["mig_devices"]
+
+    # change GPU 1 only: the 3g and the 2g stay, the two 1g go, one 2g comes (as the placement rules allow)
+    before = set(again["gpus"][1]["mig_devices"])
+    planned = host.apply([dict(gpu="all", profiles=["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"]),
+                          dict(gpu="1", profiles=["3g.20gb", "2g.10gb", "2g.10gb"])], check=True)
+    assert planned["changed"] and host.writes == []
+    assert sorted(c["action"] for c in planned["changes"]) == ["create", "delete", "delete"]
+    assert all(c["name"].startswith("gpu1/") for c in planned["changes"])
+    assert [c["name"] for c in planned["changes"]] == ["gpu1/1g.5gb@2 [1]", "gpu1/1g.5gb@3 [1]", "gpu1/2g.10gb@2 [2]"]
+    assert planned["diff"][2]["after"] == '"2g.10gb@2 [2]"\n'
+    changed = host.apply([dict(gpu="all", profiles=["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"]),
+                          dict(gpu="1", profiles=["3g.20gb", "2g.10gb", "2g.10gb"])])
+    assert changed["changed"]
+    assert all(w.startswith("mig -i 1") for w in host.writes)
+    assert [p for p, _s, _c in host.geometry(1)] == ["2g.10gb", "2g.10gb", "3g.20gb"]
+    kept = before & set(changed["gpus"][1]["mig_devices"])
+    assert len(kept) == 2  # the 3g and the first 2g kept their MIG devices
+
+
+def test_compute_instance_splits_and_resplit():
+    host = Host("H100-80GB,mig")
+    host.apply([dict(gpu="0", profiles=[dict(profile="3g.40gb", compute_instances=[1, 2]), "4g.40gb"])])
+    assert host.geometry() == [("3g.40gb", 4, (1, 2)), ("4g.40gb", 0, (4,))]
+    result = host.apply([dict(gpu="0", profiles=[dict(profile="3g.40gb", compute_instances=[1, 1, 1]), "4g.40gb"])])
+    assert [(c["action"], c["kind"]) for c in result["changes"]] == [("update", "compute_instances")]
+    assert host.geometry() == [("3g.40gb", 4, (1, 1, 1)), ("4g.40gb", 0, (4,))]
+    assert not any("-dgi" in w or "-cgi" in w for w in host.writes)
+
+
+def test_named_layouts_and_disable():
+    host = Host("H200-141GB")
+    result = host.apply([dict(gpu="all", layout="all-balanced")])
+    assert sorted(p for p, _s, _c in host.geometry()) == ["1g.18gb", "1g.18gb", "2g.35gb", "3g.71gb"]
+    assert result["gpus"][0]["placement_rules"] == "host"
+    host.apply([dict(gpu="all", layout="all-1g.18gb")])
+    assert [p for p, _s, _c in host.geometry()] == ["1g.18gb"] * 7
+    host.apply([dict(gpu="all", layout="all-disabled")])
+    assert host.state["gpus"][0]["mig_current"] == "Disabled" and host.geometry() == []
+    assert not host.apply([dict(gpu="all", layout="disabled")])["changed"]
+
+
+def test_gpu_in_use_reports_reboot_required_with_the_processes():
+    host = Host("A100-80GB x2")
+    fake.control(["process", "add", "1", "4242", "python3"], host.state)
+    result = host.apply([dict(gpu="all", profiles=["7g.80gb"])])
+    assert result["reboot_required"]
+    assert result["pending"] == [dict(gpu=1, uuid=host.state["gpus"][1]["uuid"], processes=[{"pid": 4242, "name": "python3"}],
+                                      reason="GPU 1: MIG mode enable is pending until a GPU reset or reboot; processes in "
+                                             "the way: 4242 (python3)")]
+    assert "-i 1 -r" not in host.writes and host.geometry(1) == [] and host.geometry(0) == [("7g.80gb", 0, (7,))]
+    fake.control(["process", "clear"], host.state)
+    again = host.apply([dict(gpu="all", profiles=["7g.80gb"])])
+    # the processes are gone: enabling again takes effect at once (the driver resets the idle GPU itself)
+    assert host.writes == ["-i 1 -mig 1", "mig -i 1 -cgi 0:0 -C"]
+    assert not again["reboot_required"] and host.geometry(1) == [("7g.80gb", 0, (7,))]
+
+
+def test_no_reset_without_allow_reset():
+    host = Host("H100-80GB")
+    fake.control(["set", "reset_supported", "false"], host.state)
+    result = host.apply([dict(gpu="all", profiles=["7g.80gb"])], allow_reset=False)
+    assert result["reboot_required"] and "allow_reset is false" in result["pending"][0]["reason"]
+    assert host.writes == ["-i 0 -mig 1"]
+
+
+def test_old_driver_rules_come_from_the_host():
+    host = Host("A100-40GB,mig")
+    fake.control(["set", "hidden_profile_ids", "[15, 20]"], host.state)
+    with pytest.raises(_mig_host.MigError) as err:
+        host.apply([dict(gpu="0", profiles=["1g.10gb"])])
+    assert "GPU 0 (A100-40GB), profile 1g.10gb: the driver on this host does not offer it" in str(err.value)
+    assert host.writes == []
+
+
+# every refusal names the GPU (or the entry) and the profile, and happens before any nvidia-smi write
+INVALID = [
+    ("H100-80GB,mig", [dict(gpu="0", profiles=["3g.21gb"])], "GPU 0 (H100-80GB), profile 3g.21gb does not exist"),
+    ("H100-80GB,mig", [dict(gpu="0", profiles=["1g.5gb"])], "profile 1g.5gb does not exist on H100-80GB"),
+    ("H100-80GB", [dict(gpu="0", profiles=["1g.10gb"] * 8)], "8 x 1g.10gb requested, H100-80GB allows at most 7"),
+    ("A100-40GB", [dict(gpu="0", profiles=["4g.20gb", "4g.20gb"])], "nearest layout that fits: [4g.20gb]"),
+    ("A100-40GB", [dict(gpu="0", profiles=["7g.40gb", "1g.5gb"])], "GPU 0 (A100-40GB): layout [7g.40gb, 1g.5gb]"),
+    ("H100-80GB", [dict(gpu="0", profiles=["1g.10gb+me", "1g.10gb+me"])], "media extensions"),
+    ("H100-80GB", [dict(gpu="0", profiles=["3g.40gb", "3g.40gb", "1g.10gb"])], "nearest layout that fits: [3g.40gb, 3g.40gb]"),
+    ("A100-80GB", [dict(gpu="0", profiles=["2g.20gb"] * 4)], "4 x 2g.20gb requested"),
+    ("H100-80GB", [dict(gpu="0", profiles=["2g.20gb@6"])], "2g.20gb cannot start at slot 6; allowed starts: 0, 2, 4; nearest layout that fits: [2g.20gb]"),
+    ("H100-80GB", [dict(gpu="0", profiles=["3g.40gb@0", "4g.40gb@0"])], "no non-overlapping placement"),
+    ("H100-80GB", [dict(gpu="0", layout="all-2g.99gb")], "GPU 0 (H100-80GB) has no layout 'all-2g.99gb'"),
+    ("H100-80GB", [dict(gpu="0", profiles=[dict(profile="3g.40gb", compute_instances=[4])])],
+     "GPU 0 (H100-80GB), profile 3g.40gb: a 4-slice compute instance does not fit"),
+    ("H100-80GB", [dict(gpu="0", profiles=[dict(profile="3g.40gb", compute_instances=[2, 2])])],
+     "profile 3g.40gb: compute instances of 2+2 slices need 4"),
+    ("H100-80GB x2", [dict(gpu="7", profiles=["7g.80gb"])], "gpus[0].gpu: no GPU 7 on this host"),
+    ("H100-80GB", [dict(gpu="GPU-00000000-0000-0000-0000-000000000000", profiles=["7g.80gb"])], "no GPU GPU-0000"),
+    ("L4", [dict(gpu="all", profiles=["1g.5gb"])], "GPU 0 (NVIDIA L4) does not support MIG"),
+    ("H100-80GB", [dict(gpu="0", profiles=["big"])], "gpus[0].profiles[0]: 'big' is not a MIG profile name"),
+    ("H100-80GB", [dict(gpu="0", profiles=["1g.20gb"] * 4 + ["1g.10gb"])], "GPU 0 (H100-80GB): layout"),
+    ("H100-80GB", [dict(gpu="0", profiles=["7g.80gb"], layout="all-balanced")], "give exactly one of profiles"),
+    ("H100-80GB", [dict(gpu="0", profiles=["7g.80gb"]), dict(gpu="0", layout="all-balanced")], "named twice"),
+    ("H100-80GB", [dict(gpu="first", profiles=["7g.80gb"])], "'first' is not a GPU index"),
+    ("H100-80GB", [dict(gpu="0", profiles=["1c.3g.40gb"])], "names a compute instance"),
+    ("H100-80GB", [dict(gpu="0", profiles=[dict(profile="3g.40gb", cis=[1])])], "unknown keys cis"),
+    ("H100-80GB x2", [dict(gpu="all", profiles=["7g.80gb"]), dict(gpu="1", profiles=["4g.40gb", "4g.40gb"])],
+     "GPU 1 (H100-80GB): layout [4g.40gb, 4g.40gb]"),
+]
+
+
+@pytest.mark.parametrize("preset, gpus, message", INVALID, ids=[str(i) for i in range(len(INVALID))])
+def test_invalid_layouts_are_refused_before_any_write(preset, gpus, message):
+    host = Host(preset)
+    with pytest.raises(_mig_host.MigError) as err:
+        host.apply(gpus)
+    assert message in str(err.value)
+    assert host.writes == []
+
+
+def test_every_problem_is_reported_at_once():
+    host = Host("H100-80GB x2")
+    with pytest.raises(_mig_host.MigError) as err:
+        host.apply([dict(gpu="0", profiles=["9g.80gb"]), dict(gpu="1", profiles=["1g.10gb"] * 9)])
+    assert len(err.value.details["problems"]) == 2 and host.writes == []
+
+
+def test_nvidia_smi_failure_mid_apply_converges_on_rerun():
+    host = Host("H100-80GB,mig")
+    fake.control(["fault", "-cgi 14", "255", "Unable to create a GPU instance on GPU  0 using profile 14: Unknown Error"],
+                 host.state)
+    with pytest.raises(_mig_host.MigError) as err:
+        host.apply([dict(gpu="0", profiles=["3g.40gb", "2g.20gb", "2g.20gb"])])
+    assert "Unknown Error" in str(err.value)
+    result = host.apply([dict(gpu="0", profiles=["3g.40gb", "2g.20gb", "2g.20gb"])])
+    assert result["changed"] and sorted(p for p, _s, _c in host.geometry()) == ["2g.20gb", "2g.20gb", "3g.40gb"]
+    assert not host.apply([dict(gpu="0", profiles=["3g.40gb", "2g.20gb", "2g.20gb"])])["changed"]
+
+
+def test_offline_plan_needs_no_nvidia_smi():
+    def no_smi(argv):
+        raise AssertionError("nvidia-smi called in render mode: %s" % argv)
+
+    params = dict(gpus=[dict(gpu="all", layout="all-balanced"), dict(gpu="1", profiles=["7g.80gb"])],
+                  nvidia_smi=None, allow_reset=False, mig_parted_config_name="hosts", offline=dict(model="H100-80GB", count=2))
+    result = _mig_host.run(params, no_smi, False, False)
+    assert [c["kind"] for c in result["changes"]] == ["mig_mode"] + ["gpu_instance"] * 4 + ["mig_mode", "gpu_instance"]
+    assert [i["profile"] for i in result["gpus"][1]["instances"]] == ["7g.80gb"]
+    configs = result["mig_parted_config"]["mig-configs"]["hosts"]
+    assert [c["devices"] for c in configs] == [[0], [1]]
+    assert configs[0]["mig-devices"] == {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
+    with pytest.raises(_mig_host.MigError) as err:
+        _mig_host.run(dict(params, offline=dict(model="H100-80GB", count=1),
+                           gpus=[dict(gpu="0", profiles=["4g.40gb", "4g.40gb"])]), no_smi, False, False)
+    assert "GPU 0 (H100-80GB): layout [4g.40gb, 4g.40gb] does not fit" in str(err.value)
