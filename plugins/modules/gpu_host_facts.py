@@ -176,7 +176,7 @@ def main():
     for option in ("procfs_root", "sysfs_root"):
         if not os.path.isdir(module.params[option]):
             module.fail_json(msg="%s: %s is not a folder (where %s is mounted)"
-                             % (option, module.params[option], option.split("_")[0]))
+                             % (option, module.params[option], option.split("_", maxsplit=1)[0]))
     from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpu_host as engine
 
     def find(option, name):
