@@ -36,7 +36,7 @@ SCENARIOS = (("concurrent", 16, 2), ("parallelism-10", 10, 3), ("one-at-a-time",
 def _imports():
     _paths.setup()
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_fabric as fabric
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_multinetwork as fabric
     from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
     from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
@@ -45,7 +45,7 @@ def _imports():
 
 
 def _params(profile):
-    return dict(project=PROJECT, cluster="bench", region="us-central1", profile=profile, nic_count=None,
+    return dict(project=PROJECT, cluster="bench", location="us-central1", gpudirect=profile, nic_count=None,
                 networks=None, name_prefix=None, k8s_network_prefix="vpc", mtu=None, cidr_base="192.168.0.0/16",
                 subnet_prefix_length=24, firewall_source_ranges=None, firewall_allow_any_source=False)
 

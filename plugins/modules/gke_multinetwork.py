@@ -12,8 +12,8 @@ version_added: 0.1.0
 description:
   - Creates, checks and deletes the extra networks that the GPU NICs of A3 High (GPUDirect-TCPX, 4 NICs) and A3 Mega
     (GPUDirect-TCPXO, 8 NICs) nodes attach to. For each GPU NIC it manages one custom-mode VPC network, one subnet in
-    O(region) and one ingress firewall rule that allows tcp, udp and icmp.
-  - The number of NICs comes from O(profile) (the collection's GPUDirect catalog), O(nic_count), or the length of
+    the region of O(location) and one ingress firewall rule that allows tcp, udp and icmp.
+  - The number of NICs comes from O(gpudirect) (the collection's GPUDirect catalog), O(nic_count), or the length of
     O(networks). Names are derived from O(name_prefix) unless O(networks) gives them.
   - Subnet ranges are taken one after the other from O(cidr_base) in blocks of O(subnet_prefix_length), or given per
     network in O(networks[].cidr). Malformed and overlapping ranges are refused before any request.
@@ -48,27 +48,34 @@ options:
         resources' descriptions.
     type: str
     required: true
-  region:
+  location:
     description:
-      - Region of the subnets, the region of the cluster (for example C(us-central1)).
+      - Where the cluster runs, as in M(gpu_ops.cluster.gke_cluster) and M(gpu_ops.cluster.gpu_nodepool): a region (for
+        example C(us-central1)) or a zone (for example C(us-central1-c)). The subnets are created in that region (of
+        a zone, its region).
+      - The alias O(region) is deprecated and will be removed in version 2.0.0.
     type: str
     required: true
+    aliases: [region]
   state:
     description:
       - Whether the fabric should exist.
     type: str
     choices: [present, absent]
     default: present
-  profile:
+  gpudirect:
     description:
-      - The GPUDirect profile. V(tcpx) (A3 High) has 4 GPU NICs and V(tcpxo) (A3 Mega) has 8, as the collection's
-        GPUDirect catalog says. It also sets the GKENetworkParamSet C(deviceMode) and the pod interface names.
-      - One of O(profile), O(nic_count) or O(networks) is required. When more than one is set, they must agree.
+      - The GPUDirect profile, named as in M(gpu_ops.cluster.gke_cluster) and M(gpu_ops.cluster.gpu_nodepool).
+        V(tcpx) (A3 High) has 4 GPU NICs and V(tcpxo) (A3 Mega) has 8, as the collection's GPUDirect catalog says. It
+        also sets the GKENetworkParamSet C(deviceMode) and the pod interface names.
+      - One of O(gpudirect), O(nic_count) or O(networks) is required. When more than one is set, they must agree.
+      - The alias O(profile) is deprecated and will be removed in version 2.0.0.
     type: str
     choices: [tcpx, tcpxo]
+    aliases: [profile]
   nic_count:
     description:
-      - Number of GPU NICs, 1 to 8, when there is no O(profile).
+      - Number of GPU NICs, 1 to 8, when there is no O(gpudirect).
     type: int
   networks:
     description:
@@ -154,8 +161,8 @@ EXAMPLES = r"""
   gpu_ops.cluster.gke_multinetwork:
     project: my-project
     cluster: a3mega
-    region: us-central1
-    profile: tcpxo
+    location: us-central1
+    gpudirect: tcpxo
   register: fabric
 
 - name: Network objects for the cluster
@@ -170,8 +177,8 @@ EXAMPLES = r"""
   gpu_ops.cluster.gke_multinetwork:
     project: my-project
     cluster: a3high
-    region: europe-west4
-    profile: tcpx
+    location: europe-west4
+    gpudirect: tcpx
     name_prefix: a3high-gpu
     networks:
       - cidr: 10.10.0.0/20
@@ -183,8 +190,8 @@ EXAMPLES = r"""
   gpu_ops.cluster.gke_multinetwork:
     project: my-project
     cluster: a3mega
-    region: us-central1
-    profile: tcpxo
+    location: us-central1
+    gpudirect: tcpxo
     state: absent
 """
 
@@ -204,11 +211,23 @@ drift:
   elements: dict
   sample: [{"kind": "firewall", "name": "a3mega-gpunic-1-internal", "field": "sourceRanges",
             "current": ["0.0.0.0/0"], "desired": ["192.168.0.0/24"], "fixable": true}]
-profile:
+gpudirect:
   description: The GPUDirect profile, or null.
   returned: always
   type: str
   sample: tcpxo
+profile:
+  description:
+    - The GPUDirect profile, or null (the same as RV(gpudirect)).
+    - Deprecated, use RV(gpudirect); will be removed in version 2.0.0.
+  returned: always
+  type: str
+  sample: tcpxo
+region:
+  description: The region of the subnets (of O(location)).
+  returned: always
+  type: str
+  sample: us-central1
 device_mode:
   description: The C(deviceMode) of the GKENetworkParamSet objects.
   returned: always
@@ -269,9 +288,11 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_C
 def argument_spec():
     return with_common(GCP_COMMON_SPEC, dict(
         cluster=dict(type="str", required=True),
-        region=dict(type="str", required=True),
+        location=dict(type="str", required=True, aliases=["region"],
+                      deprecated_aliases=[dict(name="region", version="2.0.0", collection_name="gpu_ops.cluster")]),
         state=dict(type="str", default="present", choices=["present", "absent"]),
-        profile=dict(type="str", choices=["tcpx", "tcpxo"]),
+        gpudirect=dict(type="str", choices=["tcpx", "tcpxo"], aliases=["profile"],
+                       deprecated_aliases=[dict(name="profile", version="2.0.0", collection_name="gpu_ops.cluster")]),
         nic_count=dict(type="int"),
         networks=dict(type="list", elements="dict", options=dict(
             name=dict(type="str"),
@@ -294,7 +315,7 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_fabric as engine  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_multinetwork as engine  # pylint: disable=import-outside-toplevel
 
     engine.run(module)
 

@@ -11,7 +11,7 @@ import os
 from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT
 
-ROLE_VARS = dict(gcp_gpu_vpcs_cluster="a3high", gcp_gpu_vpcs_region="us-central1", gcp_gpu_vpcs_profile="tcpx")
+ROLE_VARS = dict(gcp_gpu_vpcs_cluster="a3high", gcp_gpu_vpcs_location="us-central1", gcp_gpu_vpcs_gpudirect="tcpx")
 
 
 def play(defaults, role_vars, tasks=()):
@@ -57,7 +57,7 @@ def test_role_converges_publishes_the_fabric_and_applies_the_objects(run_playboo
 
 def test_render_mode_writes_requests_and_valid_manifests(run_playbook, gcp_double, gcp_defaults, tmp_path):
     render = tmp_path / "rendered"
-    role_vars = dict(ROLE_VARS, gcp_gpu_vpcs_profile="tcpxo", gcp_gpu_vpcs_apply_objects=True)
+    role_vars = dict(ROLE_VARS, gcp_gpu_vpcs_gpudirect="tcpxo", gcp_gpu_vpcs_apply_objects=True)
     run_playbook(play(gcp_defaults, role_vars), extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
     requests = sorted(os.listdir(render / "requests"))
     assert len(requests) == 24
@@ -72,4 +72,18 @@ def test_bad_input_fails_in_the_role_before_any_request(run_playbook, gcp_double
     role_vars = dict(ROLE_VARS, gcp_gpu_vpcs_firewall_source_ranges=["0.0.0.0/0"])
     result = run_playbook(play(gcp_defaults, role_vars)).assert_failed()
     assert "firewall_allow_any_source" in json.dumps(result.failed[0]["result"])
+    assert gcp_double.requests == []
+
+
+def test_deprecated_variables_still_work_with_a_warning(run_playbook, gcp_double, gcp_defaults, tmp_path):
+    render = tmp_path / "rendered"
+    role_vars = dict(gcp_gpu_vpcs_cluster="a3high", gcp_gpu_vpcs_region="us-central1-c", gcp_gpu_vpcs_profile="tcpx")
+    result = run_playbook(play(gcp_defaults, role_vars),
+                          extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
+    bodies = [json.loads((render / "requests" / name).read_text()) for name in sorted(os.listdir(render / "requests"))]
+    assert len(bodies) == 12  # tcpx: 4 x (network, subnet, firewall)
+    assert {b["body"]["region"] for b in bodies if "/subnetworks" in b["url"]} == {"us-central1"}
+    for old, new in (("gcp_gpu_vpcs_profile", "gcp_gpu_vpcs_gpudirect"), ("gcp_gpu_vpcs_region", "gcp_gpu_vpcs_location")):
+        message = result.task("Warn about the deprecated variable %s" % old)["result"]["msg"]
+        assert "%s is deprecated and will be removed in version 2.0.0; set %s instead" % (old, new) in message
     assert gcp_double.requests == []

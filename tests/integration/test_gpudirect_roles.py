@@ -67,8 +67,8 @@ def _manifests(folder):
 def test_render_mode_writes_valid_manifests_for_every_role(run_playbook, tmp_path):
     render = tmp_path / "render"
     play = (_play("tcpx_installer") + _play("tcpxo_installer") + _play("nri_device_injector")
-            + _play("nccl_test", {"nccl_test_variant": "tcpxo", "nccl_test_nodes": 3, "nccl_test_step": "nccl-test-tcpxo"})
-            + _play("nccl_test", {"nccl_test_variant": "tcpx", "nccl_test_gke_version": "1.34.1-gke.1829001",
+            + _play("nccl_test", {"nccl_test_gpudirect": "tcpxo", "nccl_test_nodes": 3, "nccl_test_step": "nccl-test-tcpxo"})
+            + _play("nccl_test", {"nccl_test_gpudirect": "tcpx", "nccl_test_gke_version": "1.34.1-gke.1829001",
                                   "nccl_test_benchmarks": ["all_gather", "all_reduce"],
                                   "nccl_test_step": "nccl-test-tcpx"}))
     # no kubeconfig in the environment: anything that tried to reach a cluster would fail
@@ -144,7 +144,7 @@ def test_render_follows_the_cluster_recorded_by_gke_gpu_cluster(run_playbook, tm
     """In the GKE playbook the installers and the test take the version gke_gpu_cluster pinned."""
     render = tmp_path / "render"
     recorded = {"version": "1.34.1-gke.1829001", "expected_nodes": 2}
-    play = _play("tcpx_installer") + _play("nccl_test", {"nccl_test_variant": "tcpx"})
+    play = _play("tcpx_installer") + _play("nccl_test", {"nccl_test_gpudirect": "tcpx"})
     run_playbook(play, extra_vars={"gpu_ops_render_dir": str(render), "gke_gpu_cluster_result": recorded}).assert_ok()
     images = _gpudirect.images("tcpx", recorded["version"])
     [daemonset] = _manifests(render / "manifests/30-gpudirect-tcpx-installer")
@@ -263,7 +263,7 @@ def test_nri_injector_create_noop_and_never_ready(run_playbook, k8s_double):
 
 
 def _verdict(run_playbook, variant, outputs, **extra):
-    role_vars = {"nccl_test_variant": variant,
+    role_vars = {"nccl_test_gpudirect": variant,
                  "nccl_test_verdict_runs": [dict(benchmark=b, **o) for b, o in outputs.items()]}
     role_vars.update(extra)
     play = _play("nccl_test", role_vars, tasks_from="verdict")
@@ -348,7 +348,7 @@ def test_nccl_test_live_cleans_up_when_the_run_fails(run_playbook, k8s_double):
     _gpu_nodes(k8s_double, "tcpxo", names=("gpu-0", "gpu-1", "gpu-2"))
     _networks(k8s_double, 8)
     k8s_double.script_pod(r"^nccl-test-host-", phase="Running")  # the test container sleeps until exec'd
-    result = run_playbook(_play("nccl_test", {"nccl_test_variant": "tcpxo", "nccl_test_nodes": 3, "nccl_test_pod_timeout": 30}),
+    result = run_playbook(_play("nccl_test", {"nccl_test_gpudirect": "tcpxo", "nccl_test_nodes": 3, "nccl_test_pod_timeout": 30}),
                           env=k8s_double.env()).assert_failed()
     # deployed and waited for: three pods on three GPU nodes
     created = [(w.kind, w.name) for w in k8s_double.writes() if w.verb == "create"]
@@ -368,11 +368,11 @@ def test_nccl_test_live_cleans_up_when_the_run_fails(run_playbook, k8s_double):
 
 def test_nccl_test_live_checks_networks_and_nodes_before_deploying(run_playbook, k8s_double):
     _gpu_nodes(k8s_double, "tcpx", names=("gpu-0",))
-    result = run_playbook(_play("nccl_test", {"nccl_test_variant": "tcpx"}), env=k8s_double.env()).assert_failed()
+    result = run_playbook(_play("nccl_test", {"nccl_test_gpudirect": "tcpx"}), env=k8s_double.env()).assert_failed()
     assert "The test needs 2 nodes labelled cloud.google.com/gke-accelerator in (nvidia-h100-80gb), the cluster has 1 (gpu-0)" in result.stdout
     k8s_double.add_node("gpu-1", labels={_gpudirect.ACCELERATOR_LABEL: "nvidia-h100-80gb"},
                         allocatable={"nvidia.com/gpu": "8"}, taints=[GPU_TAINT])
     _networks(k8s_double, 3)
-    result = run_playbook(_play("nccl_test", {"nccl_test_variant": "tcpx"}), env=k8s_double.env()).assert_failed()
+    result = run_playbook(_play("nccl_test", {"nccl_test_gpudirect": "tcpx"}), env=k8s_double.env()).assert_failed()
     assert "Missing: vpc4." in result.stdout and "existing: vpc1, vpc2, vpc3" in result.stdout
     assert [w for w in k8s_double.writes() if w.kind not in ("Node", "Network", "GKENetworkParamSet")] == []

@@ -57,7 +57,7 @@ def pool(**extra):
 
 
 def fabric(**extra):
-    args = dict(cluster="a3mega", region=REGION, profile="tcpxo")
+    args = dict(cluster="a3mega", location=REGION, gpudirect="tcpxo")
     args.update(extra)
     return gke_multinetwork.main, args
 
@@ -162,12 +162,12 @@ CASES = [
     ("fabric: MTU below 1300", fabric(mtu=1200), "mtu"),
     ("fabric: MTU above 8896", fabric(mtu=9000), "mtu"),
     ("fabric: network count not matching the profile", fabric(nic_count=4), "nic_count"),
-    ("fabric: networks list not matching the profile", fabric(profile="tcpx", networks=[{}] * 8), "networks"),
-    ("fabric: malformed subnet CIDR", fabric(profile="tcpx", networks=[dict(cidr="192.168.0.0/33"), {}, {}, {}]),
+    ("fabric: networks list not matching the profile", fabric(gpudirect="tcpx", networks=[{}] * 8), "networks"),
+    ("fabric: malformed subnet CIDR", fabric(gpudirect="tcpx", networks=[dict(cidr="192.168.0.0/33"), {}, {}, {}]),
      "networks[0].cidr"),
     ("fabric: overlapping subnet CIDRs",
-     fabric(profile="tcpx", networks=[dict(cidr="10.0.0.0/20"), dict(cidr="10.0.8.0/24"), {}, {}]), "cidr"),
-    ("fabric: region is a zone", fabric(region=ZONE), "region"),
+     fabric(gpudirect="tcpx", networks=[dict(cidr="10.0.0.0/20"), dict(cidr="10.0.8.0/24"), {}, {}]), "cidr"),
+    ("fabric: location neither zone nor region", fabric(location="uscentral"), "location"),
     ("fabric: firewall open to the world", fabric(firewall_source_ranges=["0.0.0.0/0"]), "firewall_source_ranges"),
 ]
 

@@ -30,7 +30,7 @@ def double():
 
 
 def run(double, capsys, **options):
-    args = double.module_args(project=PROJECT, cluster="a3mega", region=REGION, max_retries=4)
+    args = double.module_args(project=PROJECT, cluster="a3mega", location=REGION, max_retries=4)
     args.update(options)
     with patch_module_args(args):
         with pytest.raises(SystemExit):
@@ -51,7 +51,7 @@ def counts(double):
 
 
 def test_tcpxo_fabric_is_created_with_everything_later_steps_need(double, capsys):
-    result = run(double, capsys, profile="tcpxo")
+    result = run(double, capsys, gpudirect="tcpxo")
     nics = gpudirect.profile("tcpxo")["gpu_nic_count"]
     assert result["changed"] and not result.get("failed")
     assert len(result["changes"]) == 3 * nics
@@ -89,7 +89,7 @@ def test_tcpxo_fabric_is_created_with_everything_later_steps_need(double, capsys
 
 def test_networks_first_then_subnets_and_firewalls_together(double, capsys):
     double.set_latency(0.05)
-    run(double, capsys, profile="tcpx")
+    run(double, capsys, gpudirect="tcpx")
     posts = [r for r in double.requests if r["method"] == "POST" and not r["path"].endswith("/wait")]
     kinds = [r["path"].rsplit("/", 1)[1] for r in posts]
     assert kinds[:4] == ["networks"] * 4, "all networks are inserted before any subnet or firewall"
@@ -97,16 +97,16 @@ def test_networks_first_then_subnets_and_firewalls_together(double, capsys):
 
 
 def test_concurrency_one_is_the_sequential_loop(double, capsys):
-    run(double, capsys, profile="tcpx", concurrency=1)
+    run(double, capsys, gpudirect="tcpx", concurrency=1)
     mutating = [r for r in double.requests if r["method"] == "POST"]
     # every insert is followed by its own wait before the next insert
     assert [r["path"].endswith("/wait") for r in mutating] == [False, True] * 12
 
 
 def test_rerun_is_a_no_op_that_reads_each_resource_once(double, capsys):
-    run(double, capsys, profile="tcpxo")
+    run(double, capsys, gpudirect="tcpxo")
     double.clear_log()
-    result = run(double, capsys, profile="tcpxo")
+    result = run(double, capsys, gpudirect="tcpxo")
     assert not result["changed"] and result["changes"] == []
     assert double.mutating_requests() == []
     reads = double.read_counts()
@@ -115,7 +115,7 @@ def test_rerun_is_a_no_op_that_reads_each_resource_once(double, capsys):
 
 
 def test_check_mode_and_diff_send_nothing_mutating(double, capsys):
-    result = run(double, capsys, profile="tcpx", _ansible_check_mode=True, _ansible_diff=True)
+    result = run(double, capsys, gpudirect="tcpx", _ansible_check_mode=True, _ansible_diff=True)
     assert result["changed"] and len(result["changes"]) == 12
     assert double.mutating_requests() == []
     assert counts(double) == (0, 0, 0)
@@ -125,10 +125,10 @@ def test_check_mode_and_diff_send_nothing_mutating(double, capsys):
 
 
 def test_absent_deletes_in_reverse_dependency_order(double, capsys):
-    run(double, capsys, profile="tcpx")
+    run(double, capsys, gpudirect="tcpx")
     double.set_latency(0.05)
     double.clear_log()
-    result = run(double, capsys, profile="tcpx", state="absent")
+    result = run(double, capsys, gpudirect="tcpx", state="absent")
     assert result["changed"] and len(result["changes"]) == 12
     assert counts(double) == (0, 0, 0)
     deletes = [r for r in double.requests if r["method"] == "DELETE"]
@@ -137,26 +137,26 @@ def test_absent_deletes_in_reverse_dependency_order(double, capsys):
         network_seq = [r["seq"] for r in deletes if r["path"].endswith("/networks/a3mega-gpunic-%d" % nic)][0]
         assert max(order) == network_seq and len(order) == 3
     double.clear_log()
-    result = run(double, capsys, profile="tcpx", state="absent")
+    result = run(double, capsys, gpudirect="tcpx", state="absent")
     assert not result["changed"] and double.mutating_requests() == []
 
 
 def test_absent_in_check_mode(double, capsys):
-    run(double, capsys, profile="tcpx")
+    run(double, capsys, gpudirect="tcpx")
     double.clear_log()
-    result = run(double, capsys, profile="tcpx", state="absent", _ansible_check_mode=True)
+    result = run(double, capsys, gpudirect="tcpx", state="absent", _ansible_check_mode=True)
     assert result["changed"] and {c["action"] for c in result["changes"]} == {"delete"}
     assert double.mutating_requests() == [] and counts(double) == (4, 4, 4)
 
 
 def test_absent_refuses_when_another_resource_uses_a_network(double, capsys):
-    run(double, capsys, profile="tcpx")
+    run(double, capsys, gpudirect="tcpx")
     gcp = GcpSession(**double.module_args(project=PROJECT))
     rule = {"name": "ssh", "network": "global/networks/a3mega-gpunic-2", "allowed": [{"IPProtocol": "tcp",
                                                                                       "ports": ["22"]}],
             "sourceRanges": ["10.0.0.0/8"]}
     gcp.wait_compute_operation(gcp.post(gcp.compute_url("global/firewalls"), rule))
-    result = run(double, capsys, profile="tcpx", state="absent")
+    result = run(double, capsys, gpudirect="tcpx", state="absent")
     assert result["failed"]
     assert "a3mega-gpunic-2" in result["msg"] and "ssh" in result["msg"]
     assert "a3mega-gpunic-2" in names(double, "networks") and len(names(double, "networks")) == 1
@@ -166,13 +166,13 @@ def test_absent_refuses_when_another_resource_uses_a_network(double, capsys):
 
 
 def test_drift_is_reported_and_fixed_where_the_api_allows(double, capsys):
-    run(double, capsys, profile="tcpx")
+    run(double, capsys, gpudirect="tcpx")
     double.edit(COMPUTE + "global/firewalls/a3mega-gpunic-1-internal",
                 {"sourceRanges": ["0.0.0.0/0"], "allowed": [{"IPProtocol": "all"}]})
     double.edit(COMPUTE + "global/networks/a3mega-gpunic-2", {"mtu": 1460})
     double.edit(COMPUTE + "regions/%s/subnetworks/a3mega-gpunic-3-sub" % REGION, {"ipCidrRange": "192.168.2.0/25"})
     double.clear_log()
-    result = run(double, capsys, profile="tcpx", _ansible_diff=True)
+    result = run(double, capsys, gpudirect="tcpx", _ansible_diff=True)
     assert result["changed"]
     fields = sorted((d["name"], d["field"], d["fixable"]) for d in result["drift"])
     assert fields == [("a3mega-gpunic-1-internal", "allowed", True), ("a3mega-gpunic-1-internal", "sourceRanges", True),
@@ -189,16 +189,16 @@ def test_drift_is_reported_and_fixed_where_the_api_allows(double, capsys):
     diff = [d for d in result["diff"] if "firewall" in d["before_header"]][0]
     assert "0.0.0.0/0" in diff["before"] and "192.168.0.0/24" in diff["after"]
     double.clear_log()
-    assert not run(double, capsys, profile="tcpx")["changed"]
+    assert not run(double, capsys, gpudirect="tcpx")["changed"]
     assert double.mutating_requests() == []
 
 
 def test_drift_the_api_cannot_fix_fails_before_any_change(double, capsys):
-    run(double, capsys, profile="tcpx")
+    run(double, capsys, gpudirect="tcpx")
     double.edit(COMPUTE + "regions/%s/subnetworks/a3mega-gpunic-2-sub" % REGION, {"ipCidrRange": "192.168.0.0/23"})
     double.edit(COMPUTE + "global/firewalls/a3mega-gpunic-1-internal", {"sourceRanges": ["0.0.0.0/0"]})
     double.clear_log()
-    result = run(double, capsys, profile="tcpx")
+    result = run(double, capsys, gpudirect="tcpx")
     assert result["failed"]
     assert "subnetwork a3mega-gpunic-2-sub: ipCidrRange is \"192.168.0.0/23\", wanted \"192.168.1.0/24\"" in result["msg"]
     assert "expandIpCidrRange" in result["msg"] and "networks[1].cidr" in result["msg"]
@@ -212,7 +212,7 @@ def test_auto_mode_network_of_the_same_name_is_refused(double, capsys):
     gcp.wait_compute_operation(gcp.post(gcp.compute_url("global/networks"),
                                         {"name": "a3mega-gpunic-1", "autoCreateSubnetworks": True}))
     double.clear_log()
-    result = run(double, capsys, profile="tcpx")
+    result = run(double, capsys, gpudirect="tcpx")
     assert result["failed"] and "autoCreateSubnetworks" in result["msg"] and "custom-mode" in result["msg"]
     assert double.mutating_requests() == []
 
@@ -230,43 +230,62 @@ def test_explicit_networks_and_allocation_around_them(double, capsys):
     assert result["k8s_network_names"] == ["gpu-a", "vpc2", "vpc3", "vpc4"]
     assert [n["mtu"] for n in result["networks"]] == [8244, 8244, 1500, 8244]
     assert names(double, "networks") == ["blue-2", "blue-3", "blue-4", "gpu-a"]
-    assert result["profile"] is None and result["device_mode"] == "NetDevice"
+    assert result["gpudirect"] is None and result["device_mode"] == "NetDevice"
     assert result["pod_interfaces"][1] == {"interfaceName": "eth1", "network": "gpu-a"}
 
 
 def test_any_source_needs_the_explicit_flag(double, capsys):
-    result = run(double, capsys, profile="tcpx", firewall_allow_any_source=True)
+    result = run(double, capsys, gpudirect="tcpx", firewall_allow_any_source=True)
     assert not result.get("failed")
     assert {tuple(f["sourceRanges"]) for f in double.state(PROJECT)["firewalls"]} == {("0.0.0.0/0",)}
 
 
 def test_shared_source_ranges(double, capsys):
-    result = run(double, capsys, profile="tcpx", firewall_source_ranges=["192.168.0.0/16"])
+    result = run(double, capsys, gpudirect="tcpx", firewall_source_ranges=["192.168.0.0/16"])
     assert not result.get("failed")
     assert {tuple(f["sourceRanges"]) for f in double.state(PROJECT)["firewalls"]} == {("192.168.0.0/16",)}
 
 
+def test_a_zonal_location_puts_the_subnets_in_its_region(double, capsys):
+    result = run(double, capsys, gpudirect="tcpx", location="%s-c" % REGION)
+    assert not result.get("failed"), result.get("msg")
+    assert result["region"] == REGION
+    assert {s["region"].rsplit("/", 1)[-1] for s in double.state(PROJECT)["subnetworks"]} == {REGION}
+
+
+def test_deprecated_region_and_profile_still_work_and_warn(double, capsys):
+    args = double.module_args(project=PROJECT, cluster="a3mega", region=REGION, profile="tcpx")
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            gke_multinetwork.main()
+    result = json.loads(capsys.readouterr().out)
+    assert result["changed"] and result["gpudirect"] == result["profile"] == "tcpx" and result["region"] == REGION
+    deprecated = sorted(str(d) for d in result["deprecations"])
+    assert len(deprecated) == 2 and "profile" in deprecated[0] and "region" in deprecated[1], deprecated
+    assert all(d["version"] == "2.0.0" for d in result["deprecations"])
+
+
 @pytest.mark.parametrize("options, option, words", [
-    (dict(profile="tcpx", networks=[{"cidr": "10.0.0.0/24"}, {"cidr": "10.0.0.128/25"}, {}, {}]),
+    (dict(gpudirect="tcpx", networks=[{"cidr": "10.0.0.0/24"}, {"cidr": "10.0.0.128/25"}, {}, {}]),
      "networks[0].cidr", "overlaps networks[1].cidr"),
-    (dict(profile="tcpx", networks=[{"cidr": "10.0.0.1/24"}, {}, {}, {}]), "networks[0].cidr", "not a valid CIDR"),
-    (dict(profile="tcpx", networks=[{"cidr": "10.0.300.0/24"}, {}, {}, {}]), "networks[0].cidr", "not a valid CIDR"),
-    (dict(profile="tcpx", networks=[{}, {}, {}]), "networks", "profile tcpx has 4 GPU NICs"),
-    (dict(profile="tcpx", nic_count=8), "nic_count", "does not match profile tcpx"),
+    (dict(gpudirect="tcpx", networks=[{"cidr": "10.0.0.1/24"}, {}, {}, {}]), "networks[0].cidr", "not a valid CIDR"),
+    (dict(gpudirect="tcpx", networks=[{"cidr": "10.0.300.0/24"}, {}, {}, {}]), "networks[0].cidr", "not a valid CIDR"),
+    (dict(gpudirect="tcpx", networks=[{}, {}, {}]), "networks", "gpudirect tcpx has 4 GPU NICs"),
+    (dict(gpudirect="tcpx", nic_count=8), "nic_count", "does not match gpudirect tcpx"),
     (dict(nic_count=9), "nic_count", "between 1 and 8"),
-    (dict(), "profile", "set one of profile"),
-    (dict(profile="tcpxo", mtu=9000), "mtu", "1300-8896"),
-    (dict(profile="tcpx", networks=[{"mtu": 1000}, {}, {}, {}]), "networks[0].mtu", "1300-8896"),
-    (dict(profile="tcpx", firewall_source_ranges=["0.0.0.0/0"]), "firewall_source_ranges",
+    (dict(), "gpudirect", "set one of gpudirect"),
+    (dict(gpudirect="tcpxo", mtu=9000), "mtu", "1300-8896"),
+    (dict(gpudirect="tcpx", networks=[{"mtu": 1000}, {}, {}, {}]), "networks[0].mtu", "1300-8896"),
+    (dict(gpudirect="tcpx", firewall_source_ranges=["0.0.0.0/0"]), "firewall_source_ranges",
      "firewall_allow_any_source"),
-    (dict(profile="tcpx", firewall_source_ranges=["10.0.0.0/33"]), "firewall_source_ranges", "not a valid CIDR"),
-    (dict(profile="tcpxo", cidr_base="192.168.0.0/22"), "cidr_base", "no room for 8 subnets"),
-    (dict(profile="tcpx", cidr_base="192.168.0.0/16", subnet_prefix_length=30), "subnet_prefix_length",
+    (dict(gpudirect="tcpx", firewall_source_ranges=["10.0.0.0/33"]), "firewall_source_ranges", "not a valid CIDR"),
+    (dict(gpudirect="tcpxo", cidr_base="192.168.0.0/22"), "cidr_base", "no room for 8 subnets"),
+    (dict(gpudirect="tcpx", cidr_base="192.168.0.0/16", subnet_prefix_length=30), "subnet_prefix_length",
      "between 8 and 29"),
-    (dict(profile="tcpx", name_prefix="GPU"), "name_prefix", "not a valid name"),
-    (dict(profile="tcpx", networks=[{"name": "x"}, {"name": "x"}, {}, {}]), "networks[].name", "names repeat: x"),
-    (dict(profile="tcpx", k8s_network_prefix="VPC_"), "k8s_network_prefix", "Kubernetes object name"),
-    (dict(profile="tcpx", region="us-central1-a"), "region", "not a region"),
+    (dict(gpudirect="tcpx", name_prefix="GPU"), "name_prefix", "not a valid name"),
+    (dict(gpudirect="tcpx", networks=[{"name": "x"}, {"name": "x"}, {}, {}]), "networks[].name", "names repeat: x"),
+    (dict(gpudirect="tcpx", k8s_network_prefix="VPC_"), "k8s_network_prefix", "Kubernetes object name"),
+    (dict(gpudirect="tcpx", location="uscentral"), "location", "neither a region"),
 ])
 def test_bad_input_is_refused_before_any_request(double, capsys, options, option, words):
     result = run(double, capsys, **options)
@@ -282,7 +301,7 @@ def test_transient_faults_are_retried(double, capsys):
     double.inject("429", method="POST", path="/global/networks$", count=2, retry_after=0)
     double.inject("503", method="GET", path="/subnetworks/", count=3)
     double.inject("reset", method="POST", path="/firewalls$", count=2)
-    result = run(double, capsys, profile="tcpx")
+    result = run(double, capsys, gpudirect="tcpx")
     assert not result.get("failed"), result.get("msg")
     assert counts(double) == (4, 4, 4)
     assert double.pending_faults() == []
@@ -300,24 +319,24 @@ def test_interrupted_run_converges_on_rerun(double, capsys):
     gcp.post(gcp.compute_url("global/networks"), dict(name="a3mega-gpunic-1", autoCreateSubnetworks=False, mtu=8244))
     gcp.post(gcp.compute_url("global/networks"), dict(name="a3mega-gpunic-2", autoCreateSubnetworks=False, mtu=1500))
     double.set_latency(0.05)
-    result = run(double, capsys, profile="tcpx")
+    result = run(double, capsys, gpudirect="tcpx")
     assert not result.get("failed"), result.get("msg")
     assert counts(double) == (4, 4, 4)
     assert [n["mtu"] for n in double.state(PROJECT)["networks"]] == [8244] * 4
     conflicts = sorted(r["body"]["name"] for r in double.requests if r["status"] == 409)
     assert conflicts == ["a3mega-gpunic-1", "a3mega-gpunic-2", "a3mega-gpunic-3-sub"]
     double.clear_log()
-    assert not run(double, capsys, profile="tcpx")["changed"] and double.mutating_requests() == []
+    assert not run(double, capsys, gpudirect="tcpx")["changed"] and double.mutating_requests() == []
 
 
 def test_operation_error_names_the_resource_and_rerun_converges(double, capsys):
     double.inject("op_error", method="POST", path="/global/firewalls$", count=1, skip=2,
                   message="Quota 'FIREWALLS' exceeded. Limit: 200.0 globally.")
-    result = run(double, capsys, profile="tcpx")
+    result = run(double, capsys, gpudirect="tcpx")
     assert result["failed"]
     assert "create firewall a3mega-gpunic-" in result["msg"] and "Quota 'FIREWALLS' exceeded" in result["msg"]
     assert counts(double) == (4, 4, 3)
-    result = run(double, capsys, profile="tcpx")
+    result = run(double, capsys, gpudirect="tcpx")
     assert not result.get("failed") and len(result["changes"]) == 1
     assert counts(double) == (4, 4, 4)
 
@@ -326,7 +345,7 @@ def test_operation_error_names_the_resource_and_rerun_converges(double, capsys):
 
 
 def test_render_mode_writes_requests_in_order_and_contacts_nothing(double, capsys, tmp_path):
-    result = run(double, capsys, profile="tcpx", render_dir=str(tmp_path), auth_kind="application")
+    result = run(double, capsys, gpudirect="tcpx", render_dir=str(tmp_path), auth_kind="application")
     assert result["changed"] and len(result["changes"]) == 12
     files = sorted(os.listdir(tmp_path / "requests"))
     assert len(files) == 12

@@ -64,13 +64,13 @@ class FabricError(Exception):
 
 
 def _nic_count(params, problems):
-    profile_name = params.get("profile")
+    profile_name = params.get("gpudirect")
     explicit = params.get("networks")
     count = params.get("nic_count")
     from_profile = None
     if profile_name is not None:
         if profile_name not in NETDEVICE_PROFILES:
-            problems.add("profile", "%r is not a one-VPC-per-NIC GPUDirect profile; allowed: %s" % (
+            problems.add("gpudirect", "%r is not a one-VPC-per-NIC GPUDirect profile; allowed: %s" % (
                 profile_name, ", ".join(NETDEVICE_PROFILES)))
             return None
         from_profile = gpudirect.profile(profile_name)["gpu_nic_count"]
@@ -78,7 +78,7 @@ def _nic_count(params, problems):
         problems.add("nic_count", "must be between 1 and %d, got %d" % (MAX_NICS, count))
         return None
     if from_profile is not None and count is not None and count != from_profile:
-        problems.add("nic_count", "%d does not match profile %s, which has %d GPU NICs" % (
+        problems.add("nic_count", "%d does not match gpudirect %s, which has %d GPU NICs" % (
             count, profile_name, from_profile))
         return None
     if explicit is not None:
@@ -91,14 +91,14 @@ def _nic_count(params, problems):
         expected = from_profile if from_profile is not None else count
         if expected is not None and len(explicit) != expected:
             problems.add("networks", "lists %d networks, but %s has %d GPU NICs" % (
-                len(explicit), "profile %s" % profile_name if from_profile is not None else "nic_count", expected))
+                len(explicit), "gpudirect %s" % profile_name if from_profile is not None else "nic_count", expected))
             return None
         return len(explicit)
     if from_profile is not None:
         return from_profile
     if count is not None:
         return count
-    problems.add("profile", "set one of profile (%s), nic_count or networks" % ", ".join(NETDEVICE_PROFILES))
+    problems.add("gpudirect", "set one of gpudirect (%s), nic_count or networks" % ", ".join(NETDEVICE_PROFILES))
     return None
 
 
@@ -110,9 +110,11 @@ def resolve(params):
     problems = common.Problems()
     common.check_project(problems, params.get("project"))
     common.check_name(problems, "cluster", params.get("cluster"))
-    region = params.get("region")
-    if region is not None and common.location_kind(region) != "region":
-        problems.add("region", "%r is not a region (for example us-central1)" % (region,))
+    location = params.get("location")
+    region = common.region_of(location) if common.location_kind(location) else None
+    if location is not None and region is None:
+        problems.add("location", "%r is neither a region (for example us-central1) nor a zone (for example "
+                                 "us-central1-c)" % (params["location"],))
     count = _nic_count(params, problems)
     default_mtu = params.get("mtu")
     if default_mtu is None:
@@ -180,7 +182,7 @@ def resolve(params):
     sources, any_source = _sources(problems, params, nics)
     if problems:
         raise FabricError(problems.message("gke_multinetwork"), problems.items)
-    profile_name = params.get("profile")
+    profile_name = params.get("gpudirect")
     device_mode = gpudirect.profile(profile_name)["device_mode"] if profile_name else DEFAULT_DEVICE_MODE
     if profile_name:
         interfaces = gpudirect.interface_names(profile_name, count)
@@ -276,7 +278,9 @@ def outputs(fabric):
     interfaces = [n["interface"] for n in nics]
     annotation = gpudirect.interfaces_annotation(fabric["profile"], names, interfaces=interfaces)
     return dict(
-        profile=fabric["profile"],
+        gpudirect=fabric["profile"],
+        profile=fabric["profile"],  # deprecated name of gpudirect
+        region=fabric["region"],
         device_mode=fabric["device_mode"],
         networks=[dict(index=n["index"], network=n[NETWORK], subnetwork=n[SUBNETWORK], firewall=n[FIREWALL],
                        cidr=n["cidr"], mtu=n["mtu"], k8s_network=n["k8s_network"], interface=n["interface"],
