@@ -27,9 +27,9 @@ import copy
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gke_common import Problems, check_labels
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems, check_labels, parse_taints
 
 # The AKS REST api-version used for agent pools: the one azure-mgmt-containerservice 41.8's models
 # describe (tests/contract/arm_models.py checks every request body against them).
@@ -40,7 +40,6 @@ PROVIDER_PATH = "resourceGroups/%s/providers/Microsoft.ContainerService/managedC
 GPU_INSTANCE_PROFILES = tuple(sorted(_mig.AKS_GPU_INSTANCE_PROFILES))
 GPU_DRIVERS = ("Install", "None")
 MODES = ("User", "System")
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MIG_STRATEGIES = ("single", "mixed")
 
 # option -> ARM property that cannot change on an existing pool
@@ -73,7 +72,6 @@ CLUSTER_NAME = re.compile(r"^[A-Za-z0-9](?:[-_A-Za-z0-9]{0,61}[A-Za-z0-9])?$")
 POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 VM_SIZE = re.compile(r"^standard_[a-z0-9_]+$", re.IGNORECASE)
 VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
-TAINT = re.compile(r"^(?P<key>[^=:\s]+)(?:=(?P<value>[^:\s]*))?:(?P<effect>[A-Za-z]+)$")
 RESERVED_LABEL_PREFIXES = ("kubernetes.azure.com/",)
 
 # gpu_nodepool options of the GKE provider, with the value that counts as "not set". The GCP account
@@ -125,13 +123,7 @@ def validate(params):
         if any(str(key).startswith(prefix) for prefix in RESERVED_LABEL_PREFIXES):
             problems.add("node_labels", "%r uses the prefix AKS reserves for its own labels (%s)"
                          % (key, ", ".join(RESERVED_LABEL_PREFIXES)))
-    for text in params.get("node_taints") or []:
-        match = TAINT.match(text or "")
-        if not match:
-            problems.add("node_taints", "%r is not written key=value:Effect" % (text,))
-        elif match.group("effect") not in TAINT_EFFECTS:
-            problems.add("node_taints", "%r has effect %r; allowed: %s" % (text, match.group("effect"),
-                                                                           ", ".join(TAINT_EFFECTS)))
+    parse_taints(problems, "node_taints", params.get("node_taints"))
     return problems
 
 

@@ -61,6 +61,5 @@ def with_common(common, own):
     return spec
 
 
-def session_default(option):
-    """The default of a shared session option (``SESSION_SPEC``)."""
-    return SESSION_SPEC[option].get("default")
+# The defaults of the session options, for the sessions' constructors.
+SESSION_DEFAULTS = dict((option, spec.get("default")) for option, spec in SESSION_SPEC.items())

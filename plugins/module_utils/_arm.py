@@ -31,19 +31,23 @@ from __future__ import annotations
 
 import collections
 import copy
-import re
 import threading
 import time
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import SESSION_DEFAULTS
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     ApiError,
+    CredentialsError,
     HttpClient,
+    Response,
     RenderSession,
     RetryPolicy,
     check_session_options,
+    scrub,
     session_options,
     parse_retry_after,
 )
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import NOT_READ, Waiter, WaitTimeout
 
 try:
     import requests
@@ -84,10 +88,6 @@ DEFAULT_POLL_INTERVAL = 10.0
 TOKEN_REFRESH_MARGIN = 300  # seconds before expiry at which a token is renewed
 
 
-class CredentialsError(Exception):
-    """A credential could not be set up or used; the message never carries a secret."""
-
-
 class LroError(ApiError):
     """A long-running operation that ended Failed or Canceled, or did not end in time."""
 
@@ -100,17 +100,6 @@ class LroError(ApiError):
         if code or detail:
             text += ": %s" % ": ".join(p for p in (code, detail) if p)
         super().__init__(status, text, method, _strip_query(url))
-
-
-def scrub(text, secrets):
-    """``text`` with every secret and anything shaped like a bearer token or JWT masked."""
-    text = "%s" % (text,)
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "********")
-    text = re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+", r"\1********", text)
-    text = re.sub(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*", "********", text)
-    return text
 
 
 def _strip_query(url):
@@ -224,7 +213,9 @@ class ArmSession:
     """Credential, ARM endpoint, HTTP with retries and the long-running operation waiter."""
 
     def __init__(self, subscription_id, cloud="public", arm_endpoint=None, tenant_id=None, client_id=None,
-                 client_secret=None, request_timeout=60, operation_timeout=3600, max_retries=8, render_dir=None,
+                 client_secret=None, request_timeout=SESSION_DEFAULTS["request_timeout"],
+                 operation_timeout=SESSION_DEFAULTS["operation_timeout"], max_retries=SESSION_DEFAULTS["max_retries"],
+                 render_dir=None,
                  sleep=time.sleep, credential=None, log=None, clock=time.monotonic,
                  poll_interval=DEFAULT_POLL_INTERVAL):
         if not subscription_id:
@@ -242,6 +233,7 @@ class ArmSession:
         self.render_dir = render_dir
         self.sleep = sleep
         self.clock = clock
+        self.waiter = Waiter(clock=clock, sleep=sleep)
         self.log = log
         self.poll_interval = poll_interval
         self._secrets = [s for s in (client_secret,) if s]
@@ -326,78 +318,86 @@ class ArmSession:
         method = getattr(response, "method", "PUT")
         url = getattr(response, "url", None)
         status = getattr(response, "status", 200)
-        deadline = self.clock() + (self.operation_timeout if timeout is None else timeout)
         async_url = _header(headers, "Azure-AsyncOperation")
         location = _header(headers, "Location")
         delay = parse_retry_after(_header(headers, "Retry-After"))
         if async_url:
-            self._poll_async_operation(self.absolute(async_url), method, url, deadline, delay)
+            self._poll_async_operation(self.absolute(async_url), method, url, timeout, delay)
             return self._final(method, url, location, body)
         if location and status in (201, 202):
-            return self._poll_location(self.absolute(location), method, url, deadline, delay)
+            return self._poll_location(self.absolute(location), method, url, timeout, delay)
         if method == "DELETE":
             if status == 202 and url:
-                return self.wait_for_state(url, method="DELETE", deadline=deadline, delay=delay)
+                return self.wait_for_state(url, method="DELETE", timeout=timeout, delay=delay)
             return None
         state = provisioning_state(body)
         if state is None or state.lower() == SUCCEEDED:
             return body or None
         if url is None:
             raise LroError(method, url, state, detail="no URL to poll the provisioning state at")
-        return self.wait_for_state(url, method=method, first=body, deadline=deadline, delay=delay)
+        return self.wait_for_state(url, method=method, first=body, timeout=timeout, delay=delay)
 
-    def wait_for_state(self, url, method="GET", first=None, deadline=None, delay=None):
+    def wait_for_state(self, url, method="GET", first=None, timeout=None, delay=None):
         """GET ``url`` until its provisioningState is terminal; the document.
 
         For ``method`` DELETE the wait ends only when the resource is gone (None). For GET (a
         resource found mid-operation) a resource that goes away gives None; for a write it is an
         LroError.
         """
-        if deadline is None:
-            deadline = self.clock() + self.operation_timeout
-        document = first if first is not None else self.get(url)
-        while True:
+        def settled(document):
             if document is None:
                 if method in ("GET", "DELETE"):
-                    return None
+                    return True
                 raise LroError(method, url, "lost", detail="the resource disappeared before it was provisioned",
                                status=404)
             state = provisioning_state(document)
             if state is not None and state.lower() in FAILED_STATES:
                 raise LroError(method, url, state, detail="provisioningState is %s" % state, operation=document)
-            if method != "DELETE" and (state is None or state.lower() == SUCCEEDED):
-                return document
-            self._pause(deadline, delay, method, url, state)
-            delay = None
-            document = self.get(url)
+            return method != "DELETE" and (state is None or state.lower() == SUCCEEDED)
 
-    def _pause(self, deadline, delay, method, url, state):
-        now = self.clock()
-        if now >= deadline:
+        first = first if first is not None else self.get(url)
+        return self._until(lambda: self.get(url), settled, method, url, timeout, delay, first=first)
+
+    def _until(self, poll, done, method, url, timeout, delay, first=NOT_READ):
+        """The waiter with ARM's pauses: the server's ``Retry-After`` (``delay``, then each poll's), else
+        ``poll_interval``; a timeout is an LroError naming the request."""
+        timeout = self.operation_timeout if timeout is None else timeout
+        hints = [delay]
+
+        def pause(value, attempt):
+            del value, attempt
+            hint, hints[0] = hints[0], None
+            return self.poll_interval if hint is None else hint
+
+        def polled():
+            value = poll()
+            if isinstance(value, Response):
+                hints[0] = parse_retry_after(_header(value.headers, "Retry-After"))
+            return value
+
+        try:
+            return self.waiter.until(polled, done, timeout, pause, first=first, pause_first=first is NOT_READ)
+        except WaitTimeout as exc:
+            state = provisioning_state(exc.last) if isinstance(exc.last, dict) else None
             raise LroError(method, url, "timed out", detail="still %s after %s seconds" % (
-                state or "in progress", self.operation_timeout))
-        interval = self.poll_interval if delay is None else delay
-        self.sleep(max(0.0, min(interval, deadline - now)))
+                state or "in progress", timeout)) from None
 
-    def _poll_async_operation(self, op_url, method, url, deadline, delay):
-        while True:
-            self._pause(deadline, delay, method, url, "InProgress")
-            response = self.http.request("GET", op_url)
+    def _poll_async_operation(self, op_url, method, url, timeout, delay):
+        def done(response):
             operation = response.body or {}
             state = str(operation.get("status") or "InProgress")
-            if state.lower() == SUCCEEDED:
-                return operation
             if state.lower() in FAILED_STATES:
                 error = operation.get("error") or {}
                 raise LroError(method, url, state, code=error.get("code"), detail=error.get("message"),
                                operation=operation)
-            delay = parse_retry_after(_header(response.headers, "Retry-After"))
+            return state.lower() == SUCCEEDED
 
-    def _poll_location(self, location, method, url, deadline, delay):
-        while True:
-            self._pause(deadline, delay, method, url, "InProgress")
+        return self._until(lambda: self.http.request("GET", op_url), done, method, url, timeout, delay).body or {}
+
+    def _poll_location(self, location, method, url, timeout, delay):
+        def poll():
             try:
-                response = self.http.request("GET", location)
+                return self.http.request("GET", location)
             except ApiError as exc:
                 if exc.status == 404 and method == "DELETE":
                     return None
@@ -405,11 +405,13 @@ class ArmSession:
                 error = error if isinstance(error, dict) else {}
                 raise LroError(method, url, "Failed", code=error.get("code"), detail=error.get("message") or exc.message,
                                status=exc.status, operation=exc.body) from None
-            if response.status != 202:
-                if method in ("PUT", "PATCH") and url:
-                    return self.get(url) or response.body
-                return response.body
-            delay = parse_retry_after(_header(response.headers, "Retry-After"))
+
+        response = self._until(poll, lambda answer: answer is None or answer.status != 202, method, url, timeout, delay)
+        if response is None:
+            return None
+        if method in ("PUT", "PATCH") and url:
+            return self.get(url) or response.body
+        return response.body
 
     def _final(self, method, url, location, body):
         if method == "DELETE":

@@ -24,14 +24,18 @@ import re
 import threading
 import time
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import SESSION_DEFAULTS
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     ApiError,
+    CredentialsError,
     HttpClient,
     RenderSession,
     RetryPolicy,
     check_session_options,
+    scrub,
     session_options,
 )
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import NOT_READ, Backoff, Waiter, WaitTimeout
 
 try:
     import google.auth
@@ -96,10 +100,6 @@ class OperationTimeoutError(ApiError):
         return self.message
 
 
-class CredentialsError(Exception):
-    """Credentials could not be obtained; the message never carries a secret."""
-
-
 class ConcurrentError(Exception):
     """Not raised on its own: the attribute ``others`` is set on the first error of run_concurrently."""
 
@@ -128,18 +128,6 @@ class _GoogleAuthSession:
                 "%s: %s" % (type(exc).__name__, exc), self._secrets), method, url) from None
 
 
-def scrub(text, secrets):
-    """``text`` with every secret (and anything shaped like a bearer token) masked."""
-    text = "%s" % (text,)
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "********")
-    text = re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+", r"\1********", text)
-    text = re.sub(r"ya29\.[A-Za-z0-9._-]+", "********", text)
-    text = re.sub(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", "********", text, flags=re.S)
-    return text
-
-
 def _endpoint(url):
     return url if url.endswith("/") else url + "/"
 
@@ -150,7 +138,9 @@ class GcpSession:
     def __init__(self, project, auth_kind="application", service_account_file=None,
                  service_account_contents=None, access_token=None, scopes=None,
                  container_endpoint=DEFAULT_CONTAINER_ENDPOINT, compute_endpoint=DEFAULT_COMPUTE_ENDPOINT,
-                 request_timeout=60, operation_timeout=3600, max_retries=8, render_dir=None,
+                 request_timeout=SESSION_DEFAULTS["request_timeout"],
+                 operation_timeout=SESSION_DEFAULTS["operation_timeout"], max_retries=SESSION_DEFAULTS["max_retries"],
+                 render_dir=None,
                  sleep=time.sleep, log=None, clock=time.monotonic, poll_initial=1.0, poll_max=10.0):
         if not project:
             raise CredentialsError("project is required")
@@ -163,6 +153,7 @@ class GcpSession:
         self.render_dir = render_dir
         self.sleep = sleep
         self.clock = clock
+        self.waiter = Waiter(clock=clock, sleep=sleep)
         self.log = log
         self.poll_initial = poll_initial
         self.poll_max = poll_max
@@ -302,24 +293,27 @@ class GcpSession:
         """Poll a GKE operation until DONE; OperationError when it ended with an error."""
         timeout = self.operation_timeout if timeout is None else timeout
         url = self._container_operation_url(op)
-        deadline = self.clock() + timeout
-        interval = self.poll_initial
-        while True:
-            if (op or {}).get("status") == "DONE":
-                error = op.get("error")
-                if error:
-                    raise OperationError(op, error.get("message") or error.get("code") or "unknown error",
-                                         status=_google_rpc_http_status(error.get("code")),
-                                         errors=[error])
-                return op
-            if self.clock() >= deadline:
-                raise OperationTimeoutError(op, timeout)
-            self.sleep(min(interval, max(0.0, deadline - self.clock())))
-            interval = min(self.poll_max, interval * 1.5)
+
+        def poll():
             latest = self.get(url)
             if latest is None:
                 raise OperationError(op, "the operation disappeared (404 on %s)" % url, status=404)
-            op = latest
+            return latest
+
+        try:
+            op = self.waiter.until(poll, _done, timeout, Backoff(self.poll_initial, self.poll_max), first=op or {})
+        except WaitTimeout as exc:
+            raise OperationTimeoutError(exc.last, timeout) from None
+        error = op.get("error")
+        if error:
+            raise OperationError(op, error.get("message") or error.get("code") or "unknown error",
+                                 status=_google_rpc_http_status(error.get("code")), errors=[error])
+        return op
+
+    def settle(self, poll, done, what, first=NOT_READ):
+        """``poll()`` until ``done(value)`` within ``operation_timeout``, with growing pauses (``_waiter``)."""
+        return self.waiter.until(poll, done, self.operation_timeout, Backoff(self.poll_initial, self.poll_max),
+                                 what=what, first=first)
 
     def _container_operation_url(self, op):
         name = (op or {}).get("name") or ""
@@ -337,22 +331,28 @@ class GcpSession:
         raise OperationError(op, "cannot tell where to poll it (no location, zone or selfLink)")
 
     def wait_compute_operation(self, op, timeout=None):
-        """Wait on a global or regional compute operation with its ``wait`` method until DONE."""
+        """Wait on a global or regional compute operation with its ``wait`` method until DONE.
+
+        ``wait`` itself blocks on the server (up to about two minutes), so there is no pause between calls.
+        """
         timeout = self.operation_timeout if timeout is None else timeout
-        deadline = self.clock() + timeout
-        url = None
-        while True:
-            if (op or {}).get("status") == "DONE":
-                errors = ((op.get("error") or {}).get("errors")) or []
-                if errors:
-                    message = "; ".join(
-                        "%s: %s" % (e.get("code") or "ERROR", e.get("message") or "") for e in errors)
-                    raise OperationError(op, message, status=op.get("httpErrorStatusCode"), errors=errors)
-                return op
-            if self.clock() >= deadline:
-                raise OperationTimeoutError(op, timeout)
-            url = url or self._compute_operation_url(op) + "/wait"
-            op = self._wait_http.request("POST", url).body or {}
+        op = op or {}
+        urls = []
+
+        def poll():
+            if not urls:
+                urls.append(self._compute_operation_url(op) + "/wait")
+            return self._wait_http.request("POST", urls[0]).body or {}
+
+        try:
+            op = self.waiter.until(poll, _done, timeout, lambda value, attempt: 0.0, first=op)
+        except WaitTimeout as exc:
+            raise OperationTimeoutError(exc.last, timeout) from None
+        errors = ((op.get("error") or {}).get("errors")) or []
+        if errors:
+            message = "; ".join("%s: %s" % (e.get("code") or "ERROR", e.get("message") or "") for e in errors)
+            raise OperationError(op, message, status=op.get("httpErrorStatusCode"), errors=errors)
+        return op
 
     def _compute_operation_url(self, op):
         if op.get("selfLink"):
@@ -418,6 +418,10 @@ class GcpSession:
             location = parts[parts.index("locations") + 1]
         return dict(name="operation-render-%03d" % number, status="DONE", operationType="%s_%s" % (verb, kind),
                     targetLink=target, location=location)
+
+
+def _done(operation):
+    return operation.get("status") == "DONE"
 
 
 def _outcome(task):

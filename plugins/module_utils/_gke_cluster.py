@@ -29,6 +29,8 @@ import datetime
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gpudirect import version_gate_error
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import WaitTimeout
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
 
 KIND = "cluster"
@@ -66,7 +68,7 @@ class ClusterInputError(Exception):
 
 def validate(params):
     """All input problems (a Problems object), without any request."""
-    problems = common.Problems()
+    problems = Problems()
     common.check_project(problems, params.get("project"))
     common.check_name(problems, "name", params["name"])
     common.check_location(problems, params["location"])
@@ -178,7 +180,7 @@ def _validate_private(problems, params):
     if params.get("master_ipv4_cidr") and not params.get("private_nodes"):
         problems.add("master_ipv4_cidr", "only used with private_nodes: true")
     if params.get("private_nodes") and params.get("master_ipv4_cidr"):
-        net = common.check_cidr(common.Problems(), "master_ipv4_cidr", params["master_ipv4_cidr"])
+        net = common.check_cidr(Problems(), "master_ipv4_cidr", params["master_ipv4_cidr"])
         if net is not None and net.prefixlen != 28:
             problems.add("master_ipv4_cidr", "the control plane range must be a /28 (got %s)" % params["master_ipv4_cidr"])
     for index, entry in enumerate(params.get("master_authorized_networks") or []):
@@ -385,16 +387,9 @@ class ClusterEngine:
         """Wait while the cluster is being created, reconciled or deleted (a run killed half-way)."""
         if self.module.check_mode:
             return cluster
-        deadline = self.session.clock() + self.session.operation_timeout
-        interval = self.session.poll_initial
-        while cluster is not None and cluster.get("status") in common.BUSY_CLUSTER_STATUSES:
-            if self.session.clock() >= deadline:
-                raise ClusterInputError("cluster %s is still %s after %ss" % (
-                    self.name, cluster.get("status"), self.session.operation_timeout))
-            self.session.sleep(interval)
-            interval = min(self.session.poll_max, interval * 1.5)
-            cluster = self.read()
-        return cluster
+        return self.session.settle(
+            self.read, lambda current: current is None or current.get("status") not in common.BUSY_CLUSTER_STATUSES,
+            lambda current: "cluster %s is still %s" % (self.name, current.get("status")), first=cluster)
 
     def wait(self, operation, final=True):
         if self.params.get("wait") or not final:
@@ -531,14 +526,8 @@ class ClusterEngine:
             self.wait_gone()
 
     def wait_gone(self):
-        cluster = self.read()
-        deadline = self.session.clock() + self.session.operation_timeout
-        while cluster is not None:
-            if self.session.clock() >= deadline:
-                raise ClusterInputError("cluster %s still exists %ss after its deletion" % (
-                    self.name, self.session.operation_timeout))
-            self.session.sleep(self.session.poll_initial)
-            cluster = self.read()
+        self.session.settle(self.read, lambda current: current is None,
+                            "cluster %s still exists after its deletion" % self.name)
 
     def _update(self, current, fields):
         wanted = set(_top_field(field) for field in fields)
@@ -613,7 +602,7 @@ def run(module):
         result = engine.plan.result(diff=module._diff)
         cluster = common.resulting_document(params["state"], module.check_mode, engine.plan.changed, current,
                                             session.render, engine.read, lambda: create_body(params))
-    except ClusterInputError as exc:
+    except (ClusterInputError, WaitTimeout) as exc:
         module.fail_json(msg=str(exc), changes=[c.as_dict() for c in engine.plan.changes])
     except ApiError as exc:
         module.fail_json(msg="GKE request failed: %s" % common.operation_error_text(exc),

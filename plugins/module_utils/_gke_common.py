@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-"""Input checks and small helpers shared by the GKE cluster and node-pool engines.
+"""GKE input checks and small helpers shared by the GKE cluster, node-pool and multinetwork engines.
 
-Every check appends ``"<option>: <problem>"`` to a list, so that a module reports all bad input at
-once, names each option (with its path for sub-options) and does so before any request is sent.
+Every check appends ``"<option>: <problem>"`` to a ``_problems.Problems`` list (the cloud-neutral
+checks, node labels and taints included, live in ``_problems``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import ipaddress
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gpudirect import parse_gke_version
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import parse_taints as parse_node_taints
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import taint_text as node_taint_text
 
 # GKE cluster and node pool names: lowercase letters, digits and hyphens, starting with a letter,
 # not ending with a hyphen, at most 40 characters.
@@ -27,9 +29,6 @@ ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
 PROJECT = re.compile(r"^(?:[a-z][-a-z0-9.:]{4,61}[a-z0-9]|[a-z][-a-z0-9]{4,28}[a-z0-9])$")
 SERVICE_ACCOUNT = re.compile(r"^(?:default|[a-z][-a-z0-9]{4,28}[a-z0-9]@[-a-z0-9.:]+\.(?:iam\.)?gserviceaccount\.com"
                              r"|[0-9]+-compute@developer\.gserviceaccount\.com)$")
-LABEL_NAME = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?$")
 
 TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 TAINT_EFFECT_NAMES = dict((v, k) for k, v in TAINT_EFFECTS.items())
@@ -37,22 +36,6 @@ TAINT_EFFECT_NAMES = dict((v, k) for k, v in TAINT_EFFECTS.items())
 # Operations of GKE run one at a time per cluster; these statuses mean "wait, then look again".
 BUSY_CLUSTER_STATUSES = ("PROVISIONING", "RECONCILING", "STOPPING")
 BUSY_POOL_STATUSES = ("PROVISIONING", "RECONCILING", "STOPPING")
-
-
-class Problems:
-    """Collects ``option: problem`` lines."""
-
-    def __init__(self):
-        self.items = []
-
-    def add(self, option, message):
-        self.items.append("%s: %s" % (option, message))
-
-    def __bool__(self):
-        return bool(self.items)
-
-    def message(self, what):
-        return "invalid %s input (nothing was changed): %s" % (what, "; ".join(self.items))
 
 
 GKE_NAME_RULE = "1 to 40 lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen"
@@ -163,53 +146,17 @@ def check_no_overlap(problems, named_networks):
                 problems.add(option, "%s overlaps %s (%s)" % (net, other_option, other))
 
 
-def check_labels(problems, option, labels):
-    """Kubernetes label keys and values."""
-    for key, value in (labels or {}).items():
-        key = "%s" % (key,)
-        prefix, dummy, name = key.rpartition("/")
-        if not LABEL_NAME.match(name) or (prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix))):
-            problems.add(option, "%r is not a valid Kubernetes label key" % (key,))
-        if value is None or isinstance(value, (dict, list)):
-            problems.add("%s.%s" % (option, key), "label values must be strings")
-        elif not LABEL_VALUE.match("%s" % (value,)):
-            problems.add("%s.%s" % (option, key), "%r is not a valid Kubernetes label value" % (value,))
-
-
 def parse_taints(problems, option, taints):
-    """``key=value:Effect`` strings -> NodeTaint documents (None when any is bad)."""
-    if taints is None:
+    """``key=value:Effect`` strings -> NodeTaint documents of the container API (None when taints is None)."""
+    parsed = parse_node_taints(problems, option, taints)
+    if parsed is None:
         return None
-    parsed = []
-    for text in taints:
-        match = re.match(r"^([^=:\s]+)(?:=([^:\s]*))?:([A-Za-z]+)$", text or "")
-        if not match:
-            problems.add(option, "%r is not written key=value:Effect" % (text,))
-            continue
-        key, value, effect = match.groups()
-        if effect not in TAINT_EFFECTS:
-            problems.add(option, "%r has effect %r; allowed: %s" % (text, effect, ", ".join(TAINT_EFFECTS)))
-            continue
-        prefix, dummy, name = key.rpartition("/")
-        if not LABEL_NAME.match(name) or (prefix and not DNS_SUBDOMAIN.match(prefix)):
-            problems.add(option, "%r has an invalid key %r" % (text, key))
-            continue
-        if value and not LABEL_VALUE.match(value):
-            problems.add(option, "%r has an invalid value %r" % (text, value))
-            continue
-        taint = dict(key=key, effect=TAINT_EFFECTS[effect])
-        if value:
-            taint["value"] = value
-        parsed.append(taint)
-    return parsed
+    return [dict(taint, effect=TAINT_EFFECTS[taint["effect"]]) for taint in parsed]
 
 
 def taint_text(taint):
     """A NodeTaint document as ``key=value:Effect``."""
-    effect = TAINT_EFFECT_NAMES.get(taint.get("effect"), taint.get("effect"))
-    if taint.get("value"):
-        return "%s=%s:%s" % (taint.get("key"), taint["value"], effect)
-    return "%s:%s" % (taint.get("key"), effect)
+    return node_taint_text(dict(taint, effect=TAINT_EFFECT_NAMES.get(taint.get("effect"), taint.get("effect"))))
 
 
 def parse_time(problems, option, value):

@@ -33,6 +33,8 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import WaitTimeout
 
 NETWORK = "network"
 SUBNETWORK = "subnetwork"
@@ -107,7 +109,7 @@ def resolve(params):
 
     Raises FabricError listing every problem (option: problem) when the input is not valid.
     """
-    problems = common.Problems()
+    problems = Problems()
     common.check_project(problems, params.get("project"))
     common.check_name(problems, "cluster", params.get("cluster"))
     location = params.get("location")
@@ -580,17 +582,8 @@ class FabricEngine:
         self.session.wait_compute_operation(op)
 
     def _poll(self, kind, name, until):
-        session = self.session
-        deadline = session.clock() + session.operation_timeout
-        interval = session.poll_initial
-        while True:
-            current = session.get(self.url(kind, name))
-            if until(current):
-                return current
-            if session.clock() >= deadline:
-                raise FabricError("%s %s did not settle within %ss" % (kind, name, session.operation_timeout))
-            session.sleep(interval)
-            interval = min(session.poll_max, interval * 1.5)
+        return self.session.settle(lambda: self.session.get(self.url(kind, name)), until,
+                                   "%s %s did not settle" % (kind, name))
 
     def _wait_visible(self, kind, name):
         return self._poll(kind, name, lambda current: current is not None)
@@ -631,9 +624,9 @@ def run(module):
         else:
             engine.plan_absent()
         engine.apply()
-    except (FabricError, ApiError) as exc:
+    except (FabricError, ApiError, WaitTimeout) as exc:
         errors = [exc] + list(getattr(exc, "others", []))
-        texts = [str(e) if isinstance(e, FabricError) else "Compute Engine request failed: %s"
+        texts = [str(e) if isinstance(e, (FabricError, WaitTimeout)) else "Compute Engine request failed: %s"
                  % common.operation_error_text(e) for e in errors]
         module.fail_json(msg="; ".join(texts), problems=getattr(exc, "problems", []),
                          status=getattr(exc, "status", None), changes=[c.as_dict() for c in engine.plan.changes],

@@ -33,6 +33,8 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems, check_labels
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import WaitTimeout
 
 KIND = "nodePool"
 
@@ -109,7 +111,7 @@ def effective(params):
 
 def validate(params):
     """All input problems of a GKE pool (a Problems object), without any request."""
-    problems = common.Problems()
+    problems = Problems()
     for option, unset in sorted(AKS_ONLY.items()):
         if params.get(option) not in (None, unset):
             problems.add(option, "is an AKS option; it cannot be used with provider=gke")
@@ -130,7 +132,7 @@ def validate(params):
     _validate_placement(problems, params)
     _validate_reservation(problems, params)
     _validate_size(problems, params)
-    common.check_labels(problems, "node_labels", params.get("node_labels"))
+    check_labels(problems, "node_labels", params.get("node_labels"))
     common.parse_taints(problems, "node_taints", params.get("node_taints"))
     common.check_full_version(problems, "node_version", params.get("node_version"))
     account = params.get("service_account")
@@ -296,7 +298,7 @@ def _validate_size(problems, params):
 # --------------------------------------------------------------------------- desired state
 
 def _taints(params):
-    return common.parse_taints(common.Problems(), "node_taints", params.get("node_taints"))
+    return common.parse_taints(Problems(), "node_taints", params.get("node_taints"))
 
 
 def accelerator_config(values):
@@ -521,16 +523,8 @@ class PoolEngine:
         document = read()
         if self.module.check_mode:
             return document
-        deadline = self.session.clock() + self.session.operation_timeout
-        interval = self.session.poll_initial
-        while document is not None and document.get("status") in busy:
-            if self.session.clock() >= deadline:
-                raise PoolError("%s is still %s after %ss" % (
-                    what, document.get("status"), self.session.operation_timeout))
-            self.session.sleep(interval)
-            interval = min(self.session.poll_max, interval * 1.5)
-            document = read()
-        return document
+        return self.session.settle(read, lambda current: current is None or current.get("status") not in busy,
+                                   lambda current: "%s is still %s" % (what, current.get("status")), first=document)
 
     def settled_cluster(self):
         return self._poll(self.read_cluster, common.BUSY_CLUSTER_STATUSES, "cluster %s" % self.cluster_name)
@@ -697,17 +691,18 @@ class PoolEngine:
 
     def _mutate(self, send, final):
         """Send one mutating request (retrying while the cluster runs another operation) and wait."""
-        deadline = self.session.clock() + self.session.operation_timeout
-        interval = self.session.poll_initial
-        while True:
+        def attempt():
             try:
-                operation = send()
-                break
+                return True, send()
             except ApiError as exc:
-                if not _cluster_busy(exc) or self.session.clock() >= deadline:
+                if not _cluster_busy(exc):
                     raise
-                self.session.sleep(interval)
-                interval = min(self.session.poll_max, interval * 1.5)
+                return False, exc
+
+        try:
+            dummy, operation = self.session.settle(attempt, lambda outcome: outcome[0], "the cluster stayed busy")
+        except WaitTimeout as exc:
+            raise exc.last[1] from None  # the last "cluster busy" answer
         if self.params.get("wait") or not final:
             return self.session.wait_container_operation(operation)
         return operation
@@ -817,7 +812,7 @@ def run(module):
             engine.apply()
         pool = common.resulting_document(params["state"], module.check_mode, engine.plan.changed, current,
                                          session.render, engine.read_pool, lambda: create_body(params))
-    except PoolError as exc:
+    except (PoolError, WaitTimeout) as exc:
         module.fail_json(msg=str(exc), changes=[c.as_dict() for c in engine.plan.changes])
     except ApiError as exc:
         module.fail_json(msg="GKE request failed: %s" % common.operation_error_text(exc),

@@ -26,6 +26,9 @@ import time
 
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import SESSION_DEFAULTS
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import Waiter, WaitTimeout
+
 try:
     from requests import exceptions as requests_exceptions
 
@@ -61,15 +64,38 @@ def check_session_options(module, libraries=()):
 
 def session_options(module):
     """The keyword arguments every API session takes from the shared module options
-    (timeouts, retries, render mode, debug log); defaults as in module_utils/_args.py."""
+    (timeouts, retries, render mode, debug log); an option left unset gets its default from
+    ``_args.SESSION_SPEC``, the one place the defaults are written."""
     params = module.params
-    return dict(
-        request_timeout=params.get("request_timeout") or 60,
-        operation_timeout=params.get("operation_timeout") or 3600,
-        max_retries=params["max_retries"] if params.get("max_retries") is not None else 8,
-        render_dir=params.get("render_dir"),
-        log=module.debug,
-    )
+    options = dict((name, default if params.get(name) is None else params[name])
+                   for name, default in SESSION_DEFAULTS.items())
+    options["log"] = module.debug
+    return options
+
+
+class CredentialsError(Exception):
+    """Credentials could not be obtained or used (GCP or Azure); the message never carries a secret."""
+
+
+# what a token or key looks like in an error text: a bearer header, a Google access token, a JWT
+# (Microsoft Entra tokens), a PEM private key (service-account keys)
+_SECRET_SHAPES = (
+    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"), r"\1********"),
+    (re.compile(r"ya29\.[A-Za-z0-9._-]+"), "********"),
+    (re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"), "********"),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S), "********"),
+)
+
+
+def scrub(text, secrets):
+    """``text`` with every secret, and anything shaped like a token or a private key, masked."""
+    text = "%s" % (text,)
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "********")
+    for shape, mask in _SECRET_SHAPES:
+        text = shape.sub(mask, text)
+    return text
 
 
 class ApiError(Exception):
@@ -91,7 +117,7 @@ class ApiError(Exception):
 class RetryPolicy:
     """Full-jitter exponential backoff; ``Retry-After`` (seconds) is a floor."""
 
-    def __init__(self, max_retries=8, base_delay=1.0, max_delay=32.0, sleep=time.sleep, rng=random.random):
+    def __init__(self, max_retries=SESSION_DEFAULTS["max_retries"], base_delay=1.0, max_delay=32.0, sleep=time.sleep, rng=random.random):
         self.max_retries = max_retries
         self.base_delay = base_delay
         self.max_delay = max_delay
@@ -150,8 +176,7 @@ class HttpClient:
 
     def request(self, method, url, body=None, params=None, headers=None):
         """Send one request; returns a Response for 2xx, raises ApiError otherwise."""
-        attempt = 0
-        while True:
+        def attempt():
             with self._lock:
                 self.sent.append((method, url))
             try:
@@ -159,26 +184,30 @@ class HttpClient:
                     method, url, json=body, params=params, headers=headers, timeout=self.timeout
                 )
             except TRANSIENT_ERRORS as exc:
-                if attempt >= self.retry.max_retries:
-                    raise ApiError(None, "no answer after %d attempts: %s" % (attempt + 1, type(exc).__name__),
-                                   method, url)
-                self._wait(attempt, None, method, url, type(exc).__name__)
-                attempt += 1
-                continue
+                return _Retry(type(exc).__name__, None, None)
             decoded = _decode(raw)
             if 200 <= raw.status_code < 300:
                 return Response(raw.status_code, raw.headers, decoded)
-            if raw.status_code in RETRY_STATUSES and attempt < self.retry.max_retries:
-                self._wait(attempt, parse_retry_after(raw.headers.get("Retry-After")), method, url, raw.status_code)
-                attempt += 1
-                continue
-            raise ApiError(raw.status_code, error_message(decoded, raw.text), method, url, decoded)
+            error = ApiError(raw.status_code, error_message(decoded, raw.text), method, url, decoded)
+            if raw.status_code in RETRY_STATUSES:
+                return _Retry(raw.status_code, parse_retry_after(raw.headers.get("Retry-After")), error)
+            raise error
 
-    def _wait(self, attempt, retry_after, method, url, why):
-        delay = self.retry.delay(attempt, retry_after)
-        if self.on_retry:
-            self.on_retry("retrying %s %s after %s (attempt %d, %.1fs)" % (method, url, why, attempt + 1, delay))
-        self.retry.sleep(delay)
+        def pause(retry, attempt):
+            delay = self.retry.delay(attempt, retry.retry_after)
+            if self.on_retry:
+                self.on_retry("retrying %s %s after %s (attempt %d, %.1fs)" % (method, url, retry.why, attempt + 1, delay))
+            return delay
+
+        waiter = Waiter(sleep=self.retry.sleep)
+        try:
+            return waiter.until(attempt, lambda answer: isinstance(answer, Response), float("inf"), pause,
+                                attempts=self.retry.max_retries)
+        except WaitTimeout as exc:
+            if exc.last.error is not None:
+                raise exc.last.error from None
+            raise ApiError(None, "no answer after %d attempts: %s" % (self.retry.max_retries + 1, exc.last.why),
+                           method, url) from None
 
     def get(self, url, params=None):
         """The resource at ``url``, or None when it does not exist."""
@@ -191,6 +220,15 @@ class HttpClient:
 
     def mutating_count(self):
         return sum(1 for method, dummy in self.sent if method in MUTATING_METHODS)
+
+
+class _Retry:
+    """An attempt worth repeating: why (an exception name or a status), the server's Retry-After, the error."""
+
+    def __init__(self, why, retry_after, error):
+        self.why = why
+        self.retry_after = retry_after
+        self.error = error
 
 
 def _decode(raw):

@@ -50,7 +50,7 @@ options:
     required: true
   location:
     description:
-      - Where the cluster runs, as in M(gpu_ops.cluster.gke_cluster) and M(gpu_ops.cluster.gpu_nodepool): a region (for
+      - Where the cluster runs, as in M(gpu_ops.cluster.gke_cluster) and M(gpu_ops.cluster.gpu_nodepool), a region (for
         example C(us-central1)) or a zone (for example C(us-central1-c)). The subnets are created in that region (of
         a zone, its region).
       - The alias O(region) is deprecated and will be removed in version 2.0.0.

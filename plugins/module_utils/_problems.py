@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""Cloud-neutral input checks: the ``Problems`` list and the node labels and taints of a pool.
+
+Every check appends ``"<option>: <problem>"`` to a ``Problems`` list, so that a module reports all
+bad input at once, names each option (with its path for sub-options) and does so before any
+request is sent. Node labels and taints are Kubernetes' own syntax on every cloud; each engine maps
+the parsed taints to its API (GKE: ``NO_SCHEDULE``; AKS: the ``key=value:Effect`` text).
+"""
+
+from __future__ import annotations
+
+import re
+
+LABEL_NAME = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?$")
+TAINT = re.compile(r"^(?P<key>[^=:\s]+)(?:=(?P<value>[^:\s]*))?:(?P<effect>[A-Za-z]+)$")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+class Problems:
+    """Collects ``option: problem`` lines."""
+
+    def __init__(self):
+        self.items = []
+
+    def add(self, option, message):
+        self.items.append("%s: %s" % (option, message))
+
+    def __bool__(self):
+        return bool(self.items)
+
+    def message(self, what):
+        return "invalid %s input (nothing was changed): %s" % (what, "; ".join(self.items))
+
+
+def _label_key_ok(key):
+    prefix, dummy, name = key.rpartition("/")
+    return bool(LABEL_NAME.match(name)) and (not prefix or (len(prefix) <= 253 and bool(DNS_SUBDOMAIN.match(prefix))))
+
+
+def check_labels(problems, option, labels):
+    """Kubernetes label keys and values."""
+    for key, value in (labels or {}).items():
+        key = "%s" % (key,)
+        if not _label_key_ok(key):
+            problems.add(option, "%r is not a valid Kubernetes label key" % (key,))
+        if value is None or isinstance(value, (dict, list)):
+            problems.add("%s.%s" % (option, key), "label values must be strings")
+        elif not LABEL_VALUE.match("%s" % (value,)):
+            problems.add("%s.%s" % (option, key), "%r is not a valid Kubernetes label value" % (value,))
+
+
+def parse_taints(problems, option, taints):
+    """``key=value:Effect`` strings -> ``{key, value?, effect}`` dicts (None when ``taints`` is None)."""
+    if taints is None:
+        return None
+    parsed = []
+    for text in taints:
+        match = TAINT.match(text or "")
+        if not match:
+            problems.add(option, "%r is not written key=value:Effect" % (text,))
+            continue
+        key, value, effect = match.group("key"), match.group("value"), match.group("effect")
+        if effect not in TAINT_EFFECTS:
+            problems.add(option, "%r has effect %r; allowed: %s" % (text, effect, ", ".join(TAINT_EFFECTS)))
+        elif not _label_key_ok(key):
+            problems.add(option, "%r has an invalid key %r" % (text, key))
+        elif value and not LABEL_VALUE.match(value):
+            problems.add(option, "%r has an invalid value %r" % (text, value))
+        else:
+            taint = dict(key=key, effect=effect)
+            if value:
+                taint["value"] = value
+            parsed.append(taint)
+    return parsed
+
+
+def taint_text(taint):
+    """A taint dict as ``key=value:Effect``."""
+    if taint.get("value"):
+        return "%s=%s:%s" % (taint.get("key"), taint["value"], taint.get("effect"))
+    return "%s:%s" % (taint.get("key"), taint.get("effect"))
