@@ -21,6 +21,18 @@ attributes:
       - This assumes that the system controlled by the module has not been modified by anything else in between.
 """
 
+    # For modules that change something: full check mode, diff and idempotence.
+    CHANGES = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  idempotent:
+    support: full
+"""
+
     # For read-only modules.
     INFO_MODULE = r"""
 options: {}

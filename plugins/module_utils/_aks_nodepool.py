@@ -37,7 +37,6 @@ API_VERSION = "2026-08-01"
 KIND = "agentPool"
 PROVIDER_PATH = "resourceGroups/%s/providers/Microsoft.ContainerService/managedClusters/%s"
 
-GPU_INSTANCE_PROFILES = tuple(sorted(_mig.AKS_GPU_INSTANCE_PROFILES))
 GPU_DRIVERS = ("Install", "None")
 MODES = ("User", "System")
 MIG_STRATEGIES = ("single", "mixed")
@@ -162,25 +161,9 @@ def _check_counts(problems, params):
 
 
 def _check_mig(problems, vm_size, profile, os_sku, autoscaling):
-    """The multi-instance GPU rules, with effective values (the options, or the pool's current values)."""
-    if profile is None:
-        return
-    if profile not in GPU_INSTANCE_PROFILES:
-        problems.add("gpu_instance_profile", "%r is not one of: %s" % (profile, ", ".join(GPU_INSTANCE_PROFILES)))
-        return
-    if os_sku is not None and os_sku in _mig.AKS_UNSUPPORTED_OS_SKUS:
-        problems.add("os_sku", "%s: AKS does not support multi-instance GPU (gpu_instance_profile %s) on Azure Linux; "
-                               "use Ubuntu" % (os_sku, profile))
-    if os_sku is not None and os_sku.lower().startswith("windows"):
-        problems.add("os_sku", "%s: multi-instance GPU node pools are Linux only" % os_sku)
-    if autoscaling:
-        problems.add("enable_autoscaling", "the cluster autoscaler cannot be used with a multi-instance GPU pool "
-                                           "(gpu_instance_profile %s)" % profile)
-    if vm_size is not None and VM_SIZE.match(vm_size):
-        try:
-            _mig.aks_profile(vm_size, profile)
-        except ValueError as exc:
-            problems.add("gpu_instance_profile", "%s is not available on vm_size %s: %s" % (profile, vm_size, exc))
+    """The multi-instance GPU rules of the MIG catalog, with effective values (the options, or the pool's current values)."""
+    well_formed = vm_size if vm_size is not None and VM_SIZE.match(vm_size) else None
+    problems.extend(_mig.aks_pool_problems(well_formed, profile, os_sku, autoscaling))
 
 
 # --------------------------------------------------------------------------- documents

@@ -100,19 +100,6 @@ class OperationTimeoutError(ApiError):
         return self.message
 
 
-class ConcurrentError(Exception):
-    """Not raised on its own: the attribute ``others`` is set on the first error of run_concurrently."""
-
-
-class _SharedLogClient(HttpClient):
-    """An HttpClient with its own timeout that records its attempts in another client's ``sent`` list."""
-
-    def __init__(self, other, timeout):
-        super().__init__(other.session, retry=other.retry, timeout=timeout, on_retry=other.on_retry)
-        self.sent = other.sent
-        self._lock = other._lock  # pylint: disable=protected-access
-
-
 class _GoogleAuthSession:
     """Wraps AuthorizedSession so that a refresh failure becomes an ApiError without secrets."""
 
@@ -169,7 +156,8 @@ class GcpSession:
                 self._secrets)
         retry = RetryPolicy(max_retries=max_retries, sleep=sleep)
         self.http = HttpClient(session, retry=retry, timeout=request_timeout, on_retry=self._log)
-        self._wait_http = _SharedLogClient(self.http, max(request_timeout, COMPUTE_WAIT_REQUEST_TIMEOUT))
+        self._wait_http = HttpClient(session, retry=retry, timeout=max(request_timeout, COMPUTE_WAIT_REQUEST_TIMEOUT),
+                                     on_retry=self._log)
 
     # ---------------------------------------------------------------- construction
 

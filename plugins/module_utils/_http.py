@@ -166,19 +166,15 @@ class Response:
 class HttpClient:
     """JSON over a requests-compatible session, with retries."""
 
-    def __init__(self, session, retry=None, timeout=60, on_retry=None):
+    def __init__(self, session, retry=None, timeout=SESSION_DEFAULTS["request_timeout"], on_retry=None):
         self.session = session
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
         self.on_retry = on_retry
-        self.sent = []  # (method, url) of every attempt, for benchmarks and tests
-        self._lock = threading.Lock()
 
     def request(self, method, url, body=None, params=None, headers=None):
         """Send one request; returns a Response for 2xx, raises ApiError otherwise."""
         def attempt():
-            with self._lock:
-                self.sent.append((method, url))
             try:
                 raw = self.session.request(
                     method, url, json=body, params=params, headers=headers, timeout=self.timeout
@@ -217,9 +213,6 @@ class HttpClient:
             if exc.status == 404:
                 return None
             raise
-
-    def mutating_count(self):
-        return sum(1 for method, dummy in self.sent if method in MUTATING_METHODS)
 
 
 class _Retry:

@@ -400,16 +400,29 @@ def aks_profile(vm_size, gpu_instance_profile):
 
 
 def aks_pool_problems(vm_size, gpu_instance_profile, os_sku=None, enable_auto_scaling=None):
-    """Reasons an AKS multi-instance GPU node pool request cannot work (empty list when fine)."""
+    """The AKS multi-instance GPU rules, written only here: ``option: problem`` lines (empty when fine).
+
+    ``vm_size`` None skips the availability check (the caller reports a malformed size itself).
+    """
+    profile = gpu_instance_profile
+    if profile is None:
+        return []
+    if profile not in AKS_GPU_INSTANCE_PROFILES:
+        return ["gpu_instance_profile: %r is not one of: %s" % (profile, ", ".join(sorted(AKS_GPU_INSTANCE_PROFILES)))]
     problems = []
-    try:
-        aks_profile(vm_size, gpu_instance_profile)
-    except ValueError as exc:
-        problems.append(str(exc))
-    if os_sku and os_sku in AKS_UNSUPPORTED_OS_SKUS:
-        problems.append("os_sku %s: AKS does not support multi-instance GPU node pools on Azure Linux" % os_sku)
+    if os_sku in AKS_UNSUPPORTED_OS_SKUS:
+        problems.append("os_sku: %s: AKS does not support multi-instance GPU (gpu_instance_profile %s) on Azure Linux; "
+                        "use Ubuntu" % (os_sku, profile))
+    if os_sku and os_sku.lower().startswith("windows"):
+        problems.append("os_sku: %s: multi-instance GPU node pools are Linux only" % os_sku)
     if enable_auto_scaling:
-        problems.append("enable_auto_scaling: the cluster autoscaler cannot be used with multi-instance GPU node pools")
+        problems.append("enable_autoscaling: the cluster autoscaler cannot be used with a multi-instance GPU pool "
+                        "(gpu_instance_profile %s)" % profile)
+    if vm_size is not None:
+        try:
+            aks_profile(vm_size, profile)
+        except ValueError as exc:
+            problems.append("gpu_instance_profile: %s is not available on vm_size %s: %s" % (profile, vm_size, exc))
     return problems
 
 

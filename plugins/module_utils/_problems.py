@@ -31,6 +31,10 @@ class Problems:
     def add(self, option, message):
         self.items.append("%s: %s" % (option, message))
 
+    def extend(self, lines):
+        """Add ``option: problem`` lines written elsewhere (a catalog's rules)."""
+        self.items.extend(lines)
+
     def __bool__(self):
         return bool(self.items)
 

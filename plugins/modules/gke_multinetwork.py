@@ -32,15 +32,9 @@ author:
   - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
+  - gpu_ops.cluster.attributes.CHANGES
   - gpu_ops.cluster.attributes.ACTIONGROUP_GCP
   - gpu_ops.cluster.gcp
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  idempotent:
-    support: full
 options:
   cluster:
     description:

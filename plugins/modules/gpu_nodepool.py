@@ -26,16 +26,10 @@ author:
   - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
+  - gpu_ops.cluster.attributes.CHANGES
   - gpu_ops.cluster.attributes.ACTIONGROUP_GCP_AZURE
   - gpu_ops.cluster.gcp
   - gpu_ops.cluster.azure
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  idempotent:
-    support: full
 options:
   provider:
     description:

@@ -18,6 +18,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _aks_nodepool as engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import AKS_GPU_INSTANCE_PROFILES
 from ansible_collections.gpu_ops.cluster.plugins.modules import gpu_nodepool
 from ansible_collections.gpu_ops.cluster.tests.contract.arm_models import API_VERSION, read_only_paths, validate
 from ansible_collections.gpu_ops.cluster.tests.doubles.arm import ArmDouble
@@ -425,7 +426,8 @@ def test_api_version_is_the_models_version():
 def test_gpu_instance_profiles_match_the_sdk_enum():
     from ansible_collections.gpu_ops.cluster.tests.contract.arm_models import enum_values  # pylint: disable=import-outside-toplevel
 
-    assert list(engine.GPU_INSTANCE_PROFILES) == enum_values("AgentPool", "properties.gpuInstanceProfile")
+    # the MIG catalog holds the AKS profiles (the AKS engine reads them there)
+    assert sorted(AKS_GPU_INSTANCE_PROFILES) == enum_values("AgentPool", "properties.gpuInstanceProfile")
     assert list(engine.GPU_DRIVERS) == enum_values("AgentPool", "properties.gpuProfile.driver")
 
 

@@ -142,13 +142,6 @@ def test_unreachable_endpoint_reports_no_answer(client):
         client.request("GET", "http://127.0.0.1:%d/x" % port)
 
 
-def test_mutating_count_counts_only_writes(server, client):
-    client.request("GET", server.url + "/a")
-    client.request("POST", server.url + "/a")
-    client.request("DELETE", server.url + "/a")
-    assert client.mutating_count() == 2
-
-
 @pytest.mark.parametrize("value, expected", [("7", 7.0), (None, None), ("Wed, 21 Oct 2026 07:28:00 GMT", None), ("-3", 0.0)])
 def test_parse_retry_after(value, expected):
     assert parse_retry_after(value) == expected
