@@ -102,5 +102,9 @@ def test_errors_of_poll_and_done_propagate():
 
     with pytest.raises(KeyError):
         waiter(clock).until(poll, lambda v: False, 10, Backoff(), first="x")
+
+    def failed(value):
+        raise RuntimeError(value)
+
     with pytest.raises(RuntimeError):
-        waiter(clock).until(lambda: "Failed", lambda v: (_ for _ in ()).throw(RuntimeError(v)), 10, Backoff())
+        waiter(clock).until(lambda: "Failed", failed, 10, Backoff())
