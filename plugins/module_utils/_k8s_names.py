@@ -165,6 +165,19 @@ def image(value):
     return None
 
 
+_REGISTRY = re.compile(r"^%s(?:/%s)*$" % (_DOMAIN, _PATH_COMPONENT))
+
+
+def registry(value):
+    """None when ``value`` is a registry host (with optional port and repository path prefix)."""
+    text, why = _text(value)
+    if why:
+        return why
+    if not _REGISTRY.match(text.rstrip("/")) or "://" in text:
+        return ("%s is not a registry (host[:port][/lowercase/path], without a scheme or a tag)" % show(text))
+    return None
+
+
 def path_segment(value):
     """None when ``value`` can be one folder or file name under the render folder, else why not.
 
@@ -212,6 +225,7 @@ RULES = {
     "label_value": label_value,
     "labels": labels,
     "image": image,
+    "registry": registry,
     "path_segment": path_segment,
 }
 

@@ -7,7 +7,10 @@
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
+import re
 import tempfile
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect
@@ -26,10 +29,61 @@ def _lines(text):
     return None if text is None else text.splitlines()
 
 
+# ansible.builtin.file's symbolic modes: comma-separated [ugoa]*[-+=]([rwxXst]*|[ugo])
+_SYMBOLIC_MODE = re.compile(r"^[ugoa]*[-+=](?:[rwxXst]*|[ugo])(?:,[ugoa]*[-+=](?:[rwxXst]*|[ugo]))*$")
+_CONF_LINE = re.compile(r"^(?:#[^\x00-\x1f\x7f]*|[A-Za-z_][A-Za-z0-9_]*=[^\x00-\x1f\x7f]*)$")
+
+
+def _mode_problem(mode):
+    """Why ``mode`` is not a file mode ansible.builtin.file would take, or None."""
+    if isinstance(mode, bool):
+        return "must be an octal string such as '0644' or a symbolic mode such as 'u=rw,go=r', got %s" % mode
+    if isinstance(mode, int):
+        return None if 0 <= mode <= 0o7777 else "%d is out of range (0 to 07777)" % mode
+    if not isinstance(mode, str) or not mode.strip():
+        return "must be an octal string such as '0644' or a symbolic mode such as 'u=rw,go=r'"
+    if mode.isdigit():
+        if not re.match(r"^[0-7]{1,5}$", mode) or int(mode, 8) > 0o7777:
+            return "%r is not an octal mode (digits 0-7, at most 07777)" % mode
+        return None
+    if not _SYMBOLIC_MODE.match(mode):
+        return "%r is neither an octal mode ('0644') nor a symbolic mode ('u=rw,go=r')" % mode
+    return None
+
+
+def _owner_problems(params):
+    problems = []
+    for option, lookup in (("owner", pwd.getpwnam), ("group", grp.getgrnam)):
+        value = params[option]
+        if value is None or value.isdigit():
+            continue
+        try:
+            lookup(value)
+        except KeyError:
+            problems.append("%s: %r does not exist on this host" % (option, value))
+    return problems
+
+
+def check_dest(params, conf):
+    """Every reason O(dest) cannot be written as asked, before anything is written."""
+    dest = params["dest"]
+    problems = []
+    if os.path.isdir(dest):
+        problems.append("dest: %s is a folder; give the path of the nccl.conf file" % dest)
+    elif not os.path.isdir(os.path.dirname(dest) or "."):
+        problems.append("dest: the folder %s does not exist" % (os.path.dirname(dest) or "."))
+    why = _mode_problem(params["mode"])
+    if why:
+        problems.append("mode: %s" % why)
+    problems.extend(_owner_problems(params))
+    for number, line in enumerate(conf.splitlines(), 1):
+        if not _CONF_LINE.match(line):
+            problems.append("overrides: nccl.conf line %d would not be KEY=value on one printable line" % number)
+    return problems
+
+
 def _write(module, path, text):
     directory = os.path.dirname(path) or "."
-    if not os.path.isdir(directory):
-        module.fail_json(msg="dest: the folder %s does not exist" % directory)
     fd, tmp = tempfile.mkstemp(prefix=".nccl.conf.", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -61,8 +115,9 @@ def run(module):
     plan = Plan()
     dest = params["dest"]
     if dest:
-        if os.path.isdir(dest):
-            module.fail_json(msg="dest: %s is a folder; give the path of the nccl.conf file" % dest)
+        problems = check_dest(params, conf)
+        if problems:
+            module.fail_json(msg="; ".join(problems) + " (nothing was written)", problems=problems)
         current = _read(dest)
         desired = dict(content=_lines(conf))
         change = None

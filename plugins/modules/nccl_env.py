@@ -83,7 +83,10 @@ options:
     type: path
   mode:
     description:
-      - Permissions of O(dest), as for M(ansible.builtin.file).
+      - Permissions of O(dest), as for M(ansible.builtin.file) - an octal string such as V('0644') or a symbolic mode such
+        as V(u=rw,go=r).
+      - Checked, with O(owner), O(group) and the file's content, before anything is written; the file is written to a
+        temporary file in the same folder and moved into place.
     type: raw
     default: "0644"
   owner:

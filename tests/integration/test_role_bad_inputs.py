@@ -35,6 +35,20 @@ def names(*checks):
         dict(option=o, rule=r, value=v) for o, r, v in checks]))
 
 
+FABRIC = {"additional_node_networks": [{"network": "vpc%d" % i, "subnetwork": "sub%d" % i} for i in range(1, 9)],
+          "manifests": []}
+CLUSTER = dict(gke_gpu_cluster_project="p", gke_gpu_cluster_location="us-central1", gke_gpu_cluster_name="c",
+               gke_gpu_cluster_version="1.32.2-gke.1489001", gke_gpu_cluster_fabric=FABRIC)
+
+
+def role(name, entry="main", **role_vars):
+    return (name, entry, role_vars)
+
+
+def cluster(**changes):
+    return role("gke_gpu_cluster", **dict(CLUSTER, **changes))
+
+
 # (title, (role, entry point, vars), words every one of which the message must hold)
 CASES = [
     # --- apply: Secrets at any depth, never printed
@@ -79,6 +93,87 @@ CASES = [
      ["my_role: my_role_namespace: 'Bad_NS'", "my_role_image: ", "my_role_labels: 'bad key'"]),
     ("names: omitted required value", names(("my_role_namespace", "namespace", None)),
      ["my_role_namespace: is required"]),
+    # --- gke_gpu_cluster: typos and wrong types inside nested dicts, omitted required variables
+    ("gke_gpu_cluster: typo nodecount in node_pool", cluster(gke_gpu_cluster_node_pool={"nodecount": 3}),
+     ["nodecount", "gke_gpu_cluster_node_pool"]),
+    ("gke_gpu_cluster: typo in placement_policy", cluster(gke_gpu_cluster_node_pool={"placement_policy": {"typ": "COMPACT"}}),
+     ["typ", "gke_gpu_cluster_node_pool.placement_policy"]),
+    ("gke_gpu_cluster: reservation consume not a choice",
+     cluster(gke_gpu_cluster_node_pool={"reservation_affinity": {"consume": "all"}}),
+     ["consume", "none, any, specific"]),
+    ("gke_gpu_cluster: node_count as text", cluster(gke_gpu_cluster_node_pool={"node_count": "two"}),
+     ["node_count", "int"]),
+    ("gke_gpu_cluster: driver version not a choice", cluster(gke_gpu_cluster_node_pool={"gpu_driver_version": "550"}),
+     ["gpu_driver_version", "default, latest, disabled"]),
+    ("gke_gpu_cluster: bad node label", cluster(gke_gpu_cluster_node_pool={"node_labels": {"team": "ml ops"}}),
+     ["gke_gpu_cluster_node_pool.node_labels: team: 'ml ops'"]),
+    ("gke_gpu_cluster: typo in maintenance_exclusion",
+     cluster(gke_gpu_cluster_maintenance_exclusion={"start": "2026-01-01T00:00:00Z"}), ["start", "maintenance_exclusion"]),
+    ("gke_gpu_cluster: typo in ip_allocation", cluster(gke_gpu_cluster_ip_allocation={"pods_cidr": "10.0.0.0/14"}),
+     ["pods_cidr", "gke_gpu_cluster_ip_allocation"]),
+    ("gke_gpu_cluster: authorized network without cidr_block",
+     cluster(gke_gpu_cluster_master_authorized_networks=[{"cidr": "10.0.0.0/8"}]), ["cidr", "master_authorized_networks"]),
+    ("gke_gpu_cluster: typo in default_node_pool", cluster(gke_gpu_cluster_default_node_pool={"machinetype": "e2"}),
+     ["machinetype", "gke_gpu_cluster_default_node_pool"]),
+    ("gke_gpu_cluster: network step with a path", cluster(gke_gpu_cluster_network_step="../networks"),
+     ["gke_gpu_cluster_network_step: '../networks'"]),
+    ("gke_gpu_cluster: omitted name", role("gke_gpu_cluster", **{k: v for k, v in CLUSTER.items()
+                                                                 if k != "gke_gpu_cluster_name"}),
+     ["missing required arguments: gke_gpu_cluster_name"]),
+    ("gke_gpu_cluster: teardown with a typo in node_pool",
+     role("gke_gpu_cluster", "teardown", gke_gpu_cluster_project="p", gke_gpu_cluster_location="us-central1",
+          gke_gpu_cluster_name="c", gke_gpu_cluster_node_pool={"nmae": "gpu"}), ["nmae"]),
+    # --- gcp_gpu_vpcs
+    ("gcp_gpu_vpcs: typo in networks", role("gcp_gpu_vpcs", gcp_gpu_vpcs_cluster="c", gcp_gpu_vpcs_location="us-central1",
+                                            gcp_gpu_vpcs_networks=[{"cdir": "10.0.0.0/24"}]),
+     ["cdir", "gcp_gpu_vpcs_networks"]),
+    ("gcp_gpu_vpcs: step climbing out", role("gcp_gpu_vpcs", gcp_gpu_vpcs_cluster="c", gcp_gpu_vpcs_location="us-central1",
+                                             gcp_gpu_vpcs_step="../../x"), ["gcp_gpu_vpcs_step: '../../x'"]),
+    # --- gpudirect_installer / nri_device_injector
+    ("gpudirect_installer: namespace with capitals", role("gpudirect_installer", gpudirect_installer_namespace="Kube-System"),
+     ["gpudirect_installer_namespace: 'Kube-System' is not a DNS-1123 label"]),
+    ("gpudirect_installer: image with a shell", role("gpudirect_installer", gpudirect_installer_image="x:1;reboot"),
+     ["gpudirect_installer_image: 'x:1;reboot' is not an image reference"]),
+    ("gpudirect_installer: registry with a scheme", role("gpudirect_installer",
+                                                         gpudirect_installer_registry="https://mirror.example"),
+     ["gpudirect_installer_registry: ", "is not a registry"]),
+    ("gpudirect_installer: label key with a space", role("gpudirect_installer", gpudirect_installer_labels={"a b": "c"}),
+     ["gpudirect_installer_labels: 'a b' is not a label key"]),
+    ("gpudirect_installer: absolute step", role("gpudirect_installer", gpudirect_installer_step="/etc"),
+     ["gpudirect_installer_step: '/etc' holds a path separator"]),
+    ("gpudirect_installer: variant typo", role("gpudirect_installer", gpudirect_installer_variant="tcpxx"),
+     ["gpudirect_installer_variant", "tcpx, tcpxo"]),
+    ("nri_device_injector: image in capitals", role("nri_device_injector", nri_device_injector_image="Registry/NRI:1"),
+     ["nri_device_injector_image: "]),
+    ("nri_device_injector: long namespace", role("nri_device_injector", nri_device_injector_namespace="n" * 64),
+     ["nri_device_injector_namespace: ", "at most 63"]),
+    # --- nccl_test
+    ("nccl_test: namespace with unicode", role("nccl_test", nccl_test_namespace="d\u00e9faut"),
+     ["nccl_test_namespace: "]),
+    ("nccl_test: prefix too long for the pod names", role("nccl_test", nccl_test_name_prefix="p" * 60),
+     ["nccl_test_name_prefix: ", "at most 63"]),
+    ("nccl_test: threshold typo", role("nccl_test", nccl_test_benchmark_thresholds={"all_redcue": 40}),
+     ["all_redcue", "nccl_test_benchmark_thresholds"]),
+    ("nccl_test: threshold as text", role("nccl_test", nccl_test_benchmark_thresholds={"all_reduce": "fast"}),
+     ["all_reduce", "float"]),
+    # --- nvidia_device_plugin
+    ("nvidia_device_plugin: release name too long",
+     role("nvidia_device_plugin", nvidia_device_plugin_release_name="nvidia-device-plugin-" + "x" * 40),
+     ["nvidia_device_plugin_release_name: ", "a Helm release name has at most 53"]),
+    ("nvidia_device_plugin: empty namespace", role("nvidia_device_plugin", nvidia_device_plugin_namespace=""),
+     ["nvidia_device_plugin_namespace: must not be empty"]),
+    ("nvidia_device_plugin: toleration typo", role("nvidia_device_plugin",
+                                                   nvidia_device_plugin_tolerations=[{"key": "a", "efect": "NoSchedule"}]),
+     ["efect", "nvidia_device_plugin_tolerations"]),
+    ("nvidia_device_plugin: toleration effect not a choice",
+     role("nvidia_device_plugin", nvidia_device_plugin_tolerations=[{"key": "a", "effect": "NoSchedul"}]),
+     ["effect", "NoSchedule, PreferNoSchedule, NoExecute"]),
+    ("nvidia_device_plugin: selector value with a slash",
+     role("nvidia_device_plugin", nvidia_device_plugin_node_selector={"pool": "gpu/a100"}),
+     ["nvidia_device_plugin_node_selector: pool: 'gpu/a100'"]),
+    ("nvidia_device_plugin: sharing config name with a space",
+     role("nvidia_device_plugin", nvidia_device_plugin_sharing_config_name="my config"),
+     ["nvidia_device_plugin_sharing_config_name: 'my config'"]),
     ("names: unknown rule", ("apply", "names", dict(apply_names=[dict(option="x", rule="hostname", value="x")])),
      ["rule", "hostname"]),
 ]

@@ -33,6 +33,8 @@ GOOD = [
     ("image", "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"),
     ("image", "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1"),
     ("image", "localhost:5000/team/x@sha256:" + "0" * 64),
+    ("registry", "mirror.example.com:5000/gke"),
+    ("registry", "us-docker.pkg.dev"),
     ("path_segment", "10-gpu-networks"),
     ("path_segment", "a.b_c-d"),
 ]
@@ -75,6 +77,9 @@ BAD = [
     ("image", "x@sha256:abc", "not an image reference"),
     ("image", "x:" + "t" * 129, "not an image reference"),
     ("image", "", "must not be empty"),
+    ("registry", "https://mirror.example.com", "is not a registry"),
+    ("registry", "mirror.example.com/Team", "is not a registry"),
+    ("registry", "mirror.example.com/x:1", "is not a registry"),
     ("path_segment", "..", "would leave its folder"),
     ("path_segment", ".", "would leave its folder"),
     ("path_segment", "../../etc", "path separator"),

@@ -322,3 +322,41 @@ def test_dest_in_missing_folder_fails(run, tmp_path):
 def test_dest_that_is_a_folder_fails(run, tmp_path):
     result = run(dict(fabric="socket", dest=str(tmp_path)))
     assert result["failed"] and "is a folder" in result["msg"]
+
+
+@pytest.mark.parametrize("extra, words", [
+    (dict(mode="rwxr-xr-x"), "mode: 'rwxr-xr-x' is neither an octal mode"),
+    (dict(mode="0999"), "mode: '0999' is not an octal mode"),
+    (dict(mode="017777"), "mode: '017777' is not an octal mode"),
+    (dict(mode=-1), "mode: -1 is out of range"),
+    (dict(mode=0o17777), "is out of range"),
+    (dict(mode=True), "mode: must be an octal string"),
+    (dict(mode=""), "mode: must be an octal string"),
+    (dict(mode="u=rw;rm"), "is neither an octal mode"),
+    (dict(owner="no-such-user-gpu-ops"), "owner: 'no-such-user-gpu-ops' does not exist"),
+    (dict(group="no-such-group-gpu-ops"), "group: 'no-such-group-gpu-ops' does not exist"),
+    (dict(overrides={"NCCL_DEBUG": "INFO\x1b[2J"}), "overrides: nccl.conf line"),
+    (dict(mode="0999", owner="no-such-user-gpu-ops"), "mode: '0999' is not an octal mode (digits 0-7, at most 07777); owner:"),
+], ids=["symbolic ls-style", "digit 9", "too many digits", "negative", "int out of range", "boolean", "empty",
+        "shell in mode", "unknown owner", "unknown group", "escape sequence", "every problem at once"])
+def test_bad_file_options_write_nothing(run, tmp_path, extra, words):
+    dest = tmp_path / "nccl.conf"
+    result = run(dict(dict(fabric="socket", interfaces=["eth0"], dest=str(dest)), **extra))
+    assert result.get("failed"), result
+    assert words in result["msg"] and "nothing was written" in result["msg"], result["msg"]
+    assert not dest.exists() and os.listdir(str(tmp_path)) == [], "nothing may be written, not even a temporary file"
+
+
+def test_bad_mode_leaves_an_existing_file_untouched(run, tmp_path):
+    dest = tmp_path / "nccl.conf"
+    dest.write_text("NCCL_DEBUG=WARN\n")
+    os.chmod(str(dest), 0o640)
+    result = run(dict(fabric="socket", interfaces=["eth0"], dest=str(dest), mode="0o644"))
+    assert result["failed"] and "mode: " in result["msg"]
+    assert dest.read_text() == "NCCL_DEBUG=WARN\n" and _mode(str(dest)) == 0o640
+
+
+def test_symbolic_mode_is_accepted(run, tmp_path):
+    dest = tmp_path / "nccl.conf"
+    result = run(dict(fabric="socket", interfaces=["eth0"], dest=str(dest), mode="u=rw,go="))
+    assert result["changed"] and _mode(str(dest)) == 0o600
