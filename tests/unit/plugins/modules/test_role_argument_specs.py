@@ -49,8 +49,7 @@ def _specs():
 def _walk(options, prefix=""):
     for name, spec in options.items():
         yield prefix + name, spec
-        for item in _walk(spec.get("options") or {}, prefix + name + "."):
-            yield item
+        yield from _walk(spec.get("options") or {}, prefix + name + ".")
 
 
 def test_every_structured_option_has_suboptions():
