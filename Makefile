@@ -1,11 +1,12 @@
-# Two commands do everything on a fresh machine:
+# Commands that do everything on a fresh machine:
 #   make demo   render the demo A3 Mega (TCPXO) GKE plan into rendered/ (no credentials, no cluster)
+#   make demo-operators   render the bare-metal GPU Operator / Network Operator plan into rendered-operators/
 #   make test   the whole test suite (sanity, units, contract, integration, molecule, lint, build)
 PYTHON ?= python3.11
 VENV ?= .venv
 REQUIREMENTS ?= tests/requirements-2.19.txt
 
-.PHONY: demo test venv clean benchmark
+.PHONY: demo demo-operators test venv clean benchmark
 
 venv:
 	bash scripts/bootstrap.sh $(VENV) $(PYTHON) $(REQUIREMENTS)
@@ -14,6 +15,10 @@ demo: venv
 	rm -rf rendered
 	$(VENV)/bin/ansible-playbook -i inventories/local playbooks/site.yml
 
+demo-operators: venv
+	rm -rf rendered-operators
+	$(VENV)/bin/ansible-playbook -i inventories/baremetal-k8s playbooks/gpu_operator.yml -e gpu_ops_render_dir=$(CURDIR)/rendered-operators
+
 test:
 	bash scripts/test.sh
 
@@ -21,4 +26,4 @@ benchmark: venv
 	$(VENV)/bin/python -m benchmarks
 
 clean:
-	rm -rf .venv .venv312 .build .collections rendered tests/output
+	rm -rf .venv .venv312 .build .collections rendered rendered-operators tests/output

@@ -155,6 +155,19 @@ def make_runner(tmp_path):
     return run_playbook
 
 
+def render_playbook(tmp_path_factory, playbook, inventory, name="render"):
+    """Run a playbook of the repository in render mode with one of its inventories: (render folder, result).
+
+    The run must succeed; module-scoped fixtures call it once and share what it wrote.
+    """
+    work = tmp_path_factory.mktemp(name)
+    out = work / "rendered"
+    result = make_runner(work)(str(REPO_ROOT / "playbooks" / playbook), extra_vars={"gpu_ops_render_dir": str(out)},
+                               extra_args=["-i", str(REPO_ROOT / "inventories" / inventory)])
+    result.assert_ok()
+    return out, result
+
+
 @pytest.fixture
 def run_playbook(tmp_path):
     """Run the venv's ansible-playbook on localhost; returns a PlaybookResult."""

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_ops.cluster.tests.contract import discovery, k8s_validation
-from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_ROOT
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import render_playbook
 
 GPU_NICS = 8  # A3 Mega (TCPXO)
 
@@ -21,17 +21,7 @@ GPU_NICS = 8  # A3 Mega (TCPXO)
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     """Run the demo once for this module; the render folder it wrote."""
-    from ansible_collections.gpu_ops.cluster.tests.integration.conftest import make_runner  # pylint: disable=import-outside-toplevel
-
-    work = tmp_path_factory.mktemp("site")
-    out = work / "rendered"
-    result = make_runner(work)(
-        str(REPO_ROOT / "playbooks" / "site.yml"),
-        extra_vars={"gpu_ops_render_dir": str(out)},
-        extra_args=["-i", str(REPO_ROOT / "inventories" / "local")],
-    )
-    result.assert_ok()
-    return out, result
+    return render_playbook(tmp_path_factory, "site.yml", "local", "site")
 
 
 def _api_of(url):

@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU Operator / Network Operator filters: plans from the chart catalog, readiness reports, RDMA test.
+
+Documentation: plugins/filter/gpu_hosts_inventory.yml, gpu_operator_plan.yml, network_operator_plan.yml, operator_readiness.yml,
+driver_pod_problems.yml, gpu_operator_node_problems.yml,
+gpudirect_rdma_mode.yml, ib_write_bw_parse.yml, rdma_threshold.yml.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvidia_operators as ops
+
+
+def _guard(name, func, *args, **kwargs):
+    try:
+        return func(*args, **kwargs)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise AnsibleFilterError("%s: %s" % (name, exc))
+
+
+def gpu_hosts_inventory(hosts, hostvars, node_var="k8s_node_name"):
+    """{facts: {host: gpu_host}, nodes: {host: Kubernetes node name}} of the GPU hosts.
+
+    The facts are the ones gpu_host_facts gathered (``ansible_facts.gpu_host``), else a ``gpu_host``
+    variable (captured facts in the inventory, for render mode and tests). The node name is the
+    host's ``k8s_node_name`` variable, else the inventory name.
+    """
+    facts, nodes = {}, {}
+    for host in hosts or []:
+        variables = hostvars[host]
+        gathered = (variables.get("ansible_facts") or {}).get("gpu_host") or variables.get("gpu_host")
+        if gathered:
+            facts[host] = gathered
+        nodes[host] = variables.get(node_var) or host
+    return {"facts": facts, "nodes": nodes}
+
+
+def gpu_operator_plan(options, hosts=None):
+    """Chart values, objects and expectations of the GPU Operator for ``options`` on the GPU hosts' facts."""
+    return _guard("gpu_operator_plan", ops.gpu_operator_plan, options, hosts)
+
+
+def network_operator_plan(options, hosts=None):
+    """Chart values, NicClusterPolicy, IP pools and networks of the Network Operator."""
+    return _guard("network_operator_plan", ops.network_operator_plan, options, hosts)
+
+
+def operator_readiness(policy, pods=None):
+    """Readiness of a ClusterPolicy / NicClusterPolicy with the not-ready components and pods by node."""
+    return _guard("operator_readiness", ops.readiness_report, policy, pods)
+
+
+def driver_pod_problems(pods, sidecars, logs=None):
+    """Problems of the GPU Operator driver pods against the sidecars the options imply."""
+    return _guard("driver_pod_problems", ops.driver_pod_report, pods, sidecars, logs)
+
+
+def gpu_operator_node_problems(nodes, gpu_hosts, expect):
+    """Problems of the GPU hosts' nodes against the plan's expectations (labels, allocatable GPUs)."""
+    return _guard("gpu_operator_node_problems", ops.node_report, nodes, gpu_hosts, expect)
+
+
+def gpudirect_rdma_mode(hosts, requested="auto"):
+    """{mode, notes}: the GPUDirect RDMA mode for ``requested`` on the GPU hosts' facts."""
+    mode, notes = _guard("gpudirect_rdma_mode", ops.resolve_rdma_mode, requested, hosts)
+    return {"mode": mode, "notes": notes}
+
+
+def ib_write_bw_parse(text):
+    """The result table of perftest ib_write_bw output (bandwidths in Gb/s)."""
+    return _guard("ib_write_bw_parse", ops.parse_ib_write_bw, text)
+
+
+def rdma_threshold(hosts, device=None, fraction=0.8, threshold=None):
+    """{threshold_gbps, link_rate_gbps, device} of the RDMA bandwidth test."""
+    value, link, chosen = _guard("rdma_threshold", ops.rdma_threshold, hosts, device, fraction, threshold)
+    return {"threshold_gbps": value, "link_rate_gbps": link, "device": chosen}
+
+
+class FilterModule:
+    """GPU Operator / Network Operator filters."""
+
+    def filters(self):
+        return {
+            "gpu_hosts_inventory": gpu_hosts_inventory,
+            "gpu_operator_plan": gpu_operator_plan,
+            "network_operator_plan": network_operator_plan,
+            "operator_readiness": operator_readiness,
+            "driver_pod_problems": driver_pod_problems,
+            "gpu_operator_node_problems": gpu_operator_node_problems,
+            "gpudirect_rdma_mode": gpudirect_rdma_mode,
+            "ib_write_bw_parse": ib_write_bw_parse,
+            "rdma_threshold": rdma_threshold,
+        }
