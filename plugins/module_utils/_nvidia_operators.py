@@ -29,6 +29,8 @@ import copy
 import json
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _k8s_names
+
 # --------------------------------------------------------------------------------------------
 # GPU Operator chart catalog
 # --------------------------------------------------------------------------------------------
@@ -227,8 +229,6 @@ NCP_STATES = {
     "ipoib": "state-ipoib-cni", "nvIpam": "state-nv-ipam-cni",
 }
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
 class OperatorInputError(ValueError):
@@ -245,15 +245,15 @@ def _require(condition, message, *args):
 
 
 def _dns_label(option, value):
-    _require(isinstance(value, str) and bool(_DNS_LABEL.match(value)),
-             "%s: %r is not a valid Kubernetes name (lowercase letters, digits and '-', at most 63 characters, "
-             "starting and ending with a letter or digit)", option, value)
+    """A namespace or short name, checked by the collection's one name check (_k8s_names)."""
+    why = _k8s_names.check("dns1123_label", value)
+    _require(why is None, "%s: %s", option, why)
     return value
 
 
 def _dns_subdomain(option, value):
-    _require(isinstance(value, str) and bool(_DNS_SUBDOMAIN.match(value)) and len(value) <= 253,
-             "%s: %r is not a valid Kubernetes object name (lowercase DNS subdomain)", option, value)
+    why = _k8s_names.check("dns1123_subdomain", value)
+    _require(why is None, "%s: %s", option, why)
     return value
 
 

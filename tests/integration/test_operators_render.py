@@ -28,13 +28,13 @@ def _docs(folder):
     return {str(p.relative_to(folder)): yaml.safe_load(p.read_text()) for p in sorted(folder.rglob("*.yaml"))}
 
 
-def test_every_manifest_validates_against_the_published_schemas(rendered):
+def _check_every_manifest_validates_against_the_published_schemas(rendered):
     out, dummy = rendered
     # NicClusterPolicy, IPPool, MacvlanNetwork, Namespace, vector-add Pod, two RDMA test Pods
     assert k8s_validation.validate_path(str(out / "manifests")) == 7
 
 
-def test_steps_come_in_order_network_then_gpu_then_test(rendered):
+def _check_steps_come_in_order_network_then_gpu_then_test(rendered):
     out, dummy = rendered
     steps = sorted(p.name for p in (out / "manifests").iterdir())
     assert steps == ["25-network-operator", "25-network-operator-networks", "30-gpu-operator",
@@ -42,7 +42,7 @@ def test_steps_come_in_order_network_then_gpu_then_test(rendered):
     assert sorted(p.name for p in (out / "charts").iterdir()) == ["25-network-operator", "30-gpu-operator"]
 
 
-def test_nic_cluster_policy_and_networks(rendered):
+def _check_nic_cluster_policy_and_networks(rendered):
     out, dummy = rendered
     docs = _docs(out / "manifests" / "25-network-operator")
     policy = docs["01-nicclusterpolicy-nic-cluster-policy.yaml"]["spec"]
@@ -56,7 +56,7 @@ def test_nic_cluster_policy_and_networks(rendered):
     assert macvlan["master"] == "ens64np1" and json.loads(macvlan["ipam"]) == {"type": "nv-ipam", "poolName": "rdma-pool"}
 
 
-def test_gpu_operator_values_follow_the_hosts_and_the_chart(rendered):
+def _check_gpu_operator_values_follow_the_hosts_and_the_chart(rendered):
     out, dummy = rendered
     release = yaml.safe_load((out / "charts" / "30-gpu-operator" / "gpu-operator.yaml").read_text())
     assert release["chart_version"] == "v25.10.1" and release["release_namespace"] == "gpu-operator"
@@ -79,7 +79,7 @@ def test_gpu_operator_values_follow_the_hosts_and_the_chart(rendered):
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
 
 
-def test_checks_say_what_would_be_verified(rendered):
+def _check_checks_say_what_would_be_verified(rendered):
     out, dummy = rendered
     checks = yaml.safe_load((out / "checks" / "30-gpu-operator" / "expectations.yaml").read_text())
     assert checks["gpu_nodes"] == {"gpu-node-1": "nvnode1", "gpu-node-2": "nvnode2"}
@@ -90,7 +90,7 @@ def test_checks_say_what_would_be_verified(rendered):
     assert "--use_cuda=0 --use_cuda_dmabuf -d mlx5_0" in rdma["server"]
 
 
-def test_rdma_test_pods_land_on_two_nodes_on_the_secondary_network(rendered):
+def _check_rdma_test_pods_land_on_two_nodes_on_the_secondary_network(rendered):
     out, dummy = rendered
     pods = [d for d in _docs(out / "manifests" / "50-rdma-test").values()]
     assert [p["spec"]["nodeSelector"]["kubernetes.io/hostname"] for p in pods] == ["nvnode1", "nvnode2"]
@@ -101,8 +101,19 @@ def test_rdma_test_pods_land_on_two_nodes_on_the_secondary_network(rendered):
         assert container["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
 
 
-def test_the_outcome_says_nothing_was_contacted(rendered):
+def _check_the_outcome_says_nothing_was_contacted(rendered):
     dummy, result = rendered
     outcome = result.task("Show the outcome")["result"]["msg"]
     assert outcome[0] == "GPU Operator v25.10.1 (generic) in gpu-operator, GPUDirect RDMA dmabuf, kernel modules open"
     assert outcome[-1].endswith("nothing was contacted.")
+
+
+def test_make_demo_operators_renders_everything(rendered):
+    """One render, every check (one test per run keeps pytest-xdist from running it on both workers)."""
+    _check_every_manifest_validates_against_the_published_schemas(rendered)
+    _check_steps_come_in_order_network_then_gpu_then_test(rendered)
+    _check_nic_cluster_policy_and_networks(rendered)
+    _check_gpu_operator_values_follow_the_hosts_and_the_chart(rendered)
+    _check_checks_say_what_would_be_verified(rendered)
+    _check_rdma_test_pods_land_on_two_nodes_on_the_secondary_network(rendered)
+    _check_the_outcome_says_nothing_was_contacted(rendered)

@@ -156,7 +156,7 @@ def success(run_playbook_module, tmp_path_factory):
         k8s.stop()
 
 
-def test_the_whole_path_succeeds(success):
+def _check_the_whole_path_succeeds(success):
     result, dummy = success
     result.assert_ok()
     outcome = result.task("Keep the results")["result"]["msg"]
@@ -168,7 +168,7 @@ def test_the_whole_path_succeeds(success):
     assert rdma["nodes"] == ["nvnode1", "nvnode2"] and rdma["mode"] == "peermem"
 
 
-def test_objects_are_created_and_the_test_pods_removed(success):
+def _check_objects_are_created_and_the_test_pods_removed(success):
     dummy, k8s = success
     policy = k8s.get("NicClusterPolicy", "nic-cluster-policy")
     assert json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"][0]["resourceName"] == "rdma_shared_device_a"
@@ -178,15 +178,21 @@ def test_objects_are_created_and_the_test_pods_removed(success):
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
     # the vector-add and perftest pods are gone, and were created once each
     assert [p["metadata"]["name"] for p in k8s.list("Pod", "default")] == []
-    created = [(r.kind, r.name) for r in k8s.writes() if r.verb == "create" and r.kind == "Pod"]
+    created = [(r.kind, r.name) for r in k8s.writes() if r.verb == "create" and r.kind == "Pod" and not r.subresource]
     assert sorted(created) == [("Pod", "gpu-operator-vectoradd"), ("Pod", "rdma-test-client"), ("Pod", "rdma-test-server")]
 
 
-def test_the_server_starts_before_the_client(success):
+def _check_the_server_starts_before_the_client(success):
     result, dummy = success
-    names = [r["task"] for r in result.results]
+    names = [r["task"].split(" : ")[-1] for r in result.results]
     # (the double answers only the scripted command lines: peermem mode, no --use_cuda_dmabuf)
     assert names.index("Start the ib_write_bw server") < names.index("Run the ib_write_bw client against the server")
+
+def test_the_whole_path_works(success):
+    """One playbook run, every check (one test per run keeps pytest-xdist from running it on both workers)."""
+    _check_the_whole_path_succeeds(success)
+    _check_objects_are_created_and_the_test_pods_removed(success)
+    _check_the_server_starts_before_the_client(success)
 
 
 # ---- never ready, failed tests -------------------------------------------------------------------
@@ -225,7 +231,7 @@ def _refusal(result, name):
     return result.task("Refused: " + name)["result"]["msg"]
 
 
-def test_cluster_policy_never_ready_names_the_component_and_node(failures):
+def _check_cluster_policy_never_ready_names_the_component_and_node(failures):
     result, dummy = failures
     assert result.rc == 0, result.output  # every failure was rescued and recorded
     message = _refusal(result, "ClusterPolicy never ready")
@@ -233,26 +239,33 @@ def test_cluster_policy_never_ready_names_the_component_and_node(failures):
     assert "nvidia-driver-daemonset not ready on node nvnode2" in message and "nvnode1" not in message
 
 
-def test_nic_cluster_policy_never_ready_names_the_component(failures):
+def _check_nic_cluster_policy_never_ready_names_the_component(failures):
     result, dummy = failures
     message = _refusal(result, "NicClusterPolicy never ready")
     assert "component state-RDMA-device-plugin is notReady: DaemonSet rdma-shared-dp-ds: 1 of 2 pods ready" in message
     assert "state-multus-cni" not in message
 
 
-def test_failed_vector_add_fails_with_its_log_and_is_cleaned_up(failures):
+def _check_failed_vector_add_fails_with_its_log_and_is_cleaned_up(failures):
     result, k8s = failures
     message = _refusal(result, "Vector-add fails")
     assert "did not pass (phase Failed)" in message and "Test FAILED" in message
     assert k8s.get("Pod", "gpu-operator-vectoradd", "default") is None
 
 
-def test_rdma_below_the_threshold_shows_the_table_and_cleans_up(failures):
+def _check_rdma_below_the_threshold_shows_the_table_and_cleans_up(failures):
     result, k8s = failures
     message = _refusal(result, "RDMA below the threshold")
     assert "BW average 41.3 Gb/s, threshold 80.0 Gb/s (80% of the 100.0 Gb/s link)" in message
     assert "8388608" in message
     assert [p["metadata"]["name"] for p in k8s.list("Pod", "default")] == []
+
+def test_never_ready_and_failed_tests_are_reported(failures):
+    """One playbook run, every check (one test per run keeps pytest-xdist from running it on both workers)."""
+    _check_cluster_policy_never_ready_names_the_component_and_node(failures)
+    _check_nic_cluster_policy_never_ready_names_the_component(failures)
+    _check_failed_vector_add_fails_with_its_log_and_is_cleaned_up(failures)
+    _check_rdma_below_the_threshold_shows_the_table_and_cleans_up(failures)
 
 
 # ---- refusals before anything is installed --------------------------------------------------------
@@ -291,7 +304,7 @@ BAD_INPUTS = [
     ("gpu_operator", dict(GKE, gpu_operator_driver={"enabled": True}), "driver.enabled: on GKE the driver is installed by GKE"),
     ("gpu_operator", dict(GKE, gpu_operator_gds=True), "gds: its kernel module is loaded by a sidecar"),
     ("gpu_operator", dict(GKE, gpu_operator_gke_version=""), "gke_version"),
-    ("gpu_operator", {"gpu_operator_namespace": "GPU_Operator"}, "namespace: 'GPU_Operator' is not a valid Kubernetes name"),
+    ("gpu_operator", {"gpu_operator_namespace": "GPU_Operator"}, "namespace: 'GPU_Operator' is not a DNS-1123 label"),
     ("gpu_operator", {"gpu_operator_platform": "eks"}, "gpu_operator_platform"),
     ("gpu_operator", {"gpu_operator_mig": {"strategy": "all"}}, "strategy"),
     ("gpu_operator", {"gpu_operator_mig": {"strategy": "single"}, "gpu_operator_device_plugin": {"sharing": {"strategy": "mps"}}},
@@ -329,7 +342,7 @@ def refusals(run_playbook_module, tmp_path_factory):
         k8s.stop()
 
 
-def test_bad_inputs_are_refused_before_anything_is_sent(refusals):
+def _check_bad_inputs_are_refused_before_anything_is_sent(refusals):
     result, k8s = refusals
     assert result.rc == 0, result.output
     assert len(BAD_INPUTS) >= 20
@@ -337,3 +350,8 @@ def test_bad_inputs_are_refused_before_anything_is_sent(refusals):
         message = _refusal(result, "case %02d" % index)
         assert fragment in message, "case %02d (%s): %r not in %r" % (index, role, fragment, message)
     assert k8s.writes() == [], "nothing may be written before the input is valid"
+
+
+def test_bad_inputs_are_refused_before_anything_is_sent(refusals):
+    """One playbook run, every check (one test per run keeps pytest-xdist from running it on both workers)."""
+    _check_bad_inputs_are_refused_before_anything_is_sent(refusals)
