@@ -230,7 +230,6 @@ NCP_STATES = {
 }
 
 
-
 class OperatorInputError(ValueError):
     """Input a chart version, platform or the GPU hosts cannot take; the message names the option."""
 

@@ -188,6 +188,7 @@ def _check_the_server_starts_before_the_client(success):
     # (the double answers only the scripted command lines: peermem mode, no --use_cuda_dmabuf)
     assert names.index("Start the ib_write_bw server") < names.index("Run the ib_write_bw client against the server")
 
+
 def test_the_whole_path_works(success):
     """One playbook run, every check (one test per run keeps pytest-xdist from running it on both workers)."""
     _check_the_whole_path_succeeds(success)
@@ -259,6 +260,7 @@ def _check_rdma_below_the_threshold_shows_the_table_and_cleans_up(failures):
     assert "BW average 41.3 Gb/s, threshold 80.0 Gb/s (80% of the 100.0 Gb/s link)" in message
     assert "8388608" in message
     assert [p["metadata"]["name"] for p in k8s.list("Pod", "default")] == []
+
 
 def test_never_ready_and_failed_tests_are_reported(failures):
     """One playbook run, every check (one test per run keeps pytest-xdist from running it on both workers)."""

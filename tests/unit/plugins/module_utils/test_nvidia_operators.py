@@ -120,8 +120,8 @@ def test_gke_preset_follows_the_published_recipe():
     assert values["migManager"]["env"] == [{"name": "WITH_REBOOT", "value": "true"}]
     quota = plan["objects"][0]
     assert quota["kind"] == "ResourceQuota" and quota["metadata"]["namespace"] == "gpu-operator"
-    assert quota["spec"]["scopeSelector"]["matchExpressions"][0]["values"] == ["system-node-critical",
-                                                                              "system-cluster-critical"]
+    scope = quota["spec"]["scopeSelector"]["matchExpressions"][0]
+    assert scope["values"] == ["system-node-critical", "system-cluster-critical"]
     older = ops.gpu_operator_plan(options("v25.10.1", "gke", gke_version="1.32.9-gke.1"))["chart"]["values"]
     assert "env" not in older["toolkit"]
 
