@@ -92,7 +92,7 @@ def _check_checks_say_what_would_be_verified(rendered):
 
 def _check_rdma_test_pods_land_on_two_nodes_on_the_secondary_network(rendered):
     out, dummy = rendered
-    pods = [d for d in _docs(out / "manifests" / "50-rdma-test").values()]
+    pods = list(_docs(out / "manifests" / "50-rdma-test").values())
     assert [p["spec"]["nodeSelector"]["kubernetes.io/hostname"] for p in pods] == ["nvnode1", "nvnode2"]
     for pod in pods:
         assert pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == "demo-macvlannetwork"
