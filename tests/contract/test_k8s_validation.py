@@ -100,7 +100,8 @@ def test_every_requested_custom_resource_has_a_schema():
     assert set(kv.custom_resources()) == {
         ("networking.gke.io", "Network"), ("networking.gke.io", "GKENetworkParamSet"),
         ("nvidia.com", "ClusterPolicy"), ("nvidia.com", "NVIDIADriver"), ("mellanox.com", "NicClusterPolicy"),
-        ("mellanox.com", "MacvlanNetwork"), ("mellanox.com", "HostDeviceNetwork"), ("mellanox.com", "IPoIBNetwork")}
+        ("mellanox.com", "MacvlanNetwork"), ("mellanox.com", "HostDeviceNetwork"), ("mellanox.com", "IPoIBNetwork"),
+        ("nv-ipam.nvidia.com", "IPPool")}
     for custom in kv.custom_resources().values():
         assert not custom.namespaced, custom.kind   # all of them are cluster-scoped
         assert "status" in custom.subresources
