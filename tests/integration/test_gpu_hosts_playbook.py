@@ -221,3 +221,9 @@ def test_render_mode_plans_every_inventory_host_without_a_gpu(run_playbook, tmp_
     assert [i["profile"] for i in plan["gpus"][0]["instances"]] == ["2g.10gb", "1g.5gb", "1g.5gb", "3g.20gb"]
     assert plan["gpus"][4]["mig_mode_current"] is False
     assert "NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_2,mlx5_3" in (folder / "hgx-h200-01" / "nccl.conf").read_text(encoding="utf-8")
+    # MPS only where the inventory opts in, with the daemon environment the unit would carry
+    assert [h for h in ("dgx-a100-01", "hgx-h100-01", "hgx-h200-01") if (folder / h / "mps.json").exists()] == ["dgx-a100-01"]
+    mps = json.loads((folder / "dgx-a100-01" / "mps.json").read_text(encoding="utf-8"))
+    assert mps["environment"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
+    assert mps["environment"]["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "4=16G,5=16G"
+    assert mps["environment"]["CUDA_VISIBLE_DEVICES"] == "4,5"
