@@ -26,8 +26,8 @@ FLEET = REPO_ROOT / "inventories" / "fleet"
 # group -> (role, entry point, options its playbook sets itself) for every role the group's playbook runs
 ROLES_BY_GROUP = {
     "gke_clusters": [("gke_gpu_cluster", "main", {"gke_gpu_cluster_fabric"}),
-                     ("gcp_gpu_vpcs", "main", {"gcp_gpu_vpcs_project", "gcp_gpu_vpcs_cluster", "gcp_gpu_vpcs_location",
-                                                "gcp_gpu_vpcs_gpudirect"}),
+                     ("gcp_gpu_vpcs", "main",
+                      {"gcp_gpu_vpcs_project", "gcp_gpu_vpcs_cluster", "gcp_gpu_vpcs_location", "gcp_gpu_vpcs_gpudirect"}),
                      ("nccl_test", "main", set())],
     "aks_clusters": [("nvidia_device_plugin", "main", set())],
 }
