@@ -9,15 +9,15 @@ type and among its choices; the options a role requires and the playbook does no
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
 import pytest
 import yaml
 
-from ansible.inventory.manager import InventoryManager
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.parsing.dataloader import DataLoader
-from ansible.plugins.loader import init_plugin_loader
-from ansible.template import Templar
-from ansible.vars.manager import VariableManager
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_ROOT
@@ -38,36 +38,52 @@ def role_options(role, entry_point):
     return spec["argument_specs"][entry_point].get("options") or {}
 
 
+# Resolving the inventory needs Ansible's plugin loader, which installs its collection finder for the whole
+# process; run it in a child so the pytest worker's imports stay as they were for the tests that follow.
+RESOLVE = """
+import json, sys
+from ansible.inventory.manager import InventoryManager
+from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
+from ansible.template import Templar
+from ansible.vars.manager import VariableManager
+
+source, prefixes = sys.argv[1], tuple(json.loads(sys.argv[2]))
+init_plugin_loader()  # the group_vars use lookups
+loader = DataLoader()
+inventory = InventoryManager(loader=loader, sources=[source])
+variables = VariableManager(loader=loader, inventory=inventory)
+resolved = {}
+for host in inventory.get_hosts():
+    raw = variables.get_vars(host=host)
+    raw.setdefault("ansible_playbook_python", sys.executable)
+    templar = Templar(loader=loader, variables=raw)
+    resolved[host.name] = {name: templar.template(value) for name, value in raw.items() if name.startswith(prefixes)}
+json.dump({"groups": inventory.get_groups_dict(), "vars": resolved}, sys.stdout)
+"""
+
+
 @pytest.fixture(scope="module")
 def fleet():
-    init_plugin_loader()  # the group_vars use lookups
-    loader = DataLoader()
-    inventory = InventoryManager(loader=loader, sources=[str(FLEET)])
-    variables = VariableManager(loader=loader, inventory=inventory)
-
-    def host_vars(host):
-        raw = variables.get_vars(host=host)
-        raw.setdefault("ansible_playbook_python", "/usr/bin/python3")
-        templar = Templar(loader=loader, variables=raw)
-        return {name: templar.template(value) for name, value in raw.items()
-                if any(name.startswith(entry[0] + "_") for roles in ROLES_BY_GROUP.values() for entry in roles)}
-
-    return inventory, host_vars
+    """The fleet's groups and, per host, its role variables templated as a play sees them."""
+    prefixes = sorted({entry[0] + "_" for roles in ROLES_BY_GROUP.values() for entry in roles})
+    done = subprocess.run([sys.executable, "-c", RESOLVE, str(FLEET), json.dumps(prefixes)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return SimpleNamespace(**json.loads(done.stdout))
 
 
 def test_the_fleet_has_every_layout(fleet):
-    inventory = fleet[0]
-    counts = {group: len(inventory.get_groups_dict()[group]) for group in ("a3_high_tcpx", "a3_mega_tcpxo", "aks_mig", "gpu_hosts")}
+    counts = {group: len(fleet.groups[group]) for group in ("a3_high_tcpx", "a3_mega_tcpxo", "aks_mig", "gpu_hosts")}
     assert all(count >= 2 for count in counts.values()), counts
 
 
 @pytest.mark.parametrize("group", sorted(ROLES_BY_GROUP))
 def test_every_host_passes_the_argument_specs_of_its_roles(fleet, group):
-    inventory, host_vars = fleet
-    hosts = inventory.get_groups_dict()[group]
+    hosts = fleet.groups[group]
     assert hosts
     for name in hosts:
-        values = host_vars(inventory.get_host(name))
+        values = fleet.vars[name]
         for role, entry_point, set_by_playbook in ROLES_BY_GROUP[group]:
             options = role_options(role, entry_point)
             mine = {k: v for k, v in values.items() if k.startswith(role + "_") and k not in set_by_playbook}
@@ -80,10 +96,9 @@ def test_every_host_passes_the_argument_specs_of_its_roles(fleet, group):
 
 
 def test_gke_versions_meet_the_gpudirect_minimum_of_their_profile(fleet):
-    inventory, host_vars = fleet
-    for name in inventory.get_groups_dict()["gke_clusters"]:
-        values = host_vars(inventory.get_host(name))
-        profile, version = values["gke_gpu_cluster_profile"], values["gke_gpu_cluster_version"]
+    for name in fleet.groups["gke_clusters"]:
+        values = fleet.vars[name]
+        profile, version = values["gke_gpu_cluster_gpudirect"], values["gke_gpu_cluster_version"]
         machine = values["gke_gpu_cluster_node_pool"]["machine_type"]
         assert _gpudirect.MACHINES[machine]["fabric"] == profile, name
         assert _gpudirect.version_gate_error(profile, version) is None, name
