@@ -5,6 +5,9 @@
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """AKS engine of gpu_ops.cluster.gpu_nodepool (provider aks): one agent pool through ARM.
 
+The shape of the run is ``_nodepool.NodePoolEngine`` (validate -> read -> plan -> preflight -> apply
+-> result):
+
 1. Validate every option before any request (names, counts, autoscaler bounds, taints, labels, and
    the multi-instance GPU rules from the MIG catalog: a known profile, a VM size that supports it,
    not on Azure Linux, not with the cluster autoscaler).
@@ -12,7 +15,8 @@
    ``_plan.Plan``: sparse compare of what the user set; a change to an immutable property
    (vmSize, gpuInstanceProfile, osSKU, gpuProfile.driver) names the options and fails unless
    ``recreate: true``, which deletes the pool and creates it again.
-3. Outside check mode, carry the plan out. ARM agent pools are written with PUT, which replaces
+3. Before a create, check that the cluster exists (preflight).
+4. Outside check mode, carry the plan out. ARM agent pools are written with PUT, which replaces
    the pool, so an update sends the current pool (read-only properties removed) with the wanted
    changes applied: nothing the user did not set is lost. Every write is waited for (LRO).
 
@@ -28,7 +32,10 @@ import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import NodePoolEngine, PoolError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import foreign_option_problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import run as run_engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import differing_fields
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems, check_labels, parse_taints
 
 # The AKS REST api-version used for agent pools: the one azure-mgmt-containerservice 41.8's models
@@ -85,19 +92,13 @@ GKE_ONLY = dict(
 )
 
 
-class PoolError(Exception):
-    """A problem found while planning or applying (the message names the options)."""
-
-
 # --------------------------------------------------------------------------- validation
 
 
 def validate(params):
     """All input problems of an AKS pool that can be found without a request (a Problems object)."""
     problems = Problems()
-    for option, unset in sorted(GKE_ONLY.items()):
-        if params.get(option) not in (None, unset):
-            problems.add(option, "is a GKE option; it cannot be used with provider=aks")
+    foreign_option_problems(problems, params, GKE_ONLY, "aks", "a GKE")
     _check_pattern(problems, "subscription_id", params.get("subscription_id"), SUBSCRIPTION_ID,
                    "a subscription ID (a GUID such as 00000000-0000-0000-0000-000000000000)", required=True)
     _check_pattern(problems, "resource_group", params.get("resource_group"), RESOURCE_GROUP,
@@ -272,8 +273,18 @@ def _autoscaling(wanted, have):
     return bool(have.get("enableAutoScaling"))
 
 
-def expected_resources(vm_size, profile, strategy="single"):
-    """Extended resources one node of the pool advertises, from the MIG catalog; None when unknown."""
+def expected_resources(params, pool=None):
+    """Extended resources one node of the pool advertises, from the MIG catalog; None when unknown.
+
+    The VM size and GPU instance profile are the pool's (``pool``, an agent-pool document) where it
+    has them, else the options'; the strategy is ``mig_strategy``.
+    """
+    props = (pool or {}).get("properties") or {}
+    vm_size = props.get("vmSize") or params.get("vm_size")
+    profile = props.get("gpuInstanceProfile") or params.get("gpu_instance_profile")
+    strategy = params.get("mig_strategy")
+    if not vm_size:
+        return None
     try:
         if profile:
             info = _mig.aks_profile(vm_size, profile)
@@ -289,36 +300,46 @@ def expected_resources(vm_size, profile, strategy="single"):
 # --------------------------------------------------------------------------- engine
 
 
-class PoolEngine:
+class PoolEngine(NodePoolEngine):
     """Plans and applies one AKS agent pool; the session is an _arm.ArmSession."""
 
+    PROVIDER = "aks"
+    API = "ARM"
+    validate = staticmethod(validate)
+    expected_resources = staticmethod(expected_resources)
+
     def __init__(self, module, session):
-        self.module = module
-        self.params = module.params
-        self.session = session
-        self.plan = Plan()
-        self.warnings = []
+        super().__init__(module, session)
         base = PROVIDER_PATH % (self.params["resource_group"], self.params["cluster"])
         self.cluster_url = session.url(base, API_VERSION)
         self.pool_url = session.url("%s/agentPools/%s" % (base, self.params["name"]), API_VERSION)
-        self.result_pool = None
+
+    @classmethod
+    def open_session(cls, module, **options):
+        from ansible_collections.gpu_ops.cluster.plugins.module_utils._arm import ArmSession  # pylint: disable=import-outside-toplevel
+
+        return ArmSession.from_module(module, **options)
 
     # ---------------------------------------------------------------- reads
 
-    def read(self):
+    def read_back(self):
         return self.session.get(self.pool_url)
 
-    def settled(self):
+    def desired_document(self):
+        return self.plan.changes[-1].request
+
+    def read(self):
         """The pool, after any running operation on it has finished (None when absent)."""
-        current = self.read()
+        current = self.read_back()
         state = _state(current)
-        if current is not None and state not in SETTLED_STATES and not self.module.check_mode:
+        if current is not None and state not in SETTLED_STATES and not self.check_mode:
             method = "DELETE" if state == "deleting" else "GET"
             current = self.session.wait_for_state(self.pool_url, method=method, first=current)
         return current
 
-    def check_cluster(self):
-        if self.session.render:
+    def preflight(self):
+        """Before a create: the cluster exists (render mode: an earlier step of the run creates it)."""
+        if self.session.render or not any(c.action == "create" for c in self.plan.changes):
             return
         if self.session.get(self.cluster_url) is None:
             raise PoolError("cluster %s was not found in resource group %s (subscription %s)" % (
@@ -332,7 +353,6 @@ class PoolEngine:
         if current is None:
             if not params.get("vm_size"):
                 raise PoolError("vm_size: is required to create agent pool %s" % name)
-            self.check_cluster()
             wanted = desired_properties(params)
             body = dict(properties=wanted)
             self.plan.create(KIND, name, after=body, request=body)
@@ -382,9 +402,9 @@ class PoolEngine:
                 self._delete(wait)
             elif change.action == "recreate":
                 self._delete(True)
-                self.result_pool = self._put(change.request, wait)
+                self.answered = self._put(change.request, wait)
             else:
-                self.result_pool = self._put(change.request, wait)
+                self.answered = self._put(change.request, wait)
 
     def _put(self, body, wait):
         try:
@@ -429,48 +449,4 @@ def _dotted(document, path):
 
 def run(module, **session_options):
     """Entry point of gpu_nodepool for provider aks (``session_options`` go to ArmSession, for tests)."""
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._arm import ArmSession  # pylint: disable=import-outside-toplevel
-
-    params = module.params
-    problems = validate(params)
-    if problems:
-        module.fail_json(msg=problems.message("gpu_nodepool (provider aks)"), problems=problems.items)
-    session = ArmSession.from_module(module, **session_options)
-    engine = PoolEngine(module, session)
-    pool = None
-    try:
-        if params.get("state", "present") == "present":
-            current = engine.settled()
-            engine.plan_present(current)
-        else:
-            current = engine.settled()
-            engine.plan_absent(current)
-        if not module.check_mode:
-            engine.apply()
-        if params.get("state", "present") == "absent":
-            pool = current if module.check_mode else None
-        elif module.check_mode or not engine.plan.changed:
-            pool = current
-        else:
-            pool = engine.result_pool
-            if pool is None and not session.render:
-                pool = engine.read()
-            if pool is None:
-                pool = engine.plan.changes[-1].request
-    except PoolError as exc:
-        module.fail_json(msg=str(exc), changes=[c.as_dict() for c in engine.plan.changes])
-    except ApiError as exc:
-        module.fail_json(msg="ARM request failed: %s" % exc.describe(),
-                         changes=[c.as_dict() for c in engine.plan.changes], status=exc.status)
-    for warning in engine.warnings:
-        module.warn(warning)
-    result = engine.plan.result(diff=module._diff)  # pylint: disable=protected-access
-    result["node_pool"] = pool or {}
-    if params.get("state", "present") == "present" and pool:
-        props = pool.get("properties") or {}
-        expected = expected_resources(props.get("vmSize") or params.get("vm_size"),
-                                      props.get("gpuInstanceProfile") or params.get("gpu_instance_profile"),
-                                      params.get("mig_strategy"))
-        if expected:
-            result["expected_resources"] = expected
-    module.exit_json(**result)
+    run_engine(module, PoolEngine, **session_options)

@@ -28,7 +28,7 @@ import datetime
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gpudirect import version_gate_error
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields, resulting_document
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import WaitTimeout
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
@@ -600,8 +600,8 @@ def run(module):
         if not module.check_mode:
             engine.apply(current)
         result = engine.plan.result(diff=module._diff)
-        cluster = common.resulting_document(params["state"], module.check_mode, engine.plan.changed, current,
-                                            session.render, engine.read, lambda: create_body(params))
+        cluster = resulting_document(params["state"], module.check_mode, engine.plan.changed, current,
+                                     session.render, engine.read, lambda: create_body(params))
     except (ClusterInputError, WaitTimeout) as exc:
         module.fail_json(msg=str(exc), changes=[c.as_dict() for c in engine.plan.changes])
     except ApiError as exc:

@@ -205,17 +205,3 @@ def operation_error_text(exc):
     describe = getattr(exc, "describe", None)
     return describe() if callable(describe) else "%s" % (exc,)
 
-
-def resulting_document(state, check_mode, changed, current, render, read, desired):
-    """The resource a module returns after its run.
-
-    Absent: the current document in check mode (nothing was deleted), else nothing. Present and
-    unchanged (or check mode): the current document. Changed: read back, except in render mode
-    (nothing exists), where the desired document stands in.
-    """
-    if state == "absent":
-        return current if check_mode else None
-    if check_mode or not changed:
-        return current
-    document = None if render else read()
-    return desired() if document is None else document

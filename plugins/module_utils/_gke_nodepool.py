@@ -5,9 +5,11 @@
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """GKE engine of gpu_ops.cluster.gpu_nodepool (provider gke).
 
-Flow: validate every option (no request yet) -> read the cluster (it must exist, be Standard, have
-multi-networking when the pool has additional networks, and run a version the GPUDirect profile
-accepts) -> read the pool once -> record a Plan -> carry it out unless in check mode.
+The shape of the run is ``_nodepool.NodePoolEngine``: validate every option (no request yet) ->
+read the cluster (it must exist, be Standard, have multi-networking when the pool has additional
+networks, and run a version the GPUDirect profile accepts) and the pool once -> record a Plan ->
+preflight (the GPU NIC networks and subnetworks exist, before a create) -> carry it out unless in
+check mode.
 
 The container API is v1, except when ``host_maintenance_interval`` is set: that field
 (``NodeConfig.hostMaintenancePolicy``) exists only in v1beta1, so every request of that pool then
@@ -32,7 +34,10 @@ import re
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import NodePoolEngine, PoolError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import foreign_option_problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import run as run_engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import differing_fields
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems, check_labels
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import WaitTimeout
 
@@ -82,10 +87,6 @@ UPDATE_GROUPS = (
 )
 
 
-class PoolError(Exception):
-    pass
-
-
 # --------------------------------------------------------------------------- validation
 
 def effective(params):
@@ -112,9 +113,7 @@ def effective(params):
 def validate(params):
     """All input problems of a GKE pool (a Problems object), without any request."""
     problems = Problems()
-    for option, unset in sorted(AKS_ONLY.items()):
-        if params.get(option) not in (None, unset):
-            problems.add(option, "is an AKS option; it cannot be used with provider=gke")
+    foreign_option_problems(problems, params, AKS_ONLY, "gke", "an AKS")
     common.check_project(problems, params.get("project"))
     common.check_name(problems, "name", params.get("name"))
     common.check_name(problems, "cluster", params.get("cluster"))
@@ -466,8 +465,13 @@ def current_view(pool, node_count):
     )
 
 
-def expected_resources(params):
-    """{"nvidia.com/gpu": N} each node should advertise, or None when unknown."""
+def expected_resources(params, pool=None):
+    """{"nvidia.com/gpu": N} each node should advertise, or None when unknown.
+
+    From the options alone: every GPU field of a GKE pool is immutable, so the pool document
+    (``pool``, the signature every node-pool engine shares) cannot say anything else.
+    """
+    del pool
     values = effective(params)
     count = values.get("accelerator_count")
     if not values.get("accelerator_type") or not count:
@@ -491,13 +495,16 @@ def expected_resources(params):
 
 # --------------------------------------------------------------------------- engine
 
-class PoolEngine:
+class PoolEngine(NodePoolEngine):
     """Plans and applies one GKE node pool; the session is a _gcp.GcpSession."""
 
+    PROVIDER = "gke"
+    API = "GKE"
+    validate = staticmethod(validate)
+    expected_resources = staticmethod(expected_resources)
+
     def __init__(self, module, session):
-        self.module = module
-        self.params = module.params
-        self.session = session
+        super().__init__(module, session)
         self.beta = bool(self.params.get("host_maintenance_interval"))
         self.project = self.params["project"]
         self.location = self.params["location"]
@@ -505,13 +512,34 @@ class PoolEngine:
         self.name = self.params["name"]
         self.cluster_path = common.cluster_path(self.project, self.location, self.cluster_name)
         self.pool_path = "%s/nodePools/%s" % (self.cluster_path, self.name)
-        self.plan = Plan()
-        self.warnings = []
+
+    @classmethod
+    def open_session(cls, module, **options):
+        from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession  # pylint: disable=import-outside-toplevel
+
+        return GcpSession.from_module(module, **options)
 
     def url(self, path):
         return self.session.container_url(path, beta=self.beta)
 
     # ---- reads and waits
+
+    def read(self):
+        """The cluster (checked with state=present), then the pool, each once it has settled."""
+        cluster = self.settled_cluster()
+        if self.params["state"] == "present":
+            self.check_cluster(cluster)
+            return self.settled_pool() if cluster is not None else None
+        current = self.read_pool() if cluster is not None else None
+        if current is not None and current.get("status") == "STOPPING" and not self.check_mode:
+            current = self.settled_pool()
+        return current
+
+    def read_back(self):
+        return self.read_pool()
+
+    def desired_document(self):
+        return create_body(self.params)
 
     def read_cluster(self):
         return self.session.get(self.session.container_url(self.cluster_path))
@@ -647,6 +675,17 @@ class PoolEngine:
 
     # ---- checks of referenced resources before a create
 
+    def preflight(self):
+        """Before a create (or recreate), the resources the new pool refers to exist.
+
+        The GPU NIC networks are not looked for in check mode: in a check-mode run of a whole play
+        the networks that earlier tasks (gcp_gpu_vpcs, gke_multinetwork) would create do not exist yet.
+        """
+        if not any(c.action in ("create", "recreate") for c in self.plan.changes):
+            return
+        if not self.check_mode:
+            self.check_networks()
+
     def check_networks(self):
         """The additional networks and their subnetworks exist (in the cluster's region)."""
         networks = self.params.get("additional_node_networks") or []
@@ -678,12 +717,10 @@ class PoolEngine:
         for change in self.plan.changes:
             action, payload = change.request
             if action == "create":
-                self.check_networks()
                 self._create(payload, final=True)
             elif action == "delete":
                 self._delete(final=True)
             elif action == "recreate":
-                self.check_networks()
                 self._delete(final=False)
                 self._create(payload, final=True)
             elif action == "update":
@@ -788,41 +825,4 @@ def _cluster_busy(exc):
 
 def run(module):
     """Entry point of gpu_nodepool for provider gke."""
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession  # pylint: disable=import-outside-toplevel
-
-    params = module.params
-    problems = validate(params)
-    if problems:
-        module.fail_json(msg=problems.message("gpu_nodepool (provider gke)"), problems=problems.items)
-    session = GcpSession.from_module(module)
-    engine = PoolEngine(module, session)
-    pool = None
-    try:
-        cluster = engine.settled_cluster()
-        if params["state"] == "present":
-            engine.check_cluster(cluster)
-            current = engine.settled_pool() if cluster is not None else None
-            engine.plan_present(current)
-        else:
-            current = engine.read_pool() if cluster is not None else None
-            if current is not None and current.get("status") == "STOPPING" and not module.check_mode:
-                current = engine.settled_pool()
-            engine.plan_absent(current)
-        if not module.check_mode:
-            engine.apply()
-        pool = common.resulting_document(params["state"], module.check_mode, engine.plan.changed, current,
-                                         session.render, engine.read_pool, lambda: create_body(params))
-    except (PoolError, WaitTimeout) as exc:
-        module.fail_json(msg=str(exc), changes=[c.as_dict() for c in engine.plan.changes])
-    except ApiError as exc:
-        module.fail_json(msg="GKE request failed: %s" % common.operation_error_text(exc),
-                         changes=[c.as_dict() for c in engine.plan.changes], status=exc.status)
-    for warning in engine.warnings:
-        module.warn(warning)
-    result = engine.plan.result(diff=module._diff)
-    result["node_pool"] = pool or {}
-    if params["state"] == "present":
-        expected = expected_resources(params)
-        if expected:
-            result["expected_resources"] = expected
-    module.exit_json(**result)
+    run_engine(module, PoolEngine)

@@ -171,3 +171,22 @@ class Plan:
         if diff:
             result["diff"] = [c.as_diff() for c in self.changes]
         return result
+
+
+def resulting_document(state, check_mode, changed, current, render, read, desired, answered=None):
+    """The resource a module returns after its run (one rule for every engine).
+
+    Absent: the current document in check mode (nothing was deleted), else nothing. Present and
+    unchanged, or check mode: the current document. Changed: the resource as the last write
+    answered it (``answered``, for APIs that answer with it), else read back (``read()``) except in
+    render mode, where nothing exists; when neither gives a document, the desired one
+    (``desired()``) stands in.
+    """
+    if state == "absent":
+        return current if check_mode else None
+    if check_mode or not changed:
+        return current
+    document = answered
+    if document is None and not render:
+        document = read()
+    return desired() if document is None else document

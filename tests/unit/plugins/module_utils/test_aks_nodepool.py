@@ -120,6 +120,8 @@ def test_check_mode_create_sends_nothing(run, double):
     assert '"gpuInstanceProfile": "MIG1g"' in result["diff"][0]["after"]
     assert writes(double) == []
     assert double.pool(RG, CLUSTER, "mig") is None
+    # from the options, as on GKE: the role that follows can wait for 56 MIG devices either way
+    assert result["expected_resources"] == {"nvidia.com/gpu": 56}
 
 
 def test_no_wait_returns_the_pool_while_creating(run, double):
@@ -436,9 +438,17 @@ def test_gpu_instance_profiles_match_the_sdk_enum():
     ("mixed", {"nvidia.com/mig-1g.5gb": 56}),
 ])
 def test_expected_resources_by_strategy(strategy, expected):
-    assert engine.expected_resources("Standard_ND96asr_v4", "MIG1g", strategy) == expected
+    params = dict(vm_size="Standard_ND96asr_v4", gpu_instance_profile="MIG1g", mig_strategy=strategy)
+    assert engine.expected_resources(params) == expected
 
 
 def test_expected_resources_without_mig_and_unknown_size():
-    assert engine.expected_resources("Standard_ND96asr_v4", None) == {"nvidia.com/gpu": 8}
-    assert engine.expected_resources("Standard_NC4as_T4_v3", None) is None
+    assert engine.expected_resources(dict(vm_size="Standard_ND96asr_v4")) == {"nvidia.com/gpu": 8}
+    assert engine.expected_resources(dict(vm_size="Standard_NC4as_T4_v3")) is None
+    assert engine.expected_resources(dict()) is None
+
+
+def test_expected_resources_prefer_the_pool_document():
+    """An existing pool's VM size and profile count when the options leave them out (a re-run that sets only counts)."""
+    pool = {"properties": {"vmSize": "Standard_ND96asr_v4", "gpuInstanceProfile": "MIG1g"}}
+    assert engine.expected_resources(dict(mig_strategy="mixed"), pool) == {"nvidia.com/mig-1g.5gb": 56}

@@ -167,6 +167,16 @@ def test_missing_network_is_found_before_the_create(gcp, module_runner, cluster)
     assert mutations(gcp) == []
 
 
+def test_check_mode_create_does_not_look_for_the_networks(gcp, module_runner, cluster):
+    """In a check-mode run of a play the GPU NIC networks of earlier tasks do not exist yet: the preflight skips them."""
+    networks = [dict(network="later%d" % i, subnetwork="later%d-sub" % i) for i in range(1, 9)]
+    preview = module_runner(gpu_nodepool.main, pool_args(gcp, networks), check=True)
+    assert preview["changed"] is True and preview["changes"][0]["action"] == "create", preview
+    assert preview["expected_resources"] == {"nvidia.com/gpu": 8}
+    assert not [r for r in gcp.requests if "/compute/" in r["path"]]
+    assert mutations(gcp) == []
+
+
 def test_missing_cluster(gcp, module_runner):
     networks = [dict(network="vpc%d" % i, subnetwork="vpc%d-sub" % i) for i in range(1, 9)]
     result = module_runner(gpu_nodepool.main, pool_args(gcp, networks))
