@@ -303,22 +303,21 @@ def expected_resources(params, pool=None):
 class PoolEngine(NodePoolEngine):
     """Plans and applies one AKS agent pool; the session is an _arm.ArmSession."""
 
-    PROVIDER = "aks"
-    API = "ARM"
+    PROVIDER, API = "aks", "ARM"
     validate = staticmethod(validate)
     expected_resources = staticmethod(expected_resources)
-
-    def __init__(self, module, session):
-        super().__init__(module, session)
-        base = PROVIDER_PATH % (self.params["resource_group"], self.params["cluster"])
-        self.cluster_url = session.url(base, API_VERSION)
-        self.pool_url = session.url("%s/agentPools/%s" % (base, self.params["name"]), API_VERSION)
 
     @classmethod
     def open_session(cls, module, **options):
         from ansible_collections.gpu_ops.cluster.plugins.module_utils._arm import ArmSession  # pylint: disable=import-outside-toplevel
 
         return ArmSession.from_module(module, **options)
+
+    def __init__(self, module, session):
+        super().__init__(module, session)
+        base = PROVIDER_PATH % (self.params["resource_group"], self.params["cluster"])
+        self.cluster_url = session.url(base, API_VERSION)
+        self.pool_url = session.url("%s/agentPools/%s" % (base, self.params["name"]), API_VERSION)
 
     # ---------------------------------------------------------------- reads
 

@@ -204,4 +204,3 @@ def operation_error_text(exc):
     """A short text of an ApiError/OperationError (no headers, no secrets)."""
     describe = getattr(exc, "describe", None)
     return describe() if callable(describe) else "%s" % (exc,)
-

@@ -498,8 +498,7 @@ def expected_resources(params, pool=None):
 class PoolEngine(NodePoolEngine):
     """Plans and applies one GKE node pool; the session is a _gcp.GcpSession."""
 
-    PROVIDER = "gke"
-    API = "GKE"
+    PROVIDER, API = "gke", "GKE"
     validate = staticmethod(validate)
     expected_resources = staticmethod(expected_resources)
 
