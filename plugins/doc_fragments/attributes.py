@@ -8,8 +8,11 @@ from __future__ import annotations
 class ModuleDocFragment:
     """The behaviour contract every module declares (see docs/behaviour-contract.md)."""
 
+    # Every module extends this one: the collection's author and the attribute descriptions, written once.
     DOCUMENTATION = r"""
 options: {}
+author:
+  - gpu_ops.cluster maintainers (@gpu-ops)
 attributes:
   check_mode:
     description: Can run in C(check_mode) and return changed status prediction without modifying the target.

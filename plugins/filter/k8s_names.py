@@ -1,42 +1,31 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kubernetes naming rules for roles: the checks in plugins/module_utils/_k8s_names.py.
+"""Kubernetes naming rules for roles: the checks in plugins/module_utils/_k8s_names.py, and node taints
+parsed as gpu_nodepool parses them (plugins/module_utils/_problems.py).
 
-Documentation: plugins/filter/k8s_name_problems.yml, k8s_manifest_problems.yml, k8s_objects.yml.
+Documentation: plugins/filter/k8s_name_problems.yml, k8s_manifest_problems.yml, k8s_objects.yml,
+node_taint_tolerations.yml.
 """
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _k8s_names
-
-
-def _plain(value):
-    """Templated containers and strings as plain Python values (the checks test exact types)."""
-    if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _k8s_names, _problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._inputs import filtered, plain
 
 
 def k8s_name_problems(checks):
     """``"<option>: <why>"`` for every value of ``checks`` that breaks its Kubernetes naming rule."""
-    try:
-        return _k8s_names.problems(_plain(checks))
-    except ValueError as exc:
-        raise AnsibleFilterError("k8s_name_problems: %s" % exc)
+    return filtered(AnsibleFilterError, "k8s_name_problems", _k8s_names.problems, plain(checks))
 
 
 def k8s_manifest_problems(manifests, where="apply_manifests"):
     """Why ``manifests`` cannot go through the apply role (Secrets at any depth, missing or invalid names)."""
     if not isinstance(where, str) or not where:
         raise AnsibleFilterError("k8s_manifest_problems: where must be a non-empty string")
-    return _k8s_names.manifest_problems(_plain(manifests), where)
+    return _k8s_names.manifest_problems(plain(manifests), where)
 
 
 def k8s_objects(manifests):
@@ -44,7 +33,23 @@ def k8s_objects(manifests):
     if not isinstance(manifests, (list, tuple)):
         raise AnsibleFilterError("k8s_objects: the input must be a list of Kubernetes objects, got %s"
                                  % type(manifests).__name__)
-    return _k8s_names.flatten(_plain(manifests))
+    return _k8s_names.flatten(plain(manifests))
+
+
+def node_taint_tolerations(taints, option="node_taints"):
+    """Tolerations for ``key=value:Effect`` node taints; a bad taint fails naming ``option`` (gpu_nodepool's rules)."""
+    if not isinstance(option, str) or not option:
+        raise AnsibleFilterError("node_taint_tolerations: option must be a non-empty string (the variable's name)")
+    if taints is None:
+        return []
+    if not isinstance(taints, (list, tuple)) or not all(isinstance(t, str) for t in taints):
+        raise AnsibleFilterError("node_taint_tolerations: %s must be a list of key=value:Effect strings, got %r"
+                                 % (option, taints))
+    problems = _problems.Problems()
+    parsed = _problems.parse_taints(problems, option, plain(taints))
+    if problems:
+        raise AnsibleFilterError("node_taint_tolerations: %s" % "; ".join(problems.items))
+    return _problems.tolerations(parsed)
 
 
 class FilterModule:
@@ -55,4 +60,5 @@ class FilterModule:
             "k8s_name_problems": k8s_name_problems,
             "k8s_manifest_problems": k8s_manifest_problems,
             "k8s_objects": k8s_objects,
+            "node_taint_tolerations": node_taint_tolerations,
         }

@@ -14,6 +14,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _inputs
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._inputs import filtered, plain
 
 
 def _target(name, gpu_model, gpus, layout):
@@ -36,31 +37,19 @@ def _target(name, gpu_model, gpus, layout):
     if not isinstance(gpu_model, str) or not gpu_model:
         raise AnsibleFilterError("%s: gpu_model must be a GPU model name or a mig_aks_profile result, got %r"
                                  % (name, gpu_model))
-    return gpu_model, gpus, _plain(layout)
-
-
-def _plain(value):
-    """Templated containers as plain dicts/lists (the engine compares with ==)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+    return gpu_model, gpus, plain(layout)
 
 
 def _sharing(name, sharing):
     """The sharing dict (or None); anything else names the argument."""
     try:
-        return _plain(_inputs.mapping("sharing", sharing)) or None
+        return plain(_inputs.mapping("sharing", sharing)) or None
     except ValueError as exc:
         raise AnsibleFilterError("%s: %s" % (name, exc))
 
 
 def _call(filter_name, function, *args, **kwargs):
-    try:
-        return function(*args, **kwargs)
-    except (TypeError, ValueError) as exc:
-        raise AnsibleFilterError("%s: %s" % (filter_name, exc))
+    return filtered(AnsibleFilterError, filter_name, function, *args, **kwargs)
 
 
 def mig_aks_profile(vm_size, gpu_instance_profile):
@@ -93,8 +82,8 @@ def mig_verify_nodes(nodes, resources, labels=None, selector=None, min_nodes=1):
         min_nodes = _inputs.whole_number("min_nodes", 0 if min_nodes is None else min_nodes, minimum=0)
     except ValueError as exc:
         raise AnsibleFilterError("mig_verify_nodes: %s" % exc)
-    return _call("mig_verify_nodes", _mig.verify_nodes, _plain(nodes), _plain(resources or {}), _plain(labels or {}),
-                 _plain(selector or {}), min_nodes)
+    return _call("mig_verify_nodes", _mig.verify_nodes, plain(nodes), plain(resources or {}), plain(labels or {}),
+                 plain(selector or {}), min_nodes)
 
 
 def mig_device_plugin_config(strategy, sharing=None, resources=None, fail_on_init_error=None):
@@ -106,7 +95,7 @@ def mig_device_plugin_config(strategy, sharing=None, resources=None, fail_on_ini
         raise AnsibleFilterError("mig_device_plugin_config: resources must be a dict of resource name -> count, got %s"
                                  % type(resources).__name__)
     return _call("mig_device_plugin_config", _mig.device_plugin_config, strategy,
-                 _sharing("mig_device_plugin_config", sharing), _plain(resources), fail_on_init_error)
+                 _sharing("mig_device_plugin_config", sharing), plain(resources), fail_on_init_error)
 
 
 def mig_placements(gpu_model, request):
@@ -114,7 +103,7 @@ def mig_placements(gpu_model, request):
     if not isinstance(request, (dict, list, tuple, str)) or not request:
         raise AnsibleFilterError("mig_placements: request must be a non-empty profile list, profile -> count dict or "
                                  "layout name, got %r" % (request,))
-    return _call("mig_placements", _mig.place, gpu_model, _plain(request))
+    return _call("mig_placements", _mig.place, gpu_model, plain(request))
 
 
 def mig_parted_config(gpu_model, layout, name="custom", device_filter=True, include_defaults=True):
@@ -126,7 +115,7 @@ def mig_parted_config(gpu_model, layout, name="custom", device_filter=True, incl
             raise ValueError("name: %r is not a mig-parted config name (letters, digits, '.', '_' and '-')" % (name,))
     except ValueError as exc:
         raise AnsibleFilterError("mig_parted_config: %s" % exc)
-    return _call("mig_parted_config", _mig.mig_parted_config, gpu_model, _plain(layout), name=name,
+    return _call("mig_parted_config", _mig.mig_parted_config, gpu_model, plain(layout), name=name,
                  device_filter=bool(device_filter), include_defaults=bool(include_defaults))
 
 

@@ -11,17 +11,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mps, _mps_k8s
-
-
-def _plain(value):
-    """Templated containers as plain dicts/lists/str (the engine checks types)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._inputs import filtered, plain
 
 
 def _documents(name, value, what):
@@ -29,21 +19,18 @@ def _documents(name, value, what):
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, dict) for v in value):
         raise AnsibleFilterError("%s: %s must be a list of %s documents (k8s_info resources), got %s"
                                  % (name, what.lower() + "s", what, type(value).__name__))
-    return _plain(value)
+    return plain(value)
 
 
 def _call(name, function, *args, **kwargs):
-    try:
-        return function(*args, **kwargs)
-    except ValueError as exc:
-        raise AnsibleFilterError("%s: %s" % (name, exc))
+    return filtered(AnsibleFilterError, name, function, *args, **kwargs)
 
 
 def mps_host_settings(settings):
     """Validated MPS control daemon settings and the daemon's environment."""
     if not isinstance(settings, dict):
         raise AnsibleFilterError("mps_host_settings: the input must be a dict of settings")
-    return _call("mps_host_settings", _mps.host_settings, _plain(settings))
+    return _call("mps_host_settings", _mps.host_settings, plain(settings))
 
 
 def mps_server_list(text):
@@ -62,7 +49,7 @@ def mps_ack_findings(pods, nodes, exempt_namespaces=None, exempt_labels=None):
     return _call("mps_ack_findings", _mps_k8s.ack_workload_findings, _documents("mps_ack_findings", pods, "Pod"),
                  _documents("mps_ack_findings", nodes, "Node"),
                  exempt_namespaces=("kube-system",) if exempt_namespaces is None else list(exempt_namespaces),
-                 exempt_labels=_plain(exempt_labels or {}))
+                 exempt_labels=plain(exempt_labels or {}))
 
 
 def mps_ack_daemon_coverage(nodes, daemon_pods):
@@ -86,7 +73,7 @@ def gpu_allocation_table(report):
     """A gpu_allocation result as a table like kubectl inspect cgpu."""
     if not isinstance(report, dict) or "nodes" not in report:
         raise AnsibleFilterError("gpu_allocation_table: the input must be a gpu_allocation result")
-    return _mps_k8s.allocation_table(_plain(report))
+    return _mps_k8s.allocation_table(plain(report))
 
 
 class FilterModule:

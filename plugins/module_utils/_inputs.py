@@ -114,3 +114,29 @@ def output_text(name, value, lines=True):
     if not isinstance(value, str):
         raise ValueError("%s: must be command output text, got %s" % (name, type(value).__name__))
     return value
+
+
+def plain(value):
+    """Templated values (Ansible's lazy containers, tagged strings) as plain dicts (text keys), lists and str.
+
+    The engines test exact types and compare with ==, so filters hand them plain values.
+    """
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def filtered(_error, _filter, _function, *args, **kwargs):
+    """``_function(*args, **kwargs)``; a ValueError or TypeError comes out as ``_error("<_filter>: <why>")``.
+
+    ``_error`` is the filter's exception class (AnsibleFilterError), which module_utils cannot import.
+    The underscores keep the names free for the keyword arguments of ``_function`` (``name=``).
+    """
+    try:
+        return _function(*args, **kwargs)
+    except (TypeError, ValueError) as exc:
+        raise _error("%s: %s" % (_filter, exc)) from None

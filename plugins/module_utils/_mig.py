@@ -76,88 +76,79 @@ _RTX_PRO_6000_SHAPES = (
 # Minimum driver branch of a kind, per model, where the MIG guide names one.
 _R470_ME = {"1g+me": 470}
 
+
+def _eight_slot(name, description, aliases, device_ids, sizes, min_driver=None, placements_verified=True):
+    """Facts of an 8-slot GPU (A100, H100, H200, B200): ``sizes`` is the memory in GB of its 1g, 2g, 3g and
+    7g profiles. On these GPUs 1g+me has the 1g size, the double-memory 1g (1g2) the 2g size, 4g the 3g
+    size, and the whole GPU (7g) is the total memory."""
+    one, two, three, whole = sizes
+    return dict(
+        name=name, description=description, aliases=aliases, device_ids=device_ids,
+        shapes=_EIGHT_SLOT_SHAPES,
+        memory={"1g": one, "1g+me": one, "1g2": two, "2g": two, "3g": three, "4g": three, "7g": whole},
+        min_driver=dict(min_driver or {}),
+        balanced={"1g": 2, "2g": 1, "3g": 1},
+        memory_slots=8, compute=7, total_memory_gb=whole, placements_verified=placements_verified,
+    )
+
+
 # name -> model facts. ``memory`` maps a shape kind to the profile's memory size in GB (the
 # number in its name).
 _MODELS = (
-    dict(
+    _eight_slot(
         name="A100-40GB",
         description="NVIDIA A100 40GB (SXM4, PCIe) and A800 40GB",
         aliases=("A100-SXM4-40GB", "A100-PCIE-40GB", "A100 40GB PCIe", "A100-40GB", "A800-SXM4-40GB",
                  "A800 40GB PCIe", "A800-40GB"),
         device_ids=("0x20B010DE", "0x20B110DE", "0x20F110DE", "0x20F610DE"),
-        shapes=_EIGHT_SLOT_SHAPES,
-        memory={"1g": 5, "1g+me": 5, "1g2": 10, "2g": 10, "3g": 20, "4g": 20, "7g": 40},
+        sizes=(5, 10, 20, 40),
         min_driver=dict(_R470_ME, **{"1g2": 525}),
-        balanced={"1g": 2, "2g": 1, "3g": 1},
-        memory_slots=8, compute=7, total_memory_gb=40, placements_verified=True,
     ),
-    dict(
+    _eight_slot(
         name="A100-80GB",
         description="NVIDIA A100 80GB (SXM4, PCIe) and A800 80GB",
         aliases=("A100-SXM4-80GB", "A100-PCIE-80GB", "A100 80GB PCIe", "A100-80GB", "A800-SXM4-80GB",
                  "A800 80GB PCIe", "A800-80GB"),
         device_ids=("0x20B210DE", "0x20B510DE", "0x20F310DE", "0x20F510DE"),
-        shapes=_EIGHT_SLOT_SHAPES,
-        memory={"1g": 10, "1g+me": 10, "1g2": 20, "2g": 20, "3g": 40, "4g": 40, "7g": 80},
+        sizes=(10, 20, 40, 80),
         min_driver=dict(_R470_ME),
-        balanced={"1g": 2, "2g": 1, "3g": 1},
-        memory_slots=8, compute=7, total_memory_gb=80, placements_verified=True,
     ),
-    dict(
+    _eight_slot(
         name="H100-80GB",
         description="NVIDIA H100 80GB (SXM5 HBM3, PCIe) and H800 80GB",
         aliases=("H100 80GB HBM3", "H100-SXM5-80GB", "H100 SXM5 80GB", "H100 PCIe", "H100-PCIE-80GB",
                  "H100-80GB", "H800", "H800 PCIe", "H800-80GB"),
         device_ids=("0x233010DE", "0x233110DE", "0x232210DE", "0x232410DE"),
-        shapes=_EIGHT_SLOT_SHAPES,
-        memory={"1g": 10, "1g+me": 10, "1g2": 20, "2g": 20, "3g": 40, "4g": 40, "7g": 80},
-        min_driver={},
-        balanced={"1g": 2, "2g": 1, "3g": 1},
-        memory_slots=8, compute=7, total_memory_gb=80, placements_verified=True,
+        sizes=(10, 20, 40, 80),
     ),
-    dict(
+    _eight_slot(
         name="H100-94GB",
         description="NVIDIA H100 94GB (H100 NVL, SXM5 94GB) and H800 NVL",
         aliases=("H100 NVL", "H100-NVL", "H100 94GB", "H100-94GB", "H100-SXM5-94GB", "H800 NVL"),
         device_ids=("0x232110DE", "0x233A10DE"),
-        shapes=_EIGHT_SLOT_SHAPES,
-        memory={"1g": 12, "1g+me": 12, "1g2": 24, "2g": 24, "3g": 47, "4g": 47, "7g": 94},
-        min_driver={},
-        balanced={"1g": 2, "2g": 1, "3g": 1},
-        memory_slots=8, compute=7, total_memory_gb=94, placements_verified=True,
+        sizes=(12, 24, 47, 94),
     ),
-    dict(
+    _eight_slot(
         name="H100-96GB",
         description="NVIDIA H100 96GB (GH200 Grace Hopper, H20)",
         aliases=("GH200 480GB", "GH200", "H100 96GB", "H100-96GB", "H20"),
         device_ids=("0x234210DE", "0x233D10DE", "0x20B610DE", "0x232910DE"),
-        shapes=_EIGHT_SLOT_SHAPES,
-        memory={"1g": 12, "1g+me": 12, "1g2": 24, "2g": 24, "3g": 48, "4g": 48, "7g": 96},
-        min_driver={},
-        balanced={"1g": 2, "2g": 1, "3g": 1},
-        memory_slots=8, compute=7, total_memory_gb=96, placements_verified=True,
+        sizes=(12, 24, 48, 96),
     ),
-    dict(
+    _eight_slot(
         name="H200-141GB",
         description="NVIDIA H200 141GB (SXM5, NVL)",
         aliases=("H200", "H200 NVL", "H200-141GB", "H200-SXM5-141GB"),
         device_ids=("0x233510DE", "0x233B10DE"),
-        shapes=_EIGHT_SLOT_SHAPES,
-        memory={"1g": 18, "1g+me": 18, "1g2": 35, "2g": 35, "3g": 71, "4g": 71, "7g": 141},
-        min_driver={},
-        balanced={"1g": 2, "2g": 1, "3g": 1},
-        memory_slots=8, compute=7, total_memory_gb=141, placements_verified=True,
+        sizes=(18, 35, 71, 141),
     ),
-    dict(
+    _eight_slot(
         name="B200-180GB",
         description="NVIDIA B200 180GB",
         aliases=("B200", "B200-180GB"),
         device_ids=("0x290110DE",),
-        shapes=_EIGHT_SLOT_SHAPES,
-        memory={"1g": 23, "1g+me": 23, "1g2": 45, "2g": 45, "3g": 90, "4g": 90, "7g": 180},
-        min_driver={},
-        balanced={"1g": 2, "2g": 1, "3g": 1},
-        memory_slots=8, compute=7, total_memory_gb=180, placements_verified=False,
+        sizes=(23, 45, 90, 180),
+        placements_verified=False,
     ),
     dict(
         name="A30-24GB",

@@ -89,3 +89,14 @@ def taint_text(taint):
     if taint.get("value"):
         return "%s=%s:%s" % (taint.get("key"), taint["value"], taint.get("effect"))
     return "%s:%s" % (taint.get("key"), taint.get("effect"))
+
+
+def tolerations(taints):
+    """Tolerations that let a pod onto nodes with ``taints`` (parse_taints output): Equal with a value, else Exists."""
+    result = []
+    for taint in taints or []:
+        if taint.get("value"):
+            result.append(dict(key=taint["key"], operator="Equal", value=taint["value"], effect=taint["effect"]))
+        else:
+            result.append(dict(key=taint["key"], operator="Exists", effect=taint["effect"]))
+    return result

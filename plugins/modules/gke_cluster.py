@@ -22,8 +22,6 @@ description:
     fails unless O(recreate=true).
   - O(default_node_pool) describes the small system pool created with the cluster; it is not changed afterwards
     (the module warns when it differs). GPU node pools are managed by M(gpu_ops.cluster.gpu_nodepool).
-author:
-  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES

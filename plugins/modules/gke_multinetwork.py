@@ -28,8 +28,6 @@ description:
     C(GKENetworkParamSet) objects for the cluster (RV(manifests)), the node pool's additional node networks
     (RV(additional_node_networks)), and the pod annotations (RV(pod_annotations)).
   - Running the module again with the same options sends no change, and each resource is read once.
-author:
-  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES

@@ -22,8 +22,6 @@ description:
     C(problems); the module does not fail on them.
   - Reads only, with the Python standard library; runs nvidia-smi twice (the GPU table, and C(-q -d COMPUTE) for the
     CUDA version) and C(ofed_info -s) when it exists.
-author:
-  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.INFO_MODULE

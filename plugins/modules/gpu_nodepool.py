@@ -22,8 +22,6 @@ description:
     one play.
   - A change to a field the cloud cannot update in place (for example the machine type, the accelerator, the GPU
     instance profile) names the fields and fails, unless O(recreate=true), which deletes and recreates the pool.
-author:
-  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES

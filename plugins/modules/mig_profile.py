@@ -28,17 +28,14 @@ description:
     can be handed to nvidia-mig-parted or the GPU Operator's MIG manager.
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
+  - gpu_ops.cluster.attributes.CHANGES
 attributes:
   check_mode:
-    support: full
     details:
       - Reads the host with nvidia-smi and returns the instance-level plan without writing.
   diff_mode:
-    support: full
     details:
       - One entry per MIG mode change and per GPU instance created, destroyed or re-split.
-  idempotent:
-    support: full
 options:
   gpus:
     description:
@@ -107,8 +104,6 @@ notes:
     nvidia-smi refuses to destroy an instance in use.
   - Under Kubernetes with the GPU Operator, let the MIG manager apply the geometry instead (label
     C(nvidia.com/mig.config) with the name of a config this module exports).
-author:
-  - gpu_ops.cluster maintainers (@gpu-ops)
 seealso:
   - module: gpu_ops.cluster.gpu_host_facts
   - plugin: gpu_ops.cluster.mig_parted_config

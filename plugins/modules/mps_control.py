@@ -21,19 +21,15 @@ description:
     finish, then stops (and fails, changing nothing, when they do not). With O(quit=false) only that check runs (the role
     lets systemd send C(quit)).
   - The health check (C(get_server_list) answered through the pipe) is M(gpu_ops.cluster.mps_control_info).
-author:
-  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
+  - gpu_ops.cluster.attributes.CHANGES
 attributes:
   check_mode:
-    support: full
     details:
       - Reads the daemon; reports what it would start, set or stop. O(stop_policy=refuse) fails in check mode too when clients run.
   diff_mode:
     support: none
-  idempotent:
-    support: full
 options:
   state:
     description: What the daemon should be.

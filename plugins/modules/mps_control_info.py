@@ -13,8 +13,6 @@ description:
   - Asks the control daemon on O(pipe_directory) through C(nvidia-cuda-mps-control) - C(get_server_list),
     C(get_default_active_thread_percentage), and C(get_client_list) for every server.
   - A daemon that does not answer is reported as not running; nothing fails and nothing changes.
-author:
-  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.info_module

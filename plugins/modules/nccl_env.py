@@ -27,19 +27,13 @@ description:
     the whole file is managed. NCCL reads it at initialisation and values set in the environment win over it, so
     non-NCCL keys (C(LD_LIBRARY_PATH), C(CUDA_VISIBLE_DEVICES)) are left out of the file.
   - Talks to no cloud.
-author:
-  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
+  - gpu_ops.cluster.attributes.CHANGES
 attributes:
-  check_mode:
-    support: full
   diff_mode:
-    support: full
     details:
       - The diff shows the lines of O(dest), and its mode and owner when they change.
-  idempotent:
-    support: full
 options:
   fabric:
     description:

@@ -79,7 +79,8 @@ def test_render_refuses_what_aks_cannot_do_before_any_request(run_playbook, tmp_
     assert not (render / "requests").exists()
     result = run_playbook(PLAYBOOK, extra_vars={"gpu_ops_render_dir": str(render),
                                                 "aks_mig_node_taints": ["sku=gpu"]}).assert_failed()
-    assert "not sku=gpu" in result.stdout
+    assert "aks_mig_node_taints: 'sku=gpu' is not written key=value:Effect" in result.stdout
+    assert not (render / "requests").exists()
 
 
 def _live_vars(strategy):

@@ -13,6 +13,7 @@ from ansible_collections.gpu_ops.cluster.plugins.filter.k8s_names import (
     k8s_manifest_problems,
     k8s_name_problems,
     k8s_objects,
+    node_taint_tolerations,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _k8s_names
 
@@ -185,3 +186,30 @@ def test_valid_objects_and_lists_pass_and_flatten():
         k8s_objects({"kind": "List"})
     with pytest.raises(AnsibleFilterError, match="where must be a non-empty string"):
         k8s_manifest_problems([], where="")
+
+
+# ------------------------------------------------------------------ node taints -> tolerations
+
+
+def test_node_taint_tolerations_equal_with_a_value_exists_without():
+    assert node_taint_tolerations(["sku=gpu:NoSchedule", "dedicated:NoExecute"]) == [
+        {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+        {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"},
+    ]
+    assert node_taint_tolerations([]) == [] and node_taint_tolerations(None) == []
+
+
+def test_node_taint_tolerations_use_the_module_rules_and_name_the_variable():
+    with pytest.raises(AnsibleFilterError) as err:
+        node_taint_tolerations(["sku=gpu", "a=b:Sometimes", "bad key=x:NoSchedule", "ok=1:NoSchedule"], "pool_taints")
+    message = str(err.value)
+    assert message.startswith("node_taint_tolerations: pool_taints: 'sku=gpu' is not written key=value:Effect")
+    assert "'a=b:Sometimes' has effect 'Sometimes'; allowed: NoSchedule, PreferNoSchedule, NoExecute" in message
+    assert "'bad key=x:NoSchedule' is not written key=value:Effect" in message
+    assert "ok=1" not in message
+
+
+@pytest.mark.parametrize("taints", ["sku=gpu:NoSchedule", [{"key": "sku"}], {"sku": "gpu"}])
+def test_node_taint_tolerations_refuse_anything_but_a_list_of_text(taints):
+    with pytest.raises(AnsibleFilterError, match="node_taints must be a list of key=value:Effect strings"):
+        node_taint_tolerations(taints)
