@@ -19,6 +19,7 @@ Sources (shared research notes nvidia-stack.md section 6.1):
 
 from __future__ import annotations
 
+import os
 import re
 import time
 
@@ -319,12 +320,27 @@ def _configure(control, params, limits, check_mode, result):
 
 
 def _binary(params, get_bin_path):
+    """The control binary's path, or None when it is not installed (not on PATH, or no such file)."""
     binary = params.get("control_binary") or "nvidia-cuda-mps-control"
     if "/" not in binary:
-        binary = get_bin_path(binary) or ""
-        if not binary:
-            raise ValueError("control_binary: %s is not on PATH" % params.get("control_binary"))
+        return get_bin_path(binary) or None
+    return binary if os.path.isfile(binary) and os.access(binary, os.X_OK) else None
+
+
+def _required_binary(params, get_bin_path):
+    binary = _binary(params, get_bin_path)
+    if binary is None:
+        name = params.get("control_binary") or "nvidia-cuda-mps-control"
+        raise ValueError("control_binary: %s %s; install the NVIDIA driver's CUDA MPS control daemon or set "
+                         "control_binary" % (name, "is not on PATH" if "/" not in name else "is not an executable file"))
     return binary
+
+
+def _not_installed(params):
+    """state=absent without the control binary: no daemon can run, nothing to stop."""
+    return dict(changed=False, running=False, servers=[], default_active_thread_percentage=None,
+                actions=["%s is not installed: no MPS control daemon to stop"
+                         % (params.get("control_binary") or "nvidia-cuda-mps-control")])
 
 
 def _read(control):
@@ -336,7 +352,7 @@ def _read(control):
 def info(params, run_command, get_bin_path):
     """What the daemon on params['pipe_directory'] reports (running, servers with clients, default percentage); changed False."""
     pipe, _limits = _check_params(dict(params, pinned_device_mem_limit={}))
-    binary = _binary(params, get_bin_path)
+    binary = _required_binary(params, get_bin_path)
     result = _read(Control(lambda stdin: run_command([binary], data=stdin, binary_data=True,
                                                      environ_update={"CUDA_MPS_PIPE_DIRECTORY": pipe})))
     del result["actions"]
@@ -346,7 +362,9 @@ def info(params, run_command, get_bin_path):
 def converge(params, run_command, get_bin_path, check_mode):
     """Bring one control daemon to params['state']; returns the module result (ValueError/ControlError on failure)."""
     pipe, limits = _check_params(params)
-    binary = _binary(params, get_bin_path)
+    if params.get("state") == "absent" and _binary(params, get_bin_path) is None:
+        return _not_installed(params)
+    binary = _required_binary(params, get_bin_path)
     pipe_env = {"CUDA_MPS_PIPE_DIRECTORY": pipe}
 
     def run(stdin):

@@ -20,6 +20,8 @@ description:
     MPS server has clients and names them; with O(stop_policy=drain) it waits up to O(drain_timeout) seconds for them to
     finish, then stops (and fails, changing nothing, when they do not). With O(quit=false) only that check runs (the role
     lets systemd send C(quit)).
+  - V(absent) on a host without the control binary (O(control_binary) not on E(PATH), or no such executable file) succeeds
+    without a change - no daemon can run there, so there is nothing to stop. V(present) fails there, naming the binary.
   - The health check (C(get_server_list) answered through the pipe) is M(gpu_ops.cluster.mps_control_info).
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
@@ -48,7 +50,9 @@ options:
     type: dict
     default: {}
   control_binary:
-    description: Path or name of C(nvidia-cuda-mps-control).
+    description:
+      - Path or name (searched on E(PATH)) of C(nvidia-cuda-mps-control).
+      - When it is not installed, O(state=absent) is a no-op and O(state=present) fails.
     type: str
     default: nvidia-cuda-mps-control
   start:

@@ -9,7 +9,10 @@ The host daemon itself runs under molecule (extensions/molecule/mps) against the
 
 from __future__ import annotations
 
+import os
 import pathlib
+import shutil
+import sys
 
 import yaml
 
@@ -193,3 +196,32 @@ def test_bad_host_settings_are_refused_before_any_write(run_playbook, tmp_path):
         refused = result.task("Refused %02d" % index)["result"]["msg"]
         assert message in str(refused), (index, refused)
     assert not any((tmp_path / name).exists() for name in ("units", "state", "pipe", "log"))
+
+
+def test_absent_on_a_host_without_the_control_binary_is_a_no_op(run_playbook, tmp_path):
+    """A host whose driver (and so nvidia-cuda-mps-control) is gone: removal cleans up and succeeds, re-runs change nothing."""
+    path = os.pathsep.join([str(pathlib.Path(sys.executable).parent), "/usr/bin", "/bin"])
+    assert shutil.which("nvidia-cuda-mps-control", path=path) is None, "this test needs a PATH without the binary"
+    units, state = tmp_path / "units", tmp_path / "state"
+    units.mkdir()
+    state.mkdir()
+    (units / "nvidia-mps.service").write_text("[Service]\nExecStart=/usr/bin/nvidia-cuda-mps-control -d\n")
+    (state / "nvidia-mps.service.json").write_text('{"environment": {"CUDA_MPS_PIPE_DIRECTORY": "%s"}}' % (tmp_path / "pipe"))
+    (tmp_path / "pipe").mkdir()
+    role_vars = {"mps_state": "absent", "mps_service_manager": "none", "mps_unit_dir": str(units),
+                 "mps_state_dir": str(state), "mps_log_directory": str(tmp_path / "log"),
+                 "mps_control_binary": str(tmp_path / "uninstalled" / "nvidia-cuda-mps-control")}
+    module_task = {"name": "Stop by name on PATH", "gpu_ops.cluster.mps_control": {
+        "state": "absent", "pipe_directory": str(tmp_path / "pipe")}, "register": "by_name"}
+    play = [{"name": "mps", "hosts": "localhost", "gather_facts": False, "environment": {"PATH": path},
+             "tasks": [module_task, {"name": "Run the role", "ansible.builtin.include_role": {"name": ROLE},
+                                     "vars": role_vars}]}]
+    first = run_playbook(play, env={"PATH": path}).assert_ok()
+    by_name = first.task("Stop by name on PATH")["result"]
+    assert not by_name["changed"] and not by_name["running"]
+    assert by_name["actions"] == ["nvidia-cuda-mps-control is not installed: no MPS control daemon to stop"]
+    stopped = first.task("Check the MPS clients and stop the daemon (refuse)")["result"]
+    assert not stopped["changed"] and "is not installed" in stopped["actions"][0]
+    assert not any(p.exists() for p in (units / "nvidia-mps.service", state / "nvidia-mps.service.json", tmp_path / "pipe"))
+    again = run_playbook(play, env={"PATH": path}).assert_ok()
+    assert again.changed == []

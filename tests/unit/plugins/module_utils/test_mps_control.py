@@ -168,3 +168,21 @@ def test_bad_params_are_refused_before_any_call(host, changes, message):
 def test_missing_binary_is_named(host):
     with pytest.raises(ValueError, match="control_binary: nvidia-cuda-mps-control is not on PATH"):
         _mps.converge(host.params(control_binary="nvidia-cuda-mps-control"), host.run_command, lambda n: None, False)
+
+
+@pytest.mark.parametrize("binary", ["nvidia-cuda-mps-control", "/nonexistent/bin/nvidia-cuda-mps-control"])
+def test_absent_without_the_binary_is_a_no_op(host, binary):
+    result = _mps.converge(host.params(state="absent", control_binary=binary), host.run_command, lambda n: None, False)
+    assert not result["changed"] and not result["running"] and result["servers"] == []
+    assert result["actions"] == ["%s is not installed: no MPS control daemon to stop" % binary]
+    checked = _mps.converge(host.params(state="absent", control_binary=binary), host.run_command, lambda n: None, True)
+    assert not checked["changed"]
+    assert host.calls == []  # nothing was run
+
+
+def test_present_without_the_binary_names_it(host, tmp_path):
+    not_executable = tmp_path / "nvidia-cuda-mps-control"
+    not_executable.write_text("#!/bin/sh\n")
+    with pytest.raises(ValueError, match="control_binary: .* is not an executable file; install"):
+        _mps.converge(host.params(control_binary=str(not_executable)), host.run_command, lambda n: None, False)
+    assert host.calls == []
