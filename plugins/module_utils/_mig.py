@@ -338,6 +338,14 @@ def profile(model, name):
     return found
 
 
+def parted_profile_name(gpu_instance_profile, compute_slices=None):
+    """mig-parted's name of a compute instance: ``<C>c.<GI profile>``, or the GI profile when C spans it."""
+    found = gpu_instance_profile
+    if compute_slices is None or compute_slices == found["compute_slices"]:
+        return found["name"]
+    return "%dc.%s" % (compute_slices, found["name"])
+
+
 def profile_names(model):
     """The model's profile names, largest first."""
     entry = gpu_model(model)
@@ -437,21 +445,22 @@ def standard_layouts(model):
 
 
 def _request_items(entry, request):
-    """[(profile entry, pinned start or None, requested text)] of one GPU's request."""
+    """[(profile entry, pinned start or None, requested text, compute split or None)] of one GPU's request.
+
+    A list names GPU instances (``1c.3g.20gb`` in a list is one GPU instance with one 1-slice compute
+    instance). A dict is a mig-parted ``mig-devices`` map: its counts are compute instances, and
+    those of one GPU-instance profile share GPU instances (see ``pack_compute_instances``).
+    """
     items = []
     if request is None:
         return items
     if isinstance(request, dict):
-        pairs = []
-        for name, count in request.items():
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                raise ValueError("count of %s must be a whole number >= 0, got %r" % (name, count))
-            pairs.extend([name] * count)
-    elif isinstance(request, (list, tuple)):
-        pairs = list(request)
-    else:
+        for gi_name, split in pack_compute_instances(entry, request):
+            items.append((entry["profiles"][gi_name], None, gi_name, split))
+        return items
+    if not isinstance(request, (list, tuple)):
         raise ValueError("a MIG request is a {profile: count} dict or a list of profiles, got %r" % (request,))
-    for text in pairs:
+    for text in request:
         text = str(text)
         start = None
         if "@" in text:
@@ -460,14 +469,48 @@ def _request_items(entry, request):
                 raise ValueError("placement of %r must be a slot number, e.g. 3g.20gb@4" % (text,))
             start = int(where)
         found = profile(entry, text)
-        items.append((found, start, text.strip()))
+        ci, _gi = parse_profile(text)
+        items.append((found, start, text.strip(), None if ci is None else [ci]))
     return items
+
+
+def pack_compute_instances(model, counts):
+    """The GPU instances a mig-parted ``mig-devices`` map creates: [(GI profile name, [compute slices])].
+
+    mig-parted counts compute instances: ``3g.40gb: 1`` is a GPU instance with one compute instance
+    spanning it, ``1c.3g.40gb: 3`` three 1-slice compute instances. Its apply walks the profiles
+    largest GPU instance first, then largest compute instance, and puts each compute instance into
+    the GPU instance it created last when that has the same profile and room left, else into a new
+    one (mig-parted pkg/mig/config SetMigConfig, types.MigConfig.Flatten). This is that first
+    ordering, so ``{2c.3g.40gb: 1, 1c.3g.40gb: 2}`` is one 3g instance split 2+1 and another with 1.
+    """
+    entry = gpu_model(model)
+    flat = []
+    for name, count in counts.items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError("count of %s must be a whole number >= 0, got %r" % (name, count))
+        found = profile(entry, name)
+        ci, _gi = parse_profile(name)
+        slices = found["compute_slices"] if ci is None else ci
+        problems = compute_split_problems(found, [slices])
+        if problems:
+            raise ValueError("profile %r: %s" % (name, "; ".join(problems)))
+        flat.extend([(found, slices)] * count)
+    flat.sort(key=lambda item: (-item[0]["compute_slices"], -item[1], item[0]["name"]))
+    instances = []
+    for found, slices in flat:
+        last = instances[-1] if instances else None
+        if last is not None and last[0] == found["name"] and sum(last[1]) + slices <= found["compute_slices"]:
+            last[1].append(slices)
+        else:
+            instances.append((found["name"], [slices]))
+    return instances
 
 
 def _capacity_problems(entry, items):
     problems = []
     counts = {}
-    for found, _start, _text in items:
+    for found, _start, _text, _split in items:
         counts[found["name"]] = counts.get(found["name"], 0) + 1
     for name in sorted(counts):
         maximum = entry["profiles"][name]["max_instances"]
@@ -476,13 +519,13 @@ def _capacity_problems(entry, items):
     media = sum(n for name, n in counts.items() if entry["profiles"][name]["media_extensions"])
     if media > 1:
         problems.append("%d instances with media extensions (+me) requested, a GPU has one set (at most 1)" % media)
-    compute = sum(found["compute_slices"] for found, _s, _t in items)
+    compute = sum(found["compute_slices"] for found, _s, _t, _c in items)
     if compute > entry["compute_slices"]:
         problems.append("needs %d compute slices, %s has %d" % (compute, entry["name"], entry["compute_slices"]))
-    memory = sum(found["memory_slices"] for found, _s, _t in items)
+    memory = sum(found["memory_slices"] for found, _s, _t, _c in items)
     if memory > entry["memory_slices"]:
         problems.append("needs %d memory slices, %s has %d" % (memory, entry["name"], entry["memory_slices"]))
-    for found, start, text in items:
+    for found, start, text, _split in items:
         if start is not None and start not in found["placements"]:
             problems.append("%s cannot start at slot %d; allowed starts: %s"
                             % (text, start, ", ".join(str(s) for s in found["placements"])))
@@ -500,7 +543,7 @@ def _search(entry, items):
     def visit(index):
         if index == len(items):
             return True
-        found, pinned, _text = items[index]
+        found, pinned, _text, _split = items[index]
         size = found["memory_slices"]
         starts = [pinned] if pinned is not None else found["placements"]
         floor = -1
@@ -540,8 +583,8 @@ def place(model, request):
         reason=None,
         placements=[],
         creation_order=[],
-        compute_slices_used=sum(f["compute_slices"] for f, _s, _t in items),
-        memory_slices_used=sum(f["memory_slices"] for f, _s, _t in items),
+        compute_slices_used=sum(f["compute_slices"] for f, _s, _t, _c in items),
+        memory_slices_used=sum(f["memory_slices"] for f, _s, _t, _c in items),
         placements_verified=entry["placements_verified"],
     )
     problems = _capacity_problems(entry, items)
@@ -563,12 +606,11 @@ def place(model, request):
             ("; pinned: " + ", ".join(pinned)) if pinned else "")
         return result
     placements = []
-    for (found, _pinned, text), start in zip(ordered, starts):
-        ci, _gi = parse_profile(text)
+    for (found, _pinned, _text, split), start in zip(ordered, starts):
         placement = dict(profile=found["name"], start=start, size=found["memory_slices"],
                          gpu_instance_profile_id=found["gpu_instance_profile_id"])
-        if ci is not None:
-            placement["compute_instance_slices"] = ci
+        if split is not None and split != [found["compute_slices"]]:
+            placement["compute_instances"] = list(split)
         placements.append(placement)
     result["fits"] = True
     result["placements"] = sorted(placements, key=lambda p: (p["start"], p["profile"]))
@@ -614,8 +656,7 @@ def _one_layout(entry, layout):
         for name, count in layout.items():
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 raise ValueError("count of %s must be a whole number >= 0, got %r" % (name, count))
-            ci, _gi = parse_profile(name)
-            key = profile(entry, name)["name"] if ci is None else str(name).strip().lower()
+            key = parted_profile_name(profile(entry, name), parse_profile(name)[0])
             if count:
                 counts[key] = counts.get(key, 0) + count
         return counts

@@ -538,20 +538,46 @@ def geometry(gpu):
                 processes=gpu["processes"])
 
 
+def parted_devices(gpu):
+    """One GPU's geometry as a mig-parted ``mig-devices`` map, counted the way ``nvidia-mig-parted export`` does.
+
+    mig-parted counts compute instances by profile (``1c.3g.40gb``; the GI profile alone when the
+    compute instance spans its GPU instance), so a GPU instance without compute instance is not part
+    of it, and which GPU instance holds which compute instance is not either.
+    """
+    rules = gpu["rules"]
+    counts = {}
+    for instance in gpu["instances"]:
+        found = rules["profiles"].get(instance["profile"]) or _mig.CATALOG[gpu["model"]]["profiles"][instance["profile"]]
+        for compute in instance["compute_instances"]:
+            key = _mig.parted_profile_name(found, compute["slices"])
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def parted_differences(gpu):
+    """How mig-parted would lay out this GPU's exported map differently from the GPU itself; [] when it would not."""
+    have = sorted((i["profile"], sorted((c["slices"] for c in i["compute_instances"]), reverse=True))
+                  for i in gpu["instances"])
+    want = sorted((name, sorted(split, reverse=True))
+                  for name, split in _mig.pack_compute_instances(gpu["rules"], parted_devices(gpu)))
+    if have == want:
+        return []
+    return ["GPU %d: mig-parted would create %s from the exported config, the GPU has %s (mig-parted counts compute "
+            "instances per profile, not which GPU instance holds them, and skips GPU instances without one)"
+            % (gpu["index"], _split_text(want), _split_text(have))]
+
+
+def _split_text(instances):
+    return ", ".join("%s[%s]" % (name, "+".join(str(s) for s in split) or "-") for name, split in instances)
+
+
 def parted_config(gpus, name):
     """The host's geometry as a mig-parted config (the existing filter's code), or None for mixed/non-MIG models."""
     models = {g["model"] for g in gpus}
     if len(models) != 1 or None in models:
         return None
-    layouts = []
-    for gpu in gpus:
-        if not gpu["mig_current"]:
-            layouts.append(None)
-            continue
-        counts = {}
-        for instance in gpu["instances"]:
-            counts[instance["profile"]] = counts.get(instance["profile"], 0) + 1
-        layouts.append(counts)
+    layouts = [parted_devices(gpu) if gpu["mig_current"] else None for gpu in gpus]
     return _mig.mig_parted_config(models.pop(), layouts, name=name)
 
 
@@ -598,6 +624,7 @@ def run(module_params, run_command, check_mode, diff):
         reboot_required=bool(report["reboot_required"]),
         pending=report["reboot_required"],
         mig_parted_config=parted_config(gpus, module_params["mig_parted_config_name"]),
+        mig_parted_differences=[d for g in gpus if g["mig_current"] and g["model"] for d in parted_differences(g)],
         nvidia_smi_writes=[" ".join(c["argv"][1:]) for c in smi.commands[reads:] if _is_write(c["argv"])],
         hardware_differences=[d for g in gpus for d in g["hardware_differences"]],
     )

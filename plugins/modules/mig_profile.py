@@ -98,7 +98,11 @@ options:
     type: str
     default: custom
 notes:
-  - RV(mig_parted_config) holds the GPU-instance geometry; compute-instance splits are not part of it.
+  - RV(mig_parted_config) counts compute instances per profile as C(nvidia-mig-parted export) does - V(3g.40gb) for a
+    GPU instance with one compute instance spanning it, V(1c.3g.40gb) for each 1-slice compute instance of a 3g.40gb
+    GPU instance. mig-parted does not record which GPU instance holds which compute instance, nor GPU instances without
+    a compute instance; where its apply would lay the exported map out differently RV(mig_parted_differences) says
+    how (and the module warns).
   - Needs root for changes (nvidia-smi's MIG commands do); reading in check mode does not.
   - Stop GPU clients (DCGM, nvsm, the device plugin, CUDA jobs) before changing the geometry of a GPU they use;
     nvidia-smi refuses to destroy an instance in use.
@@ -179,6 +183,14 @@ mig_parted_config:
   description: The host's geometry as a mig-parted C(version v1) config (null when the GPUs are of mixed models).
   returned: always
   type: dict
+mig_parted_differences:
+  description:
+    - Per GPU where C(nvidia-mig-parted apply) of RV(mig_parted_config) would create other GPU instances than the GPU
+      has, for example two 3g GPU instances split V(2+1) and V(1) where the GPU has V(2) and V(1+1); empty when the
+      config reproduces the geometry.
+  returned: always
+  type: list
+  elements: str
 nvidia_smi_writes:
   description: The nvidia-smi commands that changed the host, in order.
   returned: always
@@ -225,6 +237,8 @@ def main():
                             module.check_mode, module._diff)
     except engine.MigError as exc:
         module.fail_json(msg=str(exc), **exc.details)
+    for difference in result["mig_parted_differences"]:
+        module.warn(difference)
     module.exit_json(**result)
 
 

@@ -273,12 +273,50 @@ def test_pinned_starts():
         _mig.place("A100-40GB", ["3g.20gb@x"])
 
 
-def test_compute_instance_prefix_counts_as_its_gpu_instance():
-    result = _mig.place("A100-40GB", {"1c.3g.20gb": 2})
+def test_compute_instance_prefix_in_a_list_is_one_gpu_instance_each():
+    result = _mig.place("A100-40GB", ["1c.3g.20gb", "1c.3g.20gb"])
     assert result["fits"]
-    assert [p["compute_instance_slices"] for p in result["placements"]] == [1, 1]
+    assert [(p["profile"], p["compute_instances"]) for p in result["placements"]] == [("3g.20gb", [1]), ("3g.20gb", [1])]
     with pytest.raises(ValueError, match="does not fit a 3g"):
         _mig.place("A100-40GB", {"4c.3g.20gb": 1})
+
+
+@pytest.mark.parametrize("counts, instances", [
+    # mig-parted counts compute instances; those of one GI profile fill the GI created last
+    ({"1c.3g.20gb": 2}, [("3g.20gb", [1, 1])]),
+    ({"1c.3g.20gb": 3}, [("3g.20gb", [1, 1, 1])]),
+    ({"1c.3g.20gb": 6}, [("3g.20gb", [1, 1, 1]), ("3g.20gb", [1, 1, 1])]),
+    ({"2c.3g.20gb": 1, "1c.3g.20gb": 2}, [("3g.20gb", [2, 1]), ("3g.20gb", [1])]),
+    ({"3g.20gb": 1, "1c.3g.20gb": 3}, [("3g.20gb", [3]), ("3g.20gb", [1, 1, 1])]),
+    ({"1c.7g.40gb": 7}, [("7g.40gb", [1] * 7)]),
+    ({"4c.7g.40gb": 1, "3c.7g.40gb": 1}, [("7g.40gb", [4, 3])]),
+    ({"1c.2g.10gb": 2, "1g.5gb": 2}, [("2g.10gb", [1, 1]), ("1g.5gb", [1]), ("1g.5gb", [1])]),
+    ({"3c.3g.20gb": 1}, [("3g.20gb", [3])]),
+])
+def test_mig_parted_counts_pack_into_gpu_instances(counts, instances):
+    assert _mig.pack_compute_instances("A100-40GB", counts) == instances
+    placed = _mig.place("A100-40GB", counts)
+    assert placed["fits"], placed["reason"]
+    assert sorted((p["profile"], p.get("compute_instances", [int(p["profile"][0])])) for p in placed["placements"]) == \
+        sorted(instances)
+
+
+def test_mig_parted_counts_that_do_not_fit():
+    assert "at most 2" in _mig.place("A100-40GB", {"1c.3g.20gb": 7})["reason"]  # three 3g instances
+    with pytest.raises(ValueError, match="compute instance size 5 is not one of 1, 2, 3, 4, 7"):
+        _mig.place("A100-40GB", {"5c.7g.40gb": 1})
+    with pytest.raises(ValueError, match="whole number"):
+        _mig.pack_compute_instances("A100-40GB", {"1c.3g.20gb": -1})
+
+
+def test_mig_parted_config_keeps_compute_instance_counts():
+    config = _mig.mig_parted_config("H100-80GB", [{"1c.3g.40gb": 3, "3g.40gb": 1}, {"2c.4g.40gb": 2, "3C.3G.40GB": 1}],
+                                    name="split", device_filter=False, include_defaults=False)
+    assert config["mig-configs"]["split"] == [
+        {"devices": [0], "mig-enabled": True, "mig-devices": {"1c.3g.40gb": 3, "3g.40gb": 1}},
+        {"devices": [1], "mig-enabled": True, "mig-devices": {"2c.4g.40gb": 2, "3g.40gb": 1}}]
+    assert _mig.expected_resources("H100-80GB", 1, {"1c.3g.40gb": 3, "3g.40gb": 1}, "mixed") == {
+        "nvidia.com/mig-1c.3g.40gb": 3, "nvidia.com/mig-3g.40gb": 1}
 
 
 def test_a30_geometries():

@@ -211,3 +211,34 @@ def test_offline_plan_needs_no_nvidia_smi():
         _mig_host.run(dict(params, offline=dict(model="H100-80GB", count=1),
                            gpus=[dict(gpu="0", profiles=["4g.40gb", "4g.40gb"])]), no_smi, False, False)
     assert "GPU 0 (H100-80GB): layout [4g.40gb, 4g.40gb] does not fit" in str(err.value)
+
+
+def test_compute_instance_splits_are_exported_as_mig_parted_counts_them():
+    host = Host("H100-80GB")
+    result = host.apply([dict(gpu="0", profiles=[dict(profile="3g.40gb", compute_instances=[2, 1]),
+                                                 dict(profile="3g.40gb", compute_instances=[1])])])
+    assert host.geometry() == [("3g.40gb", 0, (1, 2)), ("3g.40gb", 4, (1,))]
+    devices = result["mig_parted_config"]["mig-configs"]["custom"][0]["mig-devices"]
+    assert devices == {"2c.3g.40gb": 1, "1c.3g.40gb": 2}
+    assert result["mig_parted_differences"] == []  # mig-parted packs 2+1 then 1: the same geometry
+    regrouped = host.apply([dict(gpu="0", profiles=[dict(profile="3g.40gb", compute_instances=[2]),
+                                                    dict(profile="3g.40gb", compute_instances=[1, 1])])])
+    assert regrouped["mig_parted_config"]["mig-configs"]["custom"][0]["mig-devices"] == devices
+    assert regrouped["mig_parted_differences"] == [
+        "GPU 0: mig-parted would create 3g.40gb[1], 3g.40gb[2+1] from the exported config, the GPU has 3g.40gb[1+1], "
+        "3g.40gb[2] (mig-parted counts compute instances per profile, not which GPU instance holds them, and skips GPU "
+        "instances without one)"]
+    whole = host.apply([dict(gpu="0", profiles=[dict(profile="7g.80gb", compute_instances=[1] * 7)])])
+    assert whole["mig_parted_config"]["mig-configs"]["custom"][0]["mig-devices"] == {"1c.7g.80gb": 7}
+    assert whole["mig_parted_differences"] == []
+
+
+def test_offline_plan_exports_compute_instance_splits():
+    params = dict(gpus=[dict(gpu="all", profiles=[dict(profile="4g.40gb", compute_instances=[2, 2]), "3g.40gb"])],
+                  nvidia_smi=None, allow_reset=False, mig_parted_config_name="split",
+                  offline=dict(model="H100-80GB", count=2))
+    result = _mig_host.run(params, None, False, False)
+    assert result["mig_parted_config"]["mig-configs"]["split"] == [{
+        "devices": [0, 1], "device-filter": ["0x233010DE", "0x233110DE", "0x232210DE", "0x232410DE"],
+        "mig-enabled": True, "mig-devices": {"2c.4g.40gb": 2, "3g.40gb": 1}}]
+    assert result["mig_parted_differences"] == []
