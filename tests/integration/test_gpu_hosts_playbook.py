@@ -216,7 +216,7 @@ def test_render_mode_plans_every_inventory_host_without_a_gpu(run_playbook, tmp_
     parted = yaml.safe_load((folder / "hgx-h100-01" / "mig-parted.yaml").read_text(encoding="utf-8"))
     entries = parted["mig-configs"]["hgx-h100-01"]
     assert [e["devices"] for e in entries] == [[0, 1, 2, 3, 4, 5, 6], [7]]
-    assert entries[1]["mig-devices"] == {"3g.40gb": 1, "4g.40gb": 1}
+    assert entries[1]["mig-devices"] == {"1c.3g.40gb": 3, "4g.40gb": 1}  # the 3g split into three compute instances
     plan = json.loads((folder / "dgx-a100-01" / "mig-plan.json").read_text(encoding="utf-8"))
     assert [i["profile"] for i in plan["gpus"][0]["instances"]] == ["2g.10gb", "1g.5gb", "1g.5gb", "3g.20gb"]
     assert plan["gpus"][4]["mig_mode_current"] is False
