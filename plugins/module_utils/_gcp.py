@@ -147,6 +147,8 @@ class GcpSession:
         self._secrets = [s for s in (access_token,) if s]
         self._render_counter = itertools.count(1)
         self._render_lock = threading.Lock()
+        self._once = {}  # url -> [lock, answer, answered]: reads that stay true for the run (read_once)
+        self._once_lock = threading.Lock()
         if self.render:
             session = RenderSession(render_dir, "gcp", self._render_responder)
         else:
@@ -262,6 +264,19 @@ class GcpSession:
     def get(self, url, params=None):
         """The resource at ``url``, or None when it does not exist (404)."""
         return self.http.get(url, params=params)
+
+    def read_once(self, url):
+        """``get(url)``, sent at most once per session (one module run); concurrent callers share the answer.
+
+        For facts that do not change during a run (regions, zones, machine types, GKE server config).
+        An error is not kept: the next caller reads again.
+        """
+        with self._once_lock:
+            entry = self._once.setdefault(url, [threading.Lock(), None, False])
+        with entry[0]:
+            if not entry[2]:
+                entry[1], entry[2] = self.get(url), True
+            return entry[1]
 
     def post(self, url, body=None, params=None):
         return self.http.request("POST", url, body=body, params=params).body or {}

@@ -220,3 +220,44 @@ def test_runs_as_a_process(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_catalog_reads_are_strict_and_follow_the_catalog_state(gcp):
+    zone = "compute/v1/projects/%s/zones/us-central1-c" % P
+    assert gcp.call("GET", "compute/v1/projects/%s/regions/us-central1" % P)[1]["status"] == "UP"
+    assert gcp.call("GET", "compute/v1/projects/%s/regions/us-central9" % P)[0] == 404
+    assert gcp.call("GET", zone)[1]["region"].endswith("/regions/us-central1")
+    assert gcp.call("GET", "compute/v1/projects/%s/zones/us-central1-z" % P)[0] == 404
+    machine = gcp.call("GET", zone + "/machineTypes/a3-megagpu-8g")[1]
+    assert machine["accelerators"] == [{"guestAcceleratorType": "nvidia-h100-mega-80gb", "guestAcceleratorCount": 8}]
+    assert gcp.call("GET", zone + "/machineTypes/a3-megagpu-9g")[0] == 404
+    assert gcp.call("GET", zone + "/acceleratorTypes/nvidia-l4")[1]["maximumCardsPerInstance"] == 8
+    assert gcp.call("GET", zone + "/diskTypes/pd-balanced")[0] == 200
+    assert gcp.call("GET", zone + "/diskTypes/pd-fast")[0] == 404
+    gcp.double.catalog.withdraw("us-central1-c", "acceleratorTypes", "nvidia-l4")
+    assert gcp.call("GET", zone + "/acceleratorTypes/nvidia-l4")[0] == 404
+    assert gcp.call("GET", zone[:-1] + "b/acceleratorTypes/nvidia-l4")[0] == 200
+    config = gcp.call("GET", "v1/projects/%s/locations/us-central1/serverConfig" % P)[1]
+    assert "COS_CONTAINERD" in config["validImageTypes"] and config["validMasterVersions"]
+    assert gcp.call("GET", "v1/projects/%s/locations/us-central9/serverConfig" % P)[0] == 404
+
+
+def test_writes_consult_the_catalog(gcp):
+    gcp.done("POST", NETS, net("n1"))
+    status, error = gcp.call("POST", "compute/v1/projects/%s/regions/us-central9/subnetworks" % P,
+                             {"name": "s1", "network": "global/networks/n1", "ipCidrRange": "10.0.0.0/24"})
+    assert status == 400 and "Unknown region" in error["error"]["message"]
+    cluster = {"name": "c1", "nodePools": [{"name": "default-pool", "initialNodeCount": 1}],
+               "ipAllocationPolicy": {"useIpAliases": True}}
+    assert gcp.call("POST", "v1/projects/%s/locations/us-central9/clusters" % P, {"cluster": cluster})[0] == 404
+    gcp.done("POST", CLUSTERS, {"cluster": dict(cluster, locations=["us-central1-c"])})
+    gcp.double.catalog.withdraw("us-central1-c", "machineTypes", "g2-standard-8")
+    for config, wanted in (
+            ({"machineType": "g2-standard-8"}, "Machine type g2-standard-8 is not available in zone us-central1-c"),
+            ({"machineType": "g2-standard-24", "accelerators": [{"acceleratorType": "nvidia-l4",
+                                                                 "acceleratorCount": "9"}]}, "above the maximum of 8"),
+            ({"diskType": "pd-fast"}, "Disk type pd-fast"),
+            ({"imageType": "COS"}, "Image type COS is not supported")):
+        status, error = gcp.call("POST", CLUSTERS + "/c1/nodePools",
+                                 {"nodePool": {"name": "p", "initialNodeCount": 1, "config": config}})
+        assert status == 400 and wanted in error["error"]["message"], (config, error)

@@ -59,10 +59,16 @@ Behaviour (chosen to match the real APIs as far as they are documented):
   with additional node networks needs a multi-networking cluster and existing networks/subnets in the cluster's
   region. Operations live under ``v1`` and ``v1beta1`` ``projects/*/locations/*/operations/*``; their ``name`` is
   the short id and ``location``/``zone`` say where to poll.
+- Locations and offers are state (``double.catalog``, tests/doubles/gcp_catalog.py): ``regions.get``,
+  ``zones.get``, ``machineTypes.get``, ``acceleratorTypes.get`` and ``diskTypes.get`` answer 404 for what the
+  catalog does not hold or a test withdrew; ``getServerConfig`` is 404 for an unknown location and lists the
+  catalog's image types. Writes consult the same catalog: a subnet in an unknown region is 400 "Unknown region",
+  a cluster in an unknown location 404, a node pool whose machine, accelerator (type, or count above the most
+  cards per instance), disk or image type is not offered in its zones 400.
 - Every API request needs ``Authorization: Bearer <token>`` (401 UNAUTHENTICATED otherwise).
 
 What it does not do (so do not rely on it for these): IAM permissions and quotas (script them with
-``op_error`` / ``status`` faults), zonal compute resources and operations, list paging and ``filter``/``fields``,
+``op_error`` / ``status`` faults), zonal compute resources (other than the catalog reads) and operations, list paging and ``filter``/``fields``,
 ``requestId`` de-duplication, auto-mode subnet creation, peering and routes, legacy ``zones/*`` GKE paths,
 cluster and node-pool update semantics beyond copying ``desired*`` / UpdateNodePoolRequest fields onto the stored
 resource, node counts and instance groups, project numbers in self links of compute resources, and the
@@ -90,6 +96,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
 from ansible_collections.gpu_ops.cluster.tests.contract.discovery import discovery
+from ansible_collections.gpu_ops.cluster.tests.doubles.gcp_catalog import Catalog
 
 SELF_LINK_HOST = "https://www.googleapis.com/"
 CONTAINER_SELF_LINK_HOST = "https://container.googleapis.com/"
@@ -198,13 +205,14 @@ class GcpDouble:
     """The double. See the module docstring."""
 
     def __init__(self, latency=0.0, token=DEFAULT_TOKEN, wait_max=120.0, validate=True, latency_for=None,
-                 gke_versions=None):
+                 gke_versions=None, catalog=None):
         self.latency = float(latency)
         self.latency_for = dict(latency_for or {})  # operationType -> seconds
         self.token = token
         self.wait_max = float(wait_max)
         self.validate = validate
         self.gke_versions = list(gke_versions or DEFAULT_GKE_VERSIONS)
+        self.catalog = catalog or Catalog()  # regions, zones and what each zone offers (gcp_catalog)
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
         self.faults = []
@@ -835,6 +843,8 @@ def _subnetworks_insert(double, params, body, query):
     if not NAME_RE.match(name):
         raise bad_request("Invalid value for field 'resource.name': '%s'. Must be a match of regex "
                           "'(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'" % name)
+    if double.catalog.region_document(project, region) is None:
+        raise bad_request("Invalid value for field 'region': '%s'. Unknown region." % region)
     if body.get("region") and _last(body["region"]) != region:
         raise bad_request("Invalid value for field 'resource.region': '%s'. It does not match the request "
                           "region '%s'." % (body["region"], region))
@@ -1106,6 +1116,30 @@ def _resource_policies_delete(double, params, body, query):
     return double._delete_with_op(store, project, "resourcePolicies", key, "regions/%s" % region, link)
 
 
+def _regions_get(double, params, body, query):
+    doc = double.catalog.region_document(params["project"], params["region"])
+    if doc is None:
+        raise not_found("projects/%s/regions/%s" % (params["project"], params["region"]))
+    return doc
+
+
+def _zones_get(double, params, body, query):
+    doc = double.catalog.zone_document(params["project"], params["zone"])
+    if doc is None:
+        raise not_found("projects/%s/zones/%s" % (params["project"], params["zone"]))
+    return doc
+
+
+def _zonal_offer(kind, param):
+    def get(double, params, body, query):
+        doc = double.catalog.offer_document(params["project"], params["zone"], kind, params[param])
+        if doc is None:
+            raise not_found("projects/%s/zones/%s/%s/%s" % (params["project"], params["zone"], kind, params[param]))
+        return doc
+
+    return get
+
+
 def _compute_operation(double, project, scope, name, wait):
     key = ("compute", project, scope, name)
     deadline = time.monotonic() + double.wait_max
@@ -1156,6 +1190,7 @@ def _clusters_create(double, params, body, query):
     if not re.match(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$", name):
         raise bad_request("Invalid value for cluster.name: %r. Must start with a letter, be at most 40 characters "
                           "of lowercase letters, digits and dashes, and end with a letter or digit." % name)
+    _require_location(double, project, location)
     key = "%s/%s" % (location, name)
     if key in store["clusters"]:
         raise ApiFailure(409, "ALREADY_EXISTS", "Already exists: projects/%s/locations/%s/clusters/%s." % (
@@ -1167,6 +1202,8 @@ def _clusters_create(double, params, body, query):
     autopilot = (cluster.get("autopilot") or {}).get("enabled")
     if not pools and not cluster.get("initialNodeCount") and not autopilot:
         raise bad_request("Cluster.initial_node_count must be greater than zero.")
+    for pool in pools:
+        _require_offers(double, location, dict(pool, locations=pool.get("locations") or cluster.get("locations")))
     network_config = cluster.get("networkConfig") or {}
     if network_config.get("enableMultiNetworking"):
         if network_config.get("datapathProvider") != "ADVANCED_DATAPATH":
@@ -1347,6 +1384,7 @@ def _node_pools_create(double, params, body, query):
         raise ApiFailure(400, "FAILED_PRECONDITION", "Cluster %s is not RUNNING (status %s)." % (
             cluster_name, cluster.get("status")), "failedPrecondition")
     _check_pool_networks(double, project, location, cluster, pool)
+    _require_offers(double, location, dict(pool, locations=pool.get("locations") or cluster.get("locations")))
     stored = _new_pool(project, location, cluster_name, pool, cluster.get("currentNodeVersion"))
     store["nodePools"][pool_key] = stored
     cluster["status"] = "RECONCILING"
@@ -1525,10 +1563,23 @@ def _container_operations_list(double, params, body, query):
                             and params["locationsId"] in ("-", scope)])
 
 
+def _require_location(double, project, location):
+    if double.catalog.region_of(location) is None:
+        raise ApiFailure(404, "NOT_FOUND", "Location \"%s\" not found in project %s." % (location, project),
+                         "notFound")
+
+
+def _require_offers(double, location, pool):
+    problems = double.catalog.pool_problems(location, pool)
+    if problems:
+        raise bad_request(" ".join(problems))
+
+
 def _server_config(double, params, body, query):
+    _require_location(double, params["projectsId"], params["locationsId"])
     return dict(defaultClusterVersion=double.gke_versions[0], validMasterVersions=list(double.gke_versions),
                 validNodeVersions=list(double.gke_versions), defaultImageType="COS_CONTAINERD",
-                validImageTypes=["COS_CONTAINERD", "UBUNTU_CONTAINERD"],
+                validImageTypes=list(double.catalog.image_types),
                 channels=[dict(channel=c, defaultVersion=double.gke_versions[0],
                                validVersions=list(double.gke_versions)) for c in ("RAPID", "REGULAR", "STABLE")])
 
@@ -1554,6 +1605,11 @@ _HANDLERS = {
     "compute.resourcePolicies.insert": _resource_policies_insert,
     "compute.resourcePolicies.get": _resource_policies_get,
     "compute.resourcePolicies.delete": _resource_policies_delete,
+    "compute.regions.get": _regions_get,
+    "compute.zones.get": _zones_get,
+    "compute.machineTypes.get": _zonal_offer("machineTypes", "machineType"),
+    "compute.acceleratorTypes.get": _zonal_offer("acceleratorTypes", "acceleratorType"),
+    "compute.diskTypes.get": _zonal_offer("diskTypes", "diskType"),
     "compute.globalOperations.get": _global_operations_get,
     "compute.globalOperations.wait": _global_operations_wait,
     "compute.regionOperations.get": _region_operations_get,

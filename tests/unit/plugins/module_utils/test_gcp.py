@@ -322,3 +322,14 @@ def test_double_serves_on_loopback():
     # (how fast it starts is a benchmark matter, not a test's)
     with GcpDouble() as gcp:
         assert gcp.url.startswith("http://127.0.0.1:")
+
+
+def test_read_once_sends_one_read_per_url_even_when_concurrent(double):
+    gcp = session(double)
+    url = gcp.compute_url("regions/us-central1")
+    answers = gcp.run_concurrently([lambda: gcp.read_once(url) for dummy in range(6)], max_workers=6)
+    assert all(a["name"] == "us-central1" for a in answers)
+    assert gcp.read_once(gcp.compute_url("regions/us-central9")) is None
+    assert gcp.read_once(gcp.compute_url("regions/us-central9")) is None
+    assert double.read_counts() == {"/compute/v1/projects/%s/regions/us-central1" % PROJECT: 1,
+                                    "/compute/v1/projects/%s/regions/us-central9" % PROJECT: 1}
