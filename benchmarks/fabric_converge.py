@@ -10,7 +10,9 @@ per operation, and compare the schedules:
   ``-parallelism=10``. Critical path: 3 latencies (8 networks, then 16 leaves in two waves).
 - ``one-at-a-time``: the guide's loop, one resource after the other (24 operations for TCPXO).
 
-Then the no-op re-run of the concurrent fabric (mutating requests, reads per resource) and the teardown.
+Then the reads of the first apply (each resource once, plus the preflight read of the region), the no-op
+re-run of the concurrent fabric (mutating requests, reads per resource; no preflight read, nothing changes)
+and the teardown.
 
 Usage: ``python -m benchmarks fabric_converge -- --latency 0.5 --repeat 3`` (or ``make benchmark``).
 The engine runs in-process (the module's own code path: resolve, read, plan, apply), so the numbers
@@ -59,6 +61,7 @@ def _converge(fabric_mod, session_cls, double, spec, concurrency, state="present
         engine.plan_present()
     else:
         engine.plan_absent()
+    engine.preflight()
     engine.apply()
     return time.perf_counter() - started, engine
 
@@ -101,13 +104,17 @@ def run(latency=0.5, repeat=3, profile="tcpxo"):
     # no-op re-run and teardown of the concurrent fabric
     with double_cls(latency=latency) as double:
         _converge(fabric_mod, session_cls, double, spec, 16)
+        reads = double.read_counts()
+        apply_reads = dict(reads=sum(reads.values()), resources=3 * nics,
+                           preflight=sum(n for path, n in reads.items() if "/regions/" in path
+                                         and "/subnetworks/" not in path))
         double.clear_log()
         noop_wall, engine = _converge(fabric_mod, session_cls, double, spec, 16)
         reads = double.read_counts()
         noop = dict(wall_s=round(noop_wall, 3), changes=len(engine.plan.changes),
                     mutating_requests=len(double.mutating_requests()), requests=len(double.requests),
                     resources_read=len(reads), reads_per_resource_min=min(reads.values()),
-                    reads_per_resource_max=max(reads.values()), resources=3 * nics)
+                    reads_per_resource_max=max(reads.values()), resources=3 * nics, reads=sum(reads.values()))
         double.clear_log()
         teardown_wall, dummy_engine = _converge(fabric_mod, session_cls, double, spec, 16, state="absent")
         state = double.state(PROJECT)
@@ -121,7 +128,7 @@ def run(latency=0.5, repeat=3, profile="tcpxo"):
     return dict(benchmark="fabric_converge", profile=profile, nics=nics, latency_s=latency, repeat=repeat,
                 when=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 machine=dict(python=platform.python_version(), cpus=os.cpu_count(), platform=platform.platform()),
-                converge=rows, noop_rerun=noop, teardown=teardown)
+                converge=rows, apply_reads=apply_reads, noop_rerun=noop, teardown=teardown)
 
 
 def table(result):
@@ -140,7 +147,9 @@ def table(result):
         "reads per resource min %d max %d" % (
             noop["wall_s"], noop["changes"], noop["mutating_requests"], noop["requests"], noop["resources_read"],
             noop["resources"], noop["reads_per_resource_min"], noop["reads_per_resource_max"])
-    lines += ["", summary]
+    applied = result["apply_reads"]
+    lines += ["", "first apply: %d reads = %d resources + %d preflight (region)" % (
+        applied["reads"], applied["resources"], applied["preflight"]), summary]
     down = result["teardown"]
     lines.append("teardown (absent): %.2fs = %.2f latencies, %d operations, %d resources left" % (
         down["wall_s"], down["latencies"], down["operations"], down["left"]))
@@ -162,5 +171,7 @@ def main(argv=None):
         json.dump(result, handle, indent=2, sort_keys=True)
         handle.write("\n")
     print("\nJSON: %s" % os.path.relpath(path))
-    ok = result["noop_rerun"]["mutating_requests"] == 0 and result["noop_rerun"]["reads_per_resource_max"] == 1
+    noop, applied = result["noop_rerun"], result["apply_reads"]
+    ok = noop["mutating_requests"] == 0 and noop["reads_per_resource_max"] == 1 and noop["reads"] == noop["resources"] \
+        and applied["reads"] == applied["resources"] + 1 and applied["preflight"] == 1
     return 0 if ok else 1

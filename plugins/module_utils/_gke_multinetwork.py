@@ -17,8 +17,19 @@ Flow of a run (module gke_multinetwork):
    firewall rule together (critical path: two operation latencies). Deletion runs the other way round.
    ``concurrency`` bounds how many operations are in flight (1 = the guide's one-at-a-time loop).
 
+Between 3 and 4, when the plan changes anything (and outside render mode), ``preflight`` reads the region
+(and the zone, when ``location`` is one) once each: a well-formed region that does not exist is refused
+before any network or firewall rule is created (``_gcp_offers``). A no-op re-run reads nothing more than the
+3 x N resources.
+
 A create that meets 409 (a run killed half-way, whose insert is still running or has finished) waits
 until the resource is visible, then compares it like any other existing resource.
+
+Rollback: when the service refuses a create as invalid (a 4xx answer to the insert other than 401, 403,
+409 and 429) after this run created other resources, the resources this run created are deleted again
+(leaves first, then networks) and the failure says so. Errors that the operation reports after the insert
+was accepted (quota, capacity, internal errors) keep what was created: a re-run after the cause is fixed
+converges without creating it again.
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ import json
 import re
 import threading
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gcp_offers as offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
@@ -47,17 +59,23 @@ DEFAULT_DEVICE_MODE = "NetDevice"
 # GPU NIC profiles this module builds (one VPC per NIC, deviceMode NetDevice)
 NETDEVICE_PROFILES = ("tcpx", "tcpxo")
 MAX_NICS = 8
+# every resource of the largest fabric (3 x 8) in flight at once: a higher bound cannot run faster
+MAX_CONCURRENCY = 3 * MAX_NICS
+DEFAULT_CONCURRENCY = 16
 ANY_SOURCE = ("0.0.0.0/0",)
 DNS_LABEL = re.compile(r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$")
 FIREWALL_ALLOWED = [{"IPProtocol": "tcp"}, {"IPProtocol": "udp"}, {"IPProtocol": "icmp"}]
+# a create refused with one of these is not "invalid input": no rollback (auth, quota, conflict, rate)
+NOT_INVALID = (401, 403, 409, 429)
 
 
 class FabricError(Exception):
     """Input or state the module refuses, with a message naming the option or the resource field."""
 
-    def __init__(self, message, problems=None):
+    def __init__(self, message, problems=None, status=None):
         super().__init__(message)
         self.problems = list(problems or [])
+        self.status = status
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,6 +136,11 @@ def resolve(params):
         problems.add("location", "%r is neither a region (for example us-central1) nor a zone (for example "
                                  "us-central1-c)" % (params["location"],))
     count = _nic_count(params, problems)
+    concurrency = params.get("concurrency")
+    if concurrency is not None and not 1 <= concurrency <= MAX_CONCURRENCY:
+        problems.add("concurrency", "must be between 1 (one operation at a time) and %d (every resource of the "
+                                    "largest fabric, 3 x %d NICs, at once), got %d" % (MAX_CONCURRENCY, MAX_NICS,
+                                                                                       concurrency))
     default_mtu = params.get("mtu")
     if default_mtu is None:
         default_mtu = gpudirect.DEFAULT_MTU
@@ -193,7 +216,8 @@ def resolve(params):
     for nic, interface in zip(nics, interfaces):
         nic["interface"] = interface
         nic["source_ranges"] = list(sources) if sources is not None else [nic["cidr"]]
-    return dict(project=params.get("project"), region=region, cluster=params.get("cluster"), profile=profile_name,
+    return dict(project=params.get("project"), location=params.get("location"), region=region,
+                cluster=params.get("cluster"), profile=profile_name,
                 device_mode=device_mode, nics=nics, any_source=any_source,
                 description="GPU NIC fabric of GKE cluster %s (gpu_ops.cluster)" % params.get("cluster"))
 
@@ -339,11 +363,13 @@ class _Drift:
 class FabricEngine:
     """Reads, plans and applies one fabric through a _gcp.GcpSession."""
 
-    def __init__(self, session, fabric, check_mode=False, concurrency=16, warn=None):
+    def __init__(self, session, fabric, check_mode=False, concurrency=DEFAULT_CONCURRENCY, warn=None):
+        if not 1 <= concurrency <= MAX_CONCURRENCY:
+            raise ValueError("concurrency must be between 1 and %d, got %r" % (MAX_CONCURRENCY, concurrency))
         self.session = session
         self.fabric = fabric
         self.check_mode = check_mode
-        self.concurrency = max(1, int(concurrency or 1))
+        self.concurrency = concurrency
         self.slots = threading.BoundedSemaphore(self.concurrency)
         self.plan = Plan()
         self.drift = _Drift()
@@ -351,6 +377,9 @@ class FabricEngine:
         self._warn = warn
         self.current = {}
         self.actions = {}  # (kind, name) -> callable that carries the change out
+        self.created = []  # changes whose create this run finished (rolled back when a later create is invalid)
+        self.rolled_back = []
+        self._created_lock = threading.Lock()
 
     # ---- urls
 
@@ -483,6 +512,21 @@ class FabricEngine:
         if problems:
             raise FabricError("refusing to delete (nothing was changed): %s" % "; ".join(problems), problems)
 
+    # ---- preflight
+
+    def preflight(self):
+        """Before the first write: the region (and zone) exist. Only when the plan changes something."""
+        if not self.plan.changes or self.session.render:
+            return
+        problems = Problems()
+        location, region = self.fabric.get("location"), self.fabric["region"]
+        option = "location"
+        offers.check_region(self.session, problems, option, region)
+        if location and location != region and not problems:
+            offers.check_zone(self.session, problems, option, location)
+        if problems:
+            raise FabricError(problems.message("gke_multinetwork"), problems.items)
+
     # ---- apply
 
     def apply(self):
@@ -492,7 +536,37 @@ class FabricEngine:
             return
         nics = self.fabric["nics"]
         tasks = [lambda n=n: self._apply_nic(n, changes) for n in nics]
-        self.session.run_concurrently(tasks, max_workers=len(nics))
+        try:
+            self.session.run_concurrently(tasks, max_workers=len(nics))
+        except FabricError as exc:
+            errors = [exc] + list(getattr(exc, "others", []))
+            if self.created and any(_refused_as_invalid(e) for e in errors):
+                raise self._roll_back(exc, errors) from None
+            raise
+
+    def _roll_back(self, exc, errors):
+        """Delete what this run created (leaves, then networks); the error to raise, saying what happened."""
+        failed = []
+        for wave in ([c for c in self.created if c.kind != NETWORK], [c for c in self.created if c.kind == NETWORK]):
+            if wave:
+                self.session.run_concurrently([lambda c=c: self._undo(c, failed) for c in wave],
+                                              max_workers=min(self.concurrency, len(wave)))
+        summary = "rolled back what this run created: deleted %s" % (", ".join(self.rolled_back) or "nothing")
+        if failed:
+            summary += "; could not delete %s" % "; ".join(failed)
+        return FabricError("%s; %s" % ("; ".join(str(e) for e in errors), summary), getattr(exc, "problems", []),
+                           status=exc.status)
+
+    def _undo(self, change, failed):
+        what = "%s %s" % (change.kind, change.name)
+        try:
+            with self.slots:
+                self._delete(change)
+        except (ApiError, FabricError) as exc:
+            failed.append("%s (%s)" % (what, common.operation_error_text(exc)))
+            return
+        with self._created_lock:
+            self.rolled_back.append(what)
 
     def _apply_nic(self, nic, changes):
         network = changes.get((NETWORK, nic[NETWORK]))
@@ -516,7 +590,9 @@ class FabricEngine:
                     self._delete(change)
         except ApiError as exc:
             raise FabricError("%s %s %s failed: %s" % (
-                change.action, change.kind, change.name, common.operation_error_text(exc))) from None
+                change.action, change.kind, change.name, common.operation_error_text(exc)),
+                status=exc.status if change.action == "create" and not isinstance(exc, _OperationFailed) else None
+            ) from None
 
     def _create(self, change):
         method, body = change.request
@@ -530,7 +606,12 @@ class FabricEngine:
             self._converge_existing(change, current)
             return
         del method
-        self.session.wait_compute_operation(op)
+        try:
+            self.session.wait_compute_operation(op)
+        except ApiError as exc:
+            raise _OperationFailed(exc) from None
+        with self._created_lock:
+            self.created.append(change)
 
     def _converge_existing(self, change, current):
         """After a 409: bring the resource an earlier run created to the wanted state (or refuse)."""
@@ -592,6 +673,22 @@ class FabricEngine:
         self._poll(kind, name, lambda current: current is None)
 
 
+class _OperationFailed(ApiError):
+    """A create the service accepted whose operation then failed (quota, capacity): no rollback."""
+
+    def __init__(self, exc):
+        self.cause = exc
+        super().__init__(getattr(exc, "status", None), getattr(exc, "message", None) or "%s" % exc)
+
+    def describe(self):
+        return common.operation_error_text(self.cause)
+
+
+def _refused_as_invalid(exc):
+    status = getattr(exc, "status", None)
+    return status is not None and 400 <= status < 500 and status not in NOT_INVALID
+
+
 def _reason(exc):
     body = getattr(exc, "body", None)
     try:
@@ -615,14 +712,16 @@ def run(module):
     except FabricError as exc:
         module.fail_json(msg=str(exc), problems=exc.problems)
     session = GcpSession.from_module(module)
-    engine = FabricEngine(session, fabric, check_mode=module.check_mode, concurrency=params.get("concurrency") or 16,
-                          warn=None)
+    concurrency = params.get("concurrency")
+    engine = FabricEngine(session, fabric, check_mode=module.check_mode,
+                          concurrency=DEFAULT_CONCURRENCY if concurrency is None else concurrency, warn=None)
     try:
         engine.read()
         if params["state"] == "present":
             engine.plan_present()
         else:
             engine.plan_absent()
+        engine.preflight()
         engine.apply()
     except (FabricError, ApiError, WaitTimeout) as exc:
         errors = [exc] + list(getattr(exc, "others", []))
@@ -630,7 +729,7 @@ def run(module):
                  % common.operation_error_text(e) for e in errors]
         module.fail_json(msg="; ".join(texts), problems=getattr(exc, "problems", []),
                          status=getattr(exc, "status", None), changes=[c.as_dict() for c in engine.plan.changes],
-                         drift=engine.drift.items)
+                         drift=engine.drift.items, rolled_back=engine.rolled_back)
     for warning in engine.warnings:
         module.warn(warning)
     result = engine.plan.result(diff=module._diff)  # pylint: disable=protected-access

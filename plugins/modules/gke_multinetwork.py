@@ -27,7 +27,13 @@ description:
   - The result carries everything later steps need, so that none of them re-derives a name. The C(Network) and
     C(GKENetworkParamSet) objects for the cluster (RV(manifests)), the node pool's additional node networks
     (RV(additional_node_networks)), and the pod annotations (RV(pod_annotations)).
-  - Running the module again with the same options sends no change, and each resource is read once.
+  - Running the module again with the same options sends no change, and each resource is read once (3 reads per
+    GPU NIC, nothing else).
+  - A run that will change something first reads the region (and the zone, when O(location) is one) once each, and
+    refuses a region or zone that does not exist before the first write. When a create is refused as invalid (an
+    HTTP 4xx other than 401, 403, 409 and 429) after this run created other resources, those are deleted again and
+    RV(rolled_back) names them; an operation that fails after its request was accepted (quota, capacity) keeps what
+    was created, so that a re-run converges.
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES
@@ -136,6 +142,7 @@ options:
   concurrency:
     description:
       - How many operations may be in flight at once. V(1) creates the resources one after the other.
+      - Between V(1) and V(24) (every resource of the largest fabric, 3 x 8 NICs, at once).
     type: int
     default: 16
 notes:
@@ -203,6 +210,14 @@ drift:
   elements: dict
   sample: [{"kind": "firewall", "name": "a3mega-gpunic-1-internal", "field": "sourceRanges",
             "current": ["0.0.0.0/0"], "desired": ["192.168.0.0/24"], "fixable": true}]
+rolled_back:
+  description:
+    - On failure, the resources this run created and deleted again because a later create was refused as invalid
+      (C(kind name)). Empty when nothing was rolled back.
+  returned: failure
+  type: list
+  elements: str
+  sample: ["subnetwork a3mega-gpunic-1-sub", "network a3mega-gpunic-1"]
 gpudirect:
   description: The GPUDirect profile, or null.
   returned: always

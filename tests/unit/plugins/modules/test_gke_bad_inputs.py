@@ -169,6 +169,12 @@ CASES = [
      fabric(gpudirect="tcpx", networks=[dict(cidr="10.0.0.0/20"), dict(cidr="10.0.8.0/24"), {}, {}]), "cidr"),
     ("fabric: location neither zone nor region", fabric(location="uscentral"), "location"),
     ("fabric: firewall open to the world", fabric(firewall_source_ranges=["0.0.0.0/0"]), "firewall_source_ranges"),
+    ("fabric: no operation may run", fabric(concurrency=0), "concurrency"),
+    ("fabric: more operations than the largest fabric has", fabric(concurrency=100), "concurrency"),
+    ("fabric: well-formed region that does not exist", fabric(cluster="newfabric", location="us-central9"),
+     "location"),
+    ("fabric: well-formed zone that does not exist", fabric(cluster="newfabric", location="us-central1-z"),
+     "location"),
 ]
 
 

@@ -286,6 +286,9 @@ def test_deprecated_region_and_profile_still_work_and_warn(double, capsys):
     (dict(gpudirect="tcpx", networks=[{"name": "x"}, {"name": "x"}, {}, {}]), "networks[].name", "names repeat: x"),
     (dict(gpudirect="tcpx", k8s_network_prefix="VPC_"), "k8s_network_prefix", "Kubernetes object name"),
     (dict(gpudirect="tcpx", location="uscentral"), "location", "neither a region"),
+    (dict(gpudirect="tcpx", concurrency=0), "concurrency", "between 1 (one operation at a time) and 24"),
+    (dict(gpudirect="tcpx", concurrency=-3), "concurrency", "got -3"),
+    (dict(gpudirect="tcpx", concurrency=25), "concurrency", "between 1"),
 ])
 def test_bad_input_is_refused_before_any_request(double, capsys, options, option, words):
     result = run(double, capsys, **options)
@@ -339,6 +342,69 @@ def test_operation_error_names_the_resource_and_rerun_converges(double, capsys):
     result = run(double, capsys, gpudirect="tcpx")
     assert not result.get("failed") and len(result["changes"]) == 1
     assert counts(double) == (4, 4, 4)
+
+
+# ---------------------------------------------------------------- preflight reads and rollback
+
+
+def test_apply_reads_the_region_once_before_the_first_write(double, capsys):
+    result = run(double, capsys, gpudirect="tcpx")
+    assert result["changed"]
+    reads = double.read_counts()
+    region = "/%sregions/%s" % (COMPUTE, REGION)
+    assert reads[region] == 1 and len(reads) == 12 + 1 and sum(reads.values()) == 13
+    first_write = min(r["seq"] for r in double.mutating_requests())
+    assert [r["seq"] for r in double.requests if r["path"] == region][0] < first_write
+
+
+@pytest.mark.parametrize("location,what", [("us-central9", "region us-central9"), ("us-central1-z", "zone us-central1-z")])
+def test_a_region_or_zone_that_does_not_exist_is_refused_before_any_write(double, capsys, location, what):
+    result = run(double, capsys, gpudirect="tcpx", location=location)
+    assert result["failed"] and "location: %s does not exist" % what in result["msg"]
+    assert double.mutating_requests() == [] and counts(double) == (0, 0, 0)
+
+
+def test_check_mode_reports_the_missing_region_too(double, capsys):
+    result = run(double, capsys, gpudirect="tcpx", location="us-central9", _ansible_check_mode=True)
+    assert result["failed"] and "region us-central9 does not exist" in result["msg"]
+
+
+def test_absent_in_a_region_that_does_not_exist_deletes_nothing(double, capsys):
+    run(double, capsys, gpudirect="tcpx")
+    double.clear_log()
+    result = run(double, capsys, gpudirect="tcpx", location="us-central9", state="absent")
+    assert result["failed"] and "location: region us-central9 does not exist" in result["msg"]
+    assert double.mutating_requests() == [] and counts(double) == (4, 4, 4)
+
+
+def test_a_create_refused_as_invalid_rolls_back_what_this_run_created(double, capsys):
+    # the second subnet insert is refused as invalid; by then networks, subnets and rules of this run exist
+    double.inject("status", status=400, method="POST", path="/subnetworks$", count=1, skip=1,
+                  message="Invalid value for field 'resource.ipCidrRange'.")
+    result = run(double, capsys, gpudirect="tcpx", concurrency=1)
+    assert result["failed"] and "create subnetwork a3mega-gpunic-2-sub failed" in result["msg"]
+    assert "rolled back what this run created" in result["msg"]
+    assert counts(double) == (0, 0, 0), "nothing this run created is left behind"
+    rolled = result["rolled_back"]
+    assert "network a3mega-gpunic-1" in rolled and "subnetwork a3mega-gpunic-1-sub" in rolled
+    assert len(rolled) == len(set(rolled)) == 4 + 3 + 4
+    # leaves go first: a network is only deleted after its subnet and rule (the double refuses otherwise)
+    deletes = [r["path"].rsplit("/", 2)[-2] for r in double.mutating_requests() if r["method"] == "DELETE"]
+    assert deletes.index("networks") > max(i for i, k in enumerate(deletes) if k != "networks")
+    assert not run(double, capsys, gpudirect="tcpx").get("failed")
+    assert counts(double) == (4, 4, 4)
+
+
+def test_rollback_keeps_what_an_earlier_run_created(double, capsys):
+    run(double, capsys, gpudirect="tcpx", nic_count=None)
+    double.clear_log()
+    # grow to TCPXO's eight networks; the first new subnet insert is refused as invalid
+    double.inject("status", status=400, method="POST", path="/subnetworks$", count=1,
+                  message="Invalid value for field 'resource.region'.")
+    result = run(double, capsys, gpudirect="tcpxo")
+    assert result["failed"] and "rolled back" in result["msg"]
+    assert counts(double) == (4, 4, 4)
+    assert names(double, "networks") == ["a3mega-gpunic-%d" % i for i in range(1, 5)]
 
 
 # ---------------------------------------------------------------- render mode
