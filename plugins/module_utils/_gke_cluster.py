@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import datetime
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gcp_offers as offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gpudirect import version_gate_error
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields, resulting_document
@@ -43,6 +44,10 @@ EXCLUSION_SCOPES = {
     "no_minor_or_node_upgrades": "NO_MINOR_OR_NODE_UPGRADES",
 }
 NO_UPGRADES_MAX_DAYS = 30
+# "Public clusters can have up to 50 authorized network CIDR ranges. Private clusters can have up to 100."
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks, Limitations)
+MAX_AUTHORIZED_NETWORKS = 50
+MAX_AUTHORIZED_NETWORKS_PRIVATE = 100
 
 # option path -> how the API changes it in place (None: immutable, needs recreate)
 UPDATE_METHODS = {
@@ -167,6 +172,8 @@ def _validate_release(problems, params):
 
 def _validate_default_pool(problems, pool):
     common.check_name(problems, "default_node_pool.name", pool.get("name"))
+    common.check_node_types(problems, "default_node_pool.", machine_type=pool.get("machine_type"),
+                            disk_type=pool.get("disk_type"), image_type=pool.get("image_type"))
     if pool.get("node_count") is not None and pool["node_count"] < 1:
         problems.add("default_node_pool.node_count", "must be at least 1 (got %d)" % pool["node_count"])
     if pool.get("disk_size_gb") is not None and pool["disk_size_gb"] < 12:
@@ -183,7 +190,13 @@ def _validate_private(problems, params):
         net = common.check_cidr(Problems(), "master_ipv4_cidr", params["master_ipv4_cidr"])
         if net is not None and net.prefixlen != 28:
             problems.add("master_ipv4_cidr", "the control plane range must be a /28 (got %s)" % params["master_ipv4_cidr"])
-    for index, entry in enumerate(params.get("master_authorized_networks") or []):
+    networks = params.get("master_authorized_networks") or []
+    limit = MAX_AUTHORIZED_NETWORKS_PRIVATE if params.get("private_nodes") else MAX_AUTHORIZED_NETWORKS
+    if len(networks) > limit:
+        problems.add("master_authorized_networks", "lists %d CIDR blocks; GKE allows at most %d on a %s cluster (%s)" % (
+            len(networks), limit, "private" if params.get("private_nodes") else "public",
+            "100 with private_nodes, 50 without"))
+    for index, entry in enumerate(networks):
         common.check_cidr(problems, "master_authorized_networks[%d].cidr_block" % index, entry.get("cidr_block"))
 
 
@@ -481,6 +494,32 @@ class ClusterEngine:
                 self.warnings.append("default_node_pool.%s: %s is only used when the cluster is created; node pool "
                                      "%s has %s (manage it with gpu_ops.cluster.gpu_nodepool)" % (option, want, name, have))
 
+    def preflight(self):
+        """Before the first write of a create, recreate or upgrade: the location's GKE server config offers the
+        version and the default pool's image type; the node locations exist. One read each, in check mode too."""
+        if self.session.render or not self.plan.changes:
+            return
+        change = self.plan.changes[0]
+        creates = change.action in ("create", "recreate")
+        upgrades = change.action == "update" and "cluster_version" in change.fields
+        moves = change.action == "update" and "node_locations" in change.fields
+        if not (creates or upgrades or moves):
+            return
+        problems = Problems()
+        if creates or upgrades:
+            config = offers.server_config(self.session, problems, "location", self.location)
+            if config is not None:
+                offers.check_versions(problems, config, master=[("cluster_version", self.params.get("cluster_version"))])
+                if creates:
+                    pool = self.params.get("default_node_pool") or {}
+                    offers.check_image_type(problems, config, "default_node_pool.image_type",
+                                            pool.get("image_type") or DEFAULT_POOL["image_type"])
+        if not problems:
+            for zone in (self.params.get("node_locations") or []) if (creates or moves) else []:
+                offers.check_zone(self.session, problems, "node_locations", zone)
+        if problems:
+            raise ClusterInputError(problems.message("gke_cluster"))
+
     def plan_absent(self, current):
         if current is not None:
             self.plan.delete(KIND, self.name, current, request=("delete", None))
@@ -597,6 +636,7 @@ def run(module):
                 engine.wait_gone()
                 current = None
             engine.plan_absent(current)
+        engine.preflight()
         if not module.check_mode:
             engine.apply(current)
         result = engine.plan.result(diff=module._diff)

@@ -24,6 +24,13 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import t
 GKE_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?$")
 # Compute Engine resource names (networks, subnetworks, reservations, resource policies): RFC 1035, <= 63.
 GCE_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$")
+# Compute Engine machine types: predefined (a3-megagpu-8g, e2-medium) or custom (n2-custom-8-32768[-ext]):
+# a resource name with at least one hyphen
+MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+$")
+# Persistent Disk and Hyperdisk types (pd-balanced, pd-ssd, hyperdisk-balanced, ...)
+DISK_TYPE = re.compile(r"^(?:pd|hyperdisk)-[a-z]+$")
+# GKE node image types (COS_CONTAINERD, UBUNTU_CONTAINERD, ...); the API takes either case
+IMAGE_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*$")
 REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
 ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
 PROJECT = re.compile(r"^(?:[a-z][-a-z0-9.:]{4,61}[a-z0-9]|[a-z][-a-z0-9]{4,28}[a-z0-9])$")
@@ -51,6 +58,26 @@ def check_name(problems, option, value, pattern=GKE_NAME, what=GKE_NAME_RULE):
 def check_gce_name(problems, option, value):
     check_name(problems, option, value, GCE_NAME,
                "1 to 63 lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen")
+
+
+def check_node_types(problems, prefix, machine_type=None, disk_type=None, image_type=None, accelerator_type=None):
+    """Syntax of a node's machine, disk, image and accelerator types (``prefix``: ``""`` or ``"default_node_pool."``).
+
+    Whether the zone offers them is a preflight read (``_gcp_offers``); this only refuses what no zone could.
+    """
+    for option, value, pattern, rule in (
+            ("machine_type", machine_type, MACHINE_TYPE,
+             "a Compute Engine machine type such as a3-megagpu-8g, g2-standard-8 or n2-custom-8-32768 (at most 63 "
+             "lowercase letters, digits and hyphens)"),
+            ("disk_type", disk_type, DISK_TYPE, "a disk type such as pd-balanced, pd-ssd or hyperdisk-balanced"),
+            ("image_type", image_type, IMAGE_TYPE, "a GKE image type such as COS_CONTAINERD or UBUNTU_CONTAINERD"),
+            ("accelerator_type", accelerator_type, GCE_NAME,
+             "a Compute Engine accelerator type such as nvidia-l4 or nvidia-h100-mega-80gb")):
+        if value is None:
+            continue
+        text = "%s" % (value,)
+        if len(text) > 63 or not pattern.match(text):
+            problems.add(prefix + option, "%r is not %s" % (value, rule))
 
 
 def check_project(problems, value):

@@ -22,6 +22,10 @@ description:
     fails unless O(recreate=true).
   - O(default_node_pool) describes the small system pool created with the cluster; it is not changed afterwards
     (the module warns when it differs). GPU node pools are managed by M(gpu_ops.cluster.gpu_nodepool).
+  - Before it creates, recreates or upgrades the cluster (in check mode too) the module reads the server config of
+    O(location) once and refuses a O(location) that does not exist, a O(cluster_version) GKE does not offer there
+    and a O(default_node_pool.image_type) it does not list, and reads each zone of O(node_locations) once. A run with
+    nothing to change reads only the cluster.
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES
@@ -190,6 +194,7 @@ options:
   master_authorized_networks:
     description:
       - CIDR blocks allowed to reach the control plane's public endpoint. Set (even empty) turns the restriction on.
+      - At most 50 blocks, or 100 with O(private_nodes=true) (GKE's documented limits).
     type: list
     elements: dict
     suboptions:

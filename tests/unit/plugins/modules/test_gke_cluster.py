@@ -253,3 +253,54 @@ def test_pin_strategy(gcp, module_runner, channel, exclusion, auto_upgrade):
     if exclusion:
         assert body["maintenancePolicy"]["window"]["maintenanceExclusions"]["gpu-ops-pin"][
             "maintenanceExclusionOptions"]["scope"] == "NO_MINOR_OR_NODE_UPGRADES"
+
+
+# ---------------------------------------------------------------- preflight reads
+
+
+def server_config_reads(double):
+    return sum(n for path, n in double.read_counts().items() if path.endswith("/serverConfig"))
+
+
+def test_create_reads_the_server_config_once_and_a_no_op_rerun_reads_only_the_cluster(gcp, module_runner):
+    assert module_runner(gke_cluster.main, cluster_args(gcp))["changed"]
+    assert server_config_reads(gcp) == 1
+    zone_reads = [p for p in gcp.read_counts() if p.endswith("/zones/%s" % ZONE)]
+    assert len(zone_reads) == 1, "node_locations are read once before the create"
+    gcp.clear_log()
+    assert not module_runner(gke_cluster.main, cluster_args(gcp))["changed"]
+    assert gcp.read_counts() == {CLUSTER_PATH: 1}
+
+
+@pytest.mark.parametrize("extra,option,words", [
+    (dict(location="us-central9", node_locations=None), "location", "location us-central9 does not exist"),
+    (dict(cluster_version="1.32.9-gke.100"), "cluster_version", "not a control-plane version GKE offers"),
+    (dict(default_node_pool=dict(image_type="WINDOWS_SAC_CONTAINERD")), "default_node_pool.image_type",
+     "not an image type GKE offers"),
+    (dict(node_locations=["us-central1-z"]), "node_locations", "zone us-central1-z does not exist"),
+])
+def test_what_the_service_does_not_offer_is_refused_before_the_create(gcp, module_runner, extra, option, words):
+    for check in (True, False):
+        result = module_runner(gke_cluster.main, cluster_args(gcp, **extra), check=check)
+        assert result["failed"] and "%s: " % option in result["msg"] and words in result["msg"], result["msg"]
+    assert mutations(gcp) == [] and stored(gcp) is None
+
+
+def test_an_upgrade_to_a_version_not_offered_is_refused_before_any_update(gcp, module_runner):
+    module_runner(gke_cluster.main, cluster_args(gcp))
+    gcp.clear_log()
+    result = module_runner(gke_cluster.main, cluster_args(gcp, cluster_version="1.33.0-gke.1"))
+    assert result["failed"] and "cluster_version: 1.33.0-gke.1 is not a control-plane version" in result["msg"]
+    assert mutations(gcp) == [] and stored(gcp)["currentMasterVersion"] == VERSION
+
+
+def test_authorized_networks_limit_depends_on_private_nodes(gcp, module_runner):
+    blocks = [dict(cidr_block="10.%d.0.0/16" % i) for i in range(51)]
+    result = module_runner(gke_cluster.main, cluster_args(gcp, master_authorized_networks=blocks))
+    assert result["failed"] and "master_authorized_networks: lists 51 CIDR blocks; GKE allows at most 50" in \
+        result["msg"]
+    private = cluster_args(gcp, master_authorized_networks=blocks, private_nodes=True, master_ipv4_cidr="172.16.0.0/28")
+    assert module_runner(gke_cluster.main, private, check=True)["changed"]
+    result = module_runner(gke_cluster.main, dict(private, master_authorized_networks=blocks * 2))
+    assert result["failed"] and "at most 100" in result["msg"]
+    assert mutations(gcp) == []
