@@ -8,7 +8,9 @@
 Input that only the service can judge (does region ``us-central9`` exist, is ``a3-megagpu-8g`` offered in
 ``us-east4-b``, how many ``nvidia-l4`` cards fit one instance, which GKE versions and image types the
 location offers) is read here, one GET per fact and at most once per run (``GcpSession.read_once``), and
-every refusal is a ``Problems`` line naming the option with the service's answer. The engines call these
+every refusal is a ``Problems`` line naming the option with the service's answer. A read the credentials may
+not make (403: a least-privilege role without, say, ``compute.machineTypes.get``) is skipped with a warning in
+``warnings`` (when the caller passes a list), never turned into a failure. The engines call these
 only when their plan will write something (a no-op re-run reads nothing more) and never in render mode,
 where every read finds nothing.
 """
@@ -19,6 +21,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiEr
 
 # answers that say "this input is wrong" rather than "you may not ask" or "try later"
 _REFUSALS = (400, 404, 422)
+FORBIDDEN = 403
 
 
 def _read(session, url, problems, option, what):
@@ -26,6 +29,12 @@ def _read(session, url, problems, option, what):
     try:
         document = session.read_once(url)
     except ApiError as exc:
+        if exc.status == FORBIDDEN:
+            warnings = getattr(problems, "warnings", None)
+            if warnings is not None:
+                warnings.append("%s: %s was not checked before the change: the credentials may not read %s (HTTP 403)"
+                                % (option, what, url.split("/v1/", 1)[-1]))
+            return None
         if exc.status not in _REFUSALS:
             raise
         describe = getattr(exc, "describe", None)
@@ -91,3 +100,24 @@ def check_zone_offers(session, problems, zone, machine_type=None, accelerator=No
         _read(session, session.compute_url("zones/%s/diskTypes/%s" % (zone, value)), problems, option,
               "disk type %s in zone %s" % (value, zone))
     return machine
+
+
+def check_node_pool(session, problems, location, zones, named_zones, node):
+    """What a GKE node pool needs from the service, before it is created or changed.
+
+    ``zones``: the zones its nodes run in; ``named_zones``: whether the user named them (O(node_locations): then
+    each is read, else they come from the cluster and exist). ``node``: option -> value for machine_type,
+    accelerator_type, accelerator_count, disk_type, image_type and node_version (None: not checked).
+    """
+    if node.get("image_type") or node.get("node_version"):
+        config = server_config(session, problems, "location", location)
+        if config is not None:
+            check_image_type(problems, config, "image_type", node.get("image_type"))
+            check_versions(problems, config, node=[("node_version", node.get("node_version"))])
+    for zone in zones:
+        if named_zones and check_zone(session, problems, "node_locations", zone) is None:
+            continue
+        check_zone_offers(session, problems, zone, machine_type=("machine_type", node.get("machine_type")),
+                          accelerator=("accelerator_type", node.get("accelerator_type"), "accelerator_count",
+                                       node.get("accelerator_count")),
+                          disk_type=("disk_type", node.get("disk_type")))

@@ -517,6 +517,7 @@ class ClusterEngine:
         if not problems:
             for zone in (self.params.get("node_locations") or []) if (creates or moves) else []:
                 offers.check_zone(self.session, problems, "node_locations", zone)
+        self.warnings.extend(problems.warnings)
         if problems:
             raise ClusterInputError(problems.message("gke_cluster"))
 

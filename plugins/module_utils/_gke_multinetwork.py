@@ -524,6 +524,8 @@ class FabricEngine:
         offers.check_region(self.session, problems, option, region)
         if location and location != region and not problems:
             offers.check_zone(self.session, problems, option, location)
+        for warning in problems.warnings:
+            self.warn(warning)
         if problems:
             raise FabricError(problems.message("gke_multinetwork"), problems.items)
 

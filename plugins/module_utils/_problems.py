@@ -27,6 +27,7 @@ class Problems:
 
     def __init__(self):
         self.items = []
+        self.warnings = []  # what could not be checked (reported, never a failure)
 
     def add(self, option, message):
         self.items.append("%s: %s" % (option, message))

@@ -129,6 +129,28 @@ CASES = [
      ["cdir", "gcp_gpu_vpcs_networks"]),
     ("gcp_gpu_vpcs: step climbing out", role("gcp_gpu_vpcs", gcp_gpu_vpcs_cluster="c", gcp_gpu_vpcs_location="us-central1",
                                              gcp_gpu_vpcs_step="../../x"), ["gcp_gpu_vpcs_step: '../../x'"]),
+    ("gcp_gpu_vpcs: omitted cluster", role("gcp_gpu_vpcs", gcp_gpu_vpcs_location="us-central1"),
+     ["missing required arguments: gcp_gpu_vpcs_cluster"]),
+    ("gcp_gpu_vpcs: concurrency zero", role("gcp_gpu_vpcs", gcp_gpu_vpcs_cluster="c", gcp_gpu_vpcs_location="us-central1",
+                                           gcp_gpu_vpcs_concurrency=0), ["concurrency: must be between 1"]),
+    # --- mps / awx_job_templates: structured options carry suboptions
+    ("mps: pinned memory limit not a size", role("mps", mps_pinned_device_mem_limit={"0": "lots"}),
+     ["pinned_device_mem_limit"]),
+    ("awx_job_templates: typo in a template", role("awx_job_templates", awx_job_templates_project_scm_url="https://x/y.git",
+                                                   awx_job_templates_templates=[{"name": "t", "playbok": "p.yml",
+                                                                                 "inventory": "i"}]),
+     ["playbok", "awx_job_templates_templates"]),
+    ("awx_job_templates: typo in a survey entry", role(
+        "awx_job_templates", awx_job_templates_project_scm_url="https://x/y.git",
+        awx_job_templates_templates=[{"name": "t", "playbook": "p.yml", "inventory": "i",
+                                      "survey": [{"role": "mps", "option": ["mps_stop_policy"]}]}]),
+     ["option", "survey"]),
+    ("awx_job_templates: inventory without a name", role(
+        "awx_job_templates", awx_job_templates_project_scm_url="https://x/y.git",
+        awx_job_templates_inventories=[{"source_path": "inventories/fleet"}]), ["name", "awx_job_templates_inventories"]),
+    ("awx_job_templates: default setting typo", role(
+        "awx_job_templates", awx_job_templates_project_scm_url="https://x/y.git",
+        awx_job_templates_defaults={"diff": True}), ["diff", "awx_job_templates_defaults"]),
     # --- gpudirect_installer / nri_device_injector
     ("gpudirect_installer: namespace with capitals", role("gpudirect_installer", gpudirect_installer_namespace="Kube-System"),
      ["gpudirect_installer_namespace: 'Kube-System' is not a DNS-1123 label"]),
