@@ -121,8 +121,8 @@ CASES = [
      "default_node_pool.disk_type"),
     ("cluster: image type with spaces", cluster(default_node_pool=dict(image_type="COS CONTAINERD")),
      "default_node_pool.image_type"),
-    ("cluster: well-formed region that does not exist", cluster(name="newcluster", location="us-central9",
-                                                                 node_locations=None), "location"),
+    ("cluster: well-formed region that does not exist",
+     cluster(name="newcluster", location="us-central9", node_locations=None), "location"),
     ("cluster: version GKE does not offer", cluster(name="newcluster", cluster_version="1.32.9-gke.100"),
      "cluster_version"),
     ("cluster: image type GKE does not offer", cluster(name="newcluster", default_node_pool=dict(
