@@ -131,8 +131,9 @@ CASES = [
                                              gcp_gpu_vpcs_step="../../x"), ["gcp_gpu_vpcs_step: '../../x'"]),
     ("gcp_gpu_vpcs: omitted cluster", role("gcp_gpu_vpcs", gcp_gpu_vpcs_location="us-central1"),
      ["missing required arguments: gcp_gpu_vpcs_cluster"]),
-    ("gcp_gpu_vpcs: concurrency zero", role("gcp_gpu_vpcs", gcp_gpu_vpcs_cluster="c", gcp_gpu_vpcs_location="us-central1",
-                                            gcp_gpu_vpcs_concurrency=0), ["concurrency: must be between 1"]),
+    ("gcp_gpu_vpcs: concurrency zero", role("gcp_gpu_vpcs", gcp_gpu_vpcs_project="p", gcp_gpu_vpcs_cluster="c",
+                                            gcp_gpu_vpcs_location="us-central1", gcp_gpu_vpcs_concurrency=0),
+     ["concurrency: must be between 1"]),
     # --- mps / awx_job_templates: structured options carry suboptions
     ("mps: pinned memory limit not a size", role("mps", mps_pinned_device_mem_limit={"0": "lots"}),
      ["pinned_device_mem_limit"]),
