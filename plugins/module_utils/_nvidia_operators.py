@@ -136,6 +136,7 @@ KERNEL_MODULE_TYPES = ("auto", "open", "proprietary")
 # "auto" picks open or proprietary per GPU and driver branch; only R570+ driver containers support it.
 KERNEL_MODULE_AUTO_MIN_DRIVER = (570, 86, 15)
 MIG_STRATEGIES = ("none", "single", "mixed")
+MIG_CONFIG_DEFAULTS = ("all-disabled", "")
 SHARING_STRATEGIES = ("none", "time-slicing", "mps")
 RDMA_MODES = ("auto", "dmabuf", "peermem", "off")
 SANDBOX_WORKLOADS = ("container", "vm-passthrough", "vm-vgpu")
@@ -293,6 +294,13 @@ def _version_tuple(text):
     return tuple(int(part) for part in re.findall(r"\d+", str(text or ""))[:3])
 
 
+def _chart_source(options, chart, repo_url):
+    """chart_ref and chart_repo_url of a release: the upstream chart unless set; an empty (not unset) repository
+    URL means chart_ref is a local chart path or an OCI reference (the apply role then leaves the URL out)."""
+    url = options.get("chart_repo_url")
+    return {"chart_ref": options.get("chart_ref") or chart, "chart_repo_url": repo_url if url is None else str(url)}
+
+
 def _pinned(version, pinned, prefix=""):
     """A full chart version as given (v25.3.4), or the series' pinned release for a series (v25.3)."""
     text = str(version).strip().lstrip("v")
@@ -434,14 +442,16 @@ def _mig_values(options, platform):
     manager = {"enabled": bool(mig.get("manager_enabled", True))}
     config = mig.get("config")
     default = mig.get("config_default") or "all-disabled"
+    # The ClusterPolicy admits only these (CRD enum); a node gets another config through its nvidia.com/mig.config label.
+    _require(default in MIG_CONFIG_DEFAULTS, "mig.config_default %r: the ClusterPolicy accepts only %s; choose a node's "
+             "configuration with its nvidia.com/mig.config label", default, " or ".join(repr(d) for d in MIG_CONFIG_DEFAULTS))
     manager["config"] = {"default": default}
     if config:
         _require(manager["enabled"], "mig.config needs mig.manager_enabled")
         _require(isinstance(config, dict) and isinstance(config.get("mig-configs"), dict),
                  "mig.config must be a mig-parted config with a mig-configs map")
-        names = sorted(config["mig-configs"])
-        _require(default in names or default == "all-disabled",
-                 "mig.config_default %r is not a configuration of mig.config (%s)", default, ", ".join(names))
+        _require(default in config["mig-configs"] or not default, "mig.config_default %r is not a configuration of "
+                 "mig.config (%s)", default, ", ".join(sorted(config["mig-configs"])))
         manager["config"].update({"create": True, "name": "custom-mig-parted-config",
                                   "data": {"config.yaml": json.dumps(config, indent=2, sort_keys=True)}})
     if platform.get("mig_with_reboot") and manager["enabled"]:
@@ -609,10 +619,9 @@ def gpu_operator_plan(options, hosts=None):
     sidecars = [dict(DRIVER_SIDECARS[name]) for name, on in
                 (("peermem", mode == "peermem"), ("gds", gds), ("gdrcopy", gdrcopy)) if on]
     return {
-        "chart": {"release_name": options.get("release_name") or "gpu-operator", "release_namespace": namespace,
-                  "chart_ref": GPU_OPERATOR_CHART, "chart_repo_url": options.get("chart_repo_url") or GPU_OPERATOR_REPO_URL,
-                  "chart_version": _pinned(version, entry["pinned"], prefix="v"),
-                  "values": values},
+        "chart": dict(_chart_source(options, GPU_OPERATOR_CHART, GPU_OPERATOR_REPO_URL),
+                      release_name=options.get("release_name") or "gpu-operator", release_namespace=namespace,
+                      chart_version=_pinned(version, entry["pinned"], prefix="v"), values=values),
         "series": series,
         "platform": platform_name,
         "namespace": namespace,
@@ -792,10 +801,9 @@ def network_operator_plan(options, hosts=None):
     check_network_operator_values(options.get("values") or {}, version)
     values = _merge(values, options.get("values") or {})
     return {
-        "chart": {"release_name": options.get("release_name") or "network-operator", "release_namespace": namespace,
-                  "chart_ref": NETWORK_OPERATOR_CHART,
-                  "chart_repo_url": options.get("chart_repo_url") or NETWORK_OPERATOR_REPO_URL,
-                  "chart_version": pinned, "values": values},
+        "chart": dict(_chart_source(options, NETWORK_OPERATOR_CHART, NETWORK_OPERATOR_REPO_URL),
+                      release_name=options.get("release_name") or "network-operator", release_namespace=namespace,
+                      chart_version=pinned, values=values),
         "series": series,
         "namespace": namespace,
         "ipam": ipam,

@@ -103,7 +103,9 @@ default, ``controllers=False`` turns them off and ``reconcile()`` runs them by h
   and the status kubernetes.core's ``wait`` reads (desired/current/updated/ready/available/
   unavailable numbers, observedGeneration). ``ready_delay`` seconds after each generation change
   before pods count as ready.
-- Deployment and StatefulSet: status only (no pods), ready when some node can run the pod.
+- Deployment and StatefulSet: status only (no pods), ready when some node can run the pod; a Deployment
+  also gets the ReplicaSet of its current pod template (``pod-template-hash``, owned by it), which
+  ``helm --wait`` reads; earlier templates' ReplicaSets are scaled to 0.
 - Job: one Pod; its outcome (phase, logs, delay) comes from ``script_pod``; Complete/Failed
   conditions, succeeded/failed counts.
 - Pods: scheduled on the first node that fits (selectors, affinity, taints, free extended resources
@@ -114,7 +116,8 @@ default, ``controllers=False`` turns them off and ``reconcile()`` runs them by h
   SecondaryRangeAndDeviceModeUnspecified / GNPConfigInvalid), Network ParamsReady and Ready
   (GNPParamsReady / DeviceModeMissing / L3SecondaryMissing / GNPDeleted / ParamsNotReady /
   NetworkReady), reasons as the published API types name them.
-- Anything else: ``set_status`` / ``set_condition`` (ClusterPolicy ``state: ready`` and so on).
+- Anything else: ``set_status`` (validated against the kind's schema: a status the CRD refuses raises
+  ``ApiError`` 422) / ``set_condition`` (ClusterPolicy ``state: ready`` and so on).
 
 Test hooks: ``script_pod`` / ``script_exec`` / ``set_pod_log`` (what pods do and print),
 ``requests()`` / ``writes()`` (the request log: verb, kind, name, namespace, status,
@@ -1016,10 +1019,13 @@ class K8sDouble:
             self._reconcile()
 
     def set_status(self, kind, name, status, namespace=None):
-        """Replace an object's status, as its controller would."""
+        """Replace an object's status, as its controller would; a status its schema refuses (a ClusterPolicy
+        state outside the CRD's enum, a condition without its required fields) raises ApiError 422."""
         with self._lock:
             rtype = self.resource_type(kind)
             obj = self._objects[self._key(rtype, namespace, name)]
+            if status is not None:
+                self._validate(rtype, dict(obj, status=status))
             self._write_status(obj, copy.deepcopy(status))
 
     def set_condition(self, kind, name, cond_type, status, reason, message="", namespace=None):
@@ -2047,12 +2053,52 @@ class K8sDouble:
                                    observed=False)
                     for key in [k for k in status if status[k] == 0 and k != "observedGeneration"]:
                         del status[key]
+                    self._replicaset_of(obj, replicas, ready)
                 else:
                     revision = "%s-%s" % (obj["metadata"]["name"], generation)
                     status = {"observedGeneration": generation, "replicas": replicas, "readyReplicas": ready,
                               "currentReplicas": replicas, "updatedReplicas": replicas, "availableReplicas": ready,
                               "currentRevision": revision, "updateRevision": revision, "collisionCount": 0}
                 self._set_status_if_changed(obj, status)
+
+    def _replicaset_of(self, deployment, replicas, ready):
+        """The Deployment's ReplicaSet for its current pod template (``<name>-<pod-template-hash>``, controlled by
+        it), which ``helm --wait`` looks up; the ReplicaSets of earlier templates are scaled to 0, as the
+        deployment controller leaves them after a rollout. No pods: readiness is the Deployment's."""
+        meta = deployment["metadata"]
+        template = copy.deepcopy((deployment.get("spec") or {}).get("template") or {})
+        digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode("utf-8")).digest()
+        pod_hash = "".join(_NAME_CHARS[b % len(_NAME_CHARS)] for b in digest[:10])
+        name = "%s-%s" % (meta["name"], pod_hash)
+        for _key, old in self._objects_of("apps", "replicasets"):
+            owned = any(r.get("uid") == meta["uid"] and r.get("controller") for r in old["metadata"].get("ownerReferences") or [])
+            if owned and old["metadata"]["name"] != name and old["spec"].get("replicas"):
+                old["spec"]["replicas"] = 0
+                old["status"] = {"replicas": 0, "observedGeneration": old["metadata"]["generation"]}
+                old["metadata"]["resourceVersion"] = self._next_rv()
+        key = ("apps", "replicasets", meta["namespace"], name)
+        replicaset = self._objects.get(key)
+        if replicaset is None:
+            labels = dict((template.get("metadata") or {}).get("labels") or {}, **{"pod-template-hash": pod_hash})
+            template.setdefault("metadata", {})["labels"] = labels
+            selector = copy.deepcopy(deployment["spec"].get("selector") or {})
+            selector.setdefault("matchLabels", {})["pod-template-hash"] = pod_hash
+            replicaset = {
+                "apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": name, "namespace": meta["namespace"], "labels": labels, "uid": str(uuid.uuid4()),
+                             "creationTimestamp": _now(), "generation": 1,
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": meta["name"],
+                                                  "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}]},
+                "spec": {"replicas": replicas, "selector": selector, "template": template}}
+            replicaset["metadata"]["resourceVersion"] = self._next_rv()
+            self._objects[key] = replicaset
+        elif replicaset["spec"].get("replicas") != replicas:
+            replicaset["spec"]["replicas"] = replicas
+            replicaset["metadata"]["generation"] += 1
+            replicaset["metadata"]["resourceVersion"] = self._next_rv()
+        status = {"replicas": replicas, "fullyLabeledReplicas": replicas, "readyReplicas": ready,
+                  "availableReplicas": ready, "observedGeneration": replicaset["metadata"]["generation"]}
+        self._set_status_if_changed(replicaset, {k: v for k, v in status.items() if v or k == "replicas"})
 
     def _reconcile_gke_networking(self):
         if ("networking.gke.io", "v1", "networks") not in self._types:

@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """network_operator, gpu_operator and rdma_test against the Kubernetes double.
 
-The double plays the operators' part with a small thread (``FakeOperators``): it marks the
-NicClusterPolicy and the networks ready, and gives the RDMA test server its Multus address. The GPU
-Operator's chart is not installed here (no helm: ``*_install: false``); what it would have created
-is seeded - the namespaces, ClusterPolicy ``cluster-policy`` and the driver DaemonSet, whose pods the
+The double plays the operators' part with a small thread (``tests/doubles/nvidia_operators.py``): it marks
+the NicClusterPolicy and the networks ready, and gives the RDMA test server its Multus address. The charts
+are not installed here (``*_install: false``; test_helm_operators.py installs them for real); what the GPU
+Operator would have created is seeded - the namespaces, ClusterPolicy ``cluster-policy`` and the driver DaemonSet, whose pods the
 double runs on the GPU nodes. One ansible-playbook run per path (success; never-ready and failed
 tests; refusals), many checks each.
 """
@@ -14,12 +14,12 @@ tests; refusals), many checks each.
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 import yaml
 
 from ansible_collections.gpu_ops.cluster.tests.doubles.gpu_hosts import gpu_host
+from ansible_collections.gpu_ops.cluster.tests.doubles.nvidia_operators import PEERMEM_LOG, FakeOperators
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_ROOT
 
 GUIDE_CLIENT = (REPO_ROOT / "tests" / "unit" / "plugins" / "module_utils" / "fixtures" / "perftest"
@@ -30,55 +30,9 @@ SLOW_CLIENT = """ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec
 """
 DEPLOY_LABELS = {"nvidia.com/gpu.present": "true", **{"nvidia.com/gpu.deploy.%s" % c: "true" for c in (
     "driver", "container-toolkit", "device-plugin", "gpu-feature-discovery", "dcgm-exporter", "operator-validator")}}
-PEERMEM_LOG = "waiting for mellanox ofed and nvidia drivers to be installed\nsuccessfully loaded nvidia-peermem module\n"
 VECTORADD_PASSED = ("[Vector addition of 50000 elements]\nCopy input data from the host memory to the CUDA device\n"
                     "CUDA kernel launch with 196 blocks of 256 threads\nCopy output data from the CUDA device to the host memory\n"
                     "Test PASSED\nDone\n")
-
-
-class FakeOperators:
-    """What the operators and Multus do once the roles' objects exist (a polling thread)."""
-
-    def __init__(self, k8s, ncp_ready=True):
-        self.k8s, self.ncp_ready = k8s, ncp_ready
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(5)
-
-    def run(self):
-        while not self.stop.wait(0.1):
-            self.tick()
-
-    def tick(self):
-        k8s = self.k8s
-        for policy in k8s.list("NicClusterPolicy"):
-            if "status" not in policy:
-                state = "ready" if self.ncp_ready else "notReady"
-                k8s.set_status("NicClusterPolicy", policy["metadata"]["name"], {"state": state, "appliedStates": [
-                    {"name": "state-OFED", "state": "ignore"},
-                    {"name": "state-RDMA-device-plugin", "state": state,
-                     "message": "" if self.ncp_ready else "DaemonSet rdma-shared-dp-ds: 1 of 2 pods ready"},
-                    {"name": "state-multus-cni", "state": "ready"}]})
-        for network in k8s.list("MacvlanNetwork"):
-            if "status" not in network:
-                k8s.set_status("MacvlanNetwork", network["metadata"]["name"], {
-                    "state": "ready", "macvlanNetworkAttachmentDef": "default/%s" % network["metadata"]["name"]})
-        for pod in k8s.list("Pod", "default"):
-            annotations = pod["metadata"].get("annotations") or {}
-            network = annotations.get("k8s.v1.cni.cncf.io/networks")
-            if network and "k8s.v1.cni.cncf.io/network-status" not in annotations:
-                index = 225 + sum(map(ord, pod["metadata"]["name"])) % 20
-                status = [{"name": "cbr0", "interface": "eth0", "ips": ["10.64.0.9"], "default": True},
-                          {"name": "default/%s" % network, "interface": "net1", "ips": ["192.168.2.%d" % index]}]
-                k8s.modify("Pod", pod["metadata"]["name"], lambda o, s=status: o["metadata"]["annotations"].update(
-                    {"k8s.v1.cni.cncf.io/network-status": json.dumps(s)}), "default")
 
 
 def seed_cluster(k8s, policy_state="ready", sidecars=("nvidia-peermem-ctr", "nvidia-fs-ctr")):

@@ -64,7 +64,8 @@ def options(version, platform="generic", **extra):
 @pytest.mark.parametrize("platform", PRESETS)
 def test_rendered_values_exist_in_the_upstream_chart_of_that_version(version, platform):
     full = options(version, platform, mig={"strategy": "mixed", "config": {"version": "v1", "mig-configs": {
-        "all-1g": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]}}, "config_default": "all-1g"},
+        "all-disabled": [{"devices": "all", "mig-enabled": False}],
+        "all-1g": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]}}, "config_default": "all-disabled"},
         dcgm_exporter={"enabled": True, "service_monitor": True}, sandbox_workloads={"enabled": True})
     if platform in ("generic", "openshift"):
         full.update(gds=True, gdrcopy=True, rdma={"mode": "auto"})
@@ -192,6 +193,10 @@ BAD = [
      {}, "device_plugin.sharing.replicas"),
     (options("v25.10.1", mig={"config": {"version": "v1", "mig-configs": {"a": []}}, "config_default": "b"}), {},
      "mig.config_default"),
+    (options("v25.10.1", mig={"config": {"version": "v1", "mig-configs": {"all-1g": []}}, "config_default": "all-1g"}), {},
+     "mig.config_default 'all-1g': the ClusterPolicy accepts only 'all-disabled' or ''"),
+    (options("v25.10.1", mig={"config": {"version": "v1", "mig-configs": {"a": []}}, "config_default": "all-disabled"}), {},
+     "mig.config_default 'all-disabled' is not a configuration of mig.config (a)"),
     (options("v25.10.1", sandbox_workloads={"enabled": True, "default_workload": "vm"}), {},
      "sandbox_workloads.default_workload"),
     (options("v25.10.1", driver_pools=[{"name": "a", "node_selector": {}}]), {}, "driver_pools[0].node_selector"),

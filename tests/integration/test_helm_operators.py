@@ -1,0 +1,182 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""roles/gpu_operator and roles/network_operator install their charts for real: helm (from
+scripts/bootstrap.sh) through kubernetes.core.helm in roles/apply, against the Kubernetes API double, with
+the test charts tests/charts/gpu-operator and tests/charts/network-operator standing in for NVIDIA's (same
+names, versions and value keys; values schemas that refuse keys and types the real charts do not have).
+
+The GPU Operator chart renders ClusterPolicy ``cluster-policy`` from the role's values, so the tests read what
+the operator is told; ``FakeOperators`` (tests/doubles/nvidia_operators.py) then acts on that spec as the
+operator does (driver DaemonSet with the sidecars the spec implies, ``status.state``), and the roles' own
+readiness checks and verification run against it. One release lifecycle per chart, in order: install,
+re-run without change, a value change that upgrades, check mode, uninstall.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from pathlib import Path
+
+import yaml
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvidia_operators as ops
+from ansible_collections.gpu_ops.cluster.tests.doubles.gpu_hosts import gpu_host
+from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT
+from ansible_collections.gpu_ops.cluster.tests.doubles.nvidia_operators import DRIVER_DAEMONSET, FakeOperators
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import chart_path
+
+GPU_NAMESPACE = "gpu-operator"
+HELM_TASK = "Install release %s"
+DEPLOY_LABELS = {"nvidia.com/gpu.present": "true", **{"nvidia.com/gpu.deploy.%s" % c: "true" for c in (
+    "driver", "container-toolkit", "device-plugin", "gpu-feature-discovery", "dcgm-exporter", "operator-validator")}}
+VECTORADD_PASSED = "[Vector addition of 50000 elements]\nTest PASSED\nDone\n"
+HOSTS = {"gpu-a": ("nvnode1", gpu_host(mode="peermem")), "gpu-b": ("nvnode2", gpu_host(mode="peermem"))}
+
+
+def _inventory(tmp_path):
+    hosts = {name: {"ansible_connection": "local", "k8s_node_name": node, "gpu_host": facts}
+             for name, (node, facts) in HOSTS.items()}
+    path = tmp_path / "gpu_hosts.yml"
+    path.write_text(yaml.safe_dump({"all": {"children": {"gpu_hosts": {"hosts": hosts}}}}), encoding="utf-8")
+    return ["-i", str(path)]
+
+
+def _cluster(k8s):
+    """Two GPU nodes (tainted, as the operator's node labels leave them) and a CPU node for the operator."""
+    for index in (1, 2):
+        k8s.add_node("nvnode%d" % index, labels=DEPLOY_LABELS, allocatable={"nvidia.com/gpu": "8"}, taints=[GPU_TAINT])
+    k8s.add_node("cpu-0", labels={"node-role.kubernetes.io/control-plane": ""})
+
+
+def _play(role, **role_vars):
+    return [{"name": role, "hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "Run the role", "ansible.builtin.include_role": {"name": "gpu_ops.cluster." + role}, "vars": role_vars},
+        {"name": "Keep the result", "ansible.builtin.debug": {"var": "%s_result" % role}}]}]
+
+
+def _release_records(k8s, namespace):
+    """The release Secrets helm stored, by revision: (labels, decoded release)."""
+    records = {}
+    for secret in k8s.list("Secret", namespace):
+        if secret.get("type") == "helm.sh/release.v1":
+            release = json.loads(gzip.decompress(base64.b64decode(base64.b64decode(secret["data"]["release"]))))
+            records[int(secret["metadata"]["labels"]["version"])] = (secret["metadata"]["labels"], release)
+    return records
+
+
+def _containers(k8s, name, namespace):
+    return [c["name"] for c in k8s.get("DaemonSet", name, namespace)["spec"]["template"]["spec"]["containers"]]
+
+
+# ---- the chart stands in honestly -----------------------------------------------------------------
+
+def _schema_accepts(schema, path):
+    node = schema
+    for part in path.split("."):
+        if node.get("type") != "object" or "properties" not in node:
+            return True  # an open object: anything below is the chart's business
+        if part not in node["properties"]:
+            return False
+        node = node["properties"][part]
+    return True
+
+
+def test_the_test_chart_has_every_key_the_catalog_allows():
+    """Every value key the catalog lets the role set for the test chart's version is in the chart's schema
+    (else the schema, not the role, would fail the lifecycle test below)."""
+    chart = Path(chart_path("gpu-operator"))
+    schema = json.loads((chart / "values.schema.json").read_text(encoding="utf-8"))
+    version = yaml.safe_load((chart / "Chart.yaml").read_text(encoding="utf-8"))["version"]
+    keys = ops.gpu_operator_keys(version)
+    assert [k for k in sorted(keys) if not _schema_accepts(schema, k)] == []
+    assert not _schema_accepts(schema, "driver.rdma.useHostMOFED") and not _schema_accepts(schema, "driver.useOpenKernelModules")
+
+
+# ---- GPU Operator ---------------------------------------------------------------------------------
+
+GPU_VARS = {
+    "gpu_operator_chart_ref": chart_path("gpu-operator"), "gpu_operator_chart_repo_url": "",
+    "gpu_operator_wait_delay": 1, "gpu_operator_wait_retries": 30, "gpu_operator_verify_delay": 0,
+    "gpu_operator_vectoradd_delay": 0, "gpu_operator_gds": True,
+    "gpu_operator_rdma": {"mode": "auto"},
+    "gpu_operator_mig": {"strategy": "single"},
+    "gpu_operator_device_plugin": {"enabled": True, "sharing": {"strategy": "time-slicing", "replicas": 4}},
+}
+
+
+def _gpu_play(**extra):
+    return _play("gpu_operator", **dict(GPU_VARS, **extra))
+
+
+def test_gpu_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
+    k8s, inventory = helm_k8s, _inventory(tmp_path)
+    _cluster(k8s)
+    k8s.script_pod("gpu-operator-vectoradd", phase="Succeeded", logs=VECTORADD_PASSED)
+    helm_task = HELM_TASK % "gpu-operator"
+    with FakeOperators(k8s, gpu_namespace=GPU_NAMESPACE) as operators:
+        # 1. install: helm --wait, ClusterPolicy from the values, the operator's answer, the guide's checks
+        result = run_playbook(_gpu_play(), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        helm = result.task(helm_task)
+        assert helm["changed"] and "upgrade -i " in helm["result"]["command"] and "--wait" in helm["result"]["command"]
+        labels, release = _release_records(k8s, GPU_NAMESPACE)[1]
+        assert (labels["status"], release["chart"]["metadata"]["version"]) == ("deployed", "v25.10.1")
+        policy = k8s.get("ClusterPolicy", "cluster-policy")
+        spec = policy["spec"]
+        assert policy["metadata"]["annotations"]["meta.helm.sh/release-namespace"] == GPU_NAMESPACE
+        assert spec["driver"]["enabled"] is True and spec["driver"]["kernelModuleType"] == "open"  # GDS needs open
+        assert spec["driver"]["rdma"] == {"enabled": True, "useHostMofed": True}  # peermem hosts with DOCA-OFED
+        assert spec["gds"]["enabled"] is True and spec["gdrcopy"]["enabled"] is False
+        assert spec["mig"] == {"strategy": "single"} and spec["migManager"]["config"] == {"default": "all-disabled"}
+        assert spec["dcgmExporter"] == {"enabled": True} and spec["toolkit"]["enabled"] is True
+        assert spec["devicePlugin"]["config"] == {"name": "device-plugin-config", "default": "shared"}
+        sharing = json.loads(k8s.get("ConfigMap", "device-plugin-config", GPU_NAMESPACE)["data"]["shared"])
+        assert sharing["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
+        assert sharing["flags"] == {"migStrategy": "single"}
+        assert k8s.get("Deployment", "gpu-operator", GPU_NAMESPACE)["status"]["readyReplicas"] == 1
+        assert k8s.get("ClusterPolicy", "cluster-policy")["status"]["state"] == "ready"
+        assert _containers(k8s, DRIVER_DAEMONSET, GPU_NAMESPACE) == ["nvidia-driver-ctr", "nvidia-peermem-ctr", "nvidia-fs-ctr"]
+        outcome = result.task("Keep the result")["result"]["gpu_operator_result"]
+        assert outcome["verified"] is True and outcome["rdma"]["mode"] == "peermem"
+        assert outcome["chart"]["chart_ref"] == chart_path("gpu-operator") and outcome["chart"]["chart_repo_url"] == ""
+        namespace = k8s.get("Namespace", GPU_NAMESPACE)
+        assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+
+        # 2. the same values again (the verification, which only reads and cleans up, left out): nothing changes
+        k8s.clear_requests()
+        result = run_playbook(_gpu_play(gpu_operator_verify=False), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        assert not result.task(helm_task)["changed"]
+        assert k8s.writes() == []
+        assert sorted(_release_records(k8s, GPU_NAMESPACE)) == [1]
+
+        # 3. a value change upgrades in place: revision 2, the ClusterPolicy patched, the operator's new answer
+        uid, generation = policy["metadata"]["uid"], policy["metadata"]["generation"]
+        result = run_playbook(_gpu_play(gpu_operator_verify=False, gpu_operator_gdrcopy=True,
+                                        gpu_operator_dcgm_exporter={"enabled": False}),
+                              env=k8s.helm_env, extra_args=inventory).assert_ok()
+        assert result.task(helm_task)["changed"]
+        records = _release_records(k8s, GPU_NAMESPACE)
+        assert (records[1][0]["status"], records[2][0]["status"]) == ("superseded", "deployed")
+        policy = k8s.get("ClusterPolicy", "cluster-policy")
+        assert policy["metadata"]["uid"] == uid and policy["metadata"]["generation"] == generation + 1
+        assert policy["spec"]["gdrcopy"]["enabled"] is True and policy["spec"]["dcgmExporter"] == {"enabled": False}
+        assert _containers(k8s, DRIVER_DAEMONSET, GPU_NAMESPACE)[-1] == "nvidia-gdrcopy-ctr"
+        assert policy["status"]["state"] == "ready"
+
+        # 4. check mode: the change is reported, nothing is written, no revision added
+        k8s.clear_requests()
+        result = run_playbook(_gpu_play(gpu_operator_verify=False, gpu_operator_gds=False), env=k8s.helm_env,
+                              extra_args=inventory, check=True).assert_ok()
+        assert result.task(helm_task)["changed"]
+        assert k8s.writes() == []
+        assert sorted(_release_records(k8s, GPU_NAMESPACE)) == [1, 2]
+        assert k8s.get("ClusterPolicy", "cluster-policy")["spec"]["gds"]["enabled"] is True
+
+        # 5. absent uninstalls: release, ClusterPolicy and the operator gone, then the namespace
+        result = run_playbook(_gpu_play(gpu_operator_state="absent"), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        assert result.task(helm_task)["changed"]
+        assert k8s.get("ClusterPolicy", "cluster-policy") is None
+        assert k8s.get("Namespace", GPU_NAMESPACE) is None and _release_records(k8s, GPU_NAMESPACE) == {}
+    assert operators.errors == []
