@@ -42,7 +42,10 @@ def seed_cluster(k8s, policy_state="ready", sidecars=("nvidia-peermem-ctr", "nvi
                      allocatable={"nvidia.com/gpu": "8", "rdma/rdma_shared_device_a": "63"})
     for namespace in ("gpu-operator", "nvidia-network-operator"):
         k8s.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    k8s.put({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"}, "spec": {}})
+    spec = {key: {"enabled": key not in ("dcgm", "nodeStatusExporter")} for key in (
+        "driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "nodeStatusExporter")}  # the CRD's required keys
+    k8s.put({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+             "spec": dict(spec, operator={}, daemonsets={})})
     k8s.set_status("ClusterPolicy", "cluster-policy", {"state": policy_state, "namespace": "gpu-operator"})
     labels = {"app": "nvidia-driver-daemonset"}
     k8s.put({"apiVersion": "apps/v1", "kind": "DaemonSet",
