@@ -84,15 +84,21 @@ def _schema_accepts(schema, path):
     return True
 
 
-def test_the_test_chart_has_every_key_the_catalog_allows():
-    """Every value key the catalog lets the role set for the test chart's version is in the chart's schema
-    (else the schema, not the role, would fail the lifecycle test below)."""
-    chart = Path(chart_path("gpu-operator"))
-    schema = json.loads((chart / "values.schema.json").read_text(encoding="utf-8"))
-    version = yaml.safe_load((chart / "Chart.yaml").read_text(encoding="utf-8"))["version"]
-    keys = ops.gpu_operator_keys(version)
-    assert [k for k in sorted(keys) if not _schema_accepts(schema, k)] == []
+def _chart(name):
+    folder = Path(chart_path(name))
+    schema = json.loads((folder / "values.schema.json").read_text(encoding="utf-8"))
+    return yaml.safe_load((folder / "Chart.yaml").read_text(encoding="utf-8"))["version"], schema
+
+
+def test_the_test_charts_have_every_key_the_catalog_allows():
+    """Every value key the catalog lets the roles set for a test chart's version is in the chart's schema (else
+    the schema, not the role, would fail the lifecycles below), and the schemas are closed where it matters."""
+    version, schema = _chart("gpu-operator")
+    assert [k for k in sorted(ops.gpu_operator_keys(version)) if not _schema_accepts(schema, k)] == []
     assert not _schema_accepts(schema, "driver.rdma.useHostMOFED") and not _schema_accepts(schema, "driver.useOpenKernelModules")
+    version, schema = _chart("network-operator")
+    assert [k for k in sorted(ops.network_operator_keys(version)) if not _schema_accepts(schema, k)] == []
+    assert not _schema_accepts(schema, "deployCR") and not _schema_accepts(schema, "nfd.deployCR")
 
 
 # ---- GPU Operator ---------------------------------------------------------------------------------
@@ -179,4 +185,72 @@ def test_gpu_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
         assert result.task(helm_task)["changed"]
         assert k8s.get("ClusterPolicy", "cluster-policy") is None
         assert k8s.get("Namespace", GPU_NAMESPACE) is None and _release_records(k8s, GPU_NAMESPACE) == {}
+    assert operators.errors == []
+
+
+# ---- Network Operator -----------------------------------------------------------------------------
+
+NET_NAMESPACE = "nvidia-network-operator"
+NET_VARS = {
+    "network_operator_chart_ref": chart_path("network-operator"), "network_operator_chart_repo_url": "",
+    "network_operator_wait_delay": 1, "network_operator_wait_retries": 30,
+    "network_operator_ip_pools": [{"name": "rdma-pool", "subnet": "192.168.2.0/24", "gateway": "192.168.2.1"}],
+    "network_operator_networks": [{"kind": "macvlan", "name": "rdma-net", "master": "ens64np1", "ip_pool": "rdma-pool"}],
+}
+
+
+def _net_play(**extra):
+    return _play("network_operator", **dict(NET_VARS, **extra))
+
+
+def test_network_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
+    k8s, inventory = helm_k8s, _inventory(tmp_path)
+    _cluster(k8s)
+    helm_task = HELM_TASK % "network-operator"
+    nfd_master = "network-operator-node-feature-discovery-master"
+    with FakeOperators(k8s) as operators:
+        # 1. install (helm --wait on the operator), then the role's NicClusterPolicy and networks, ready
+        result = run_playbook(_net_play(), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        helm = result.task(helm_task)
+        assert helm["changed"] and "--wait" in helm["result"]["command"]
+        labels, release = _release_records(k8s, NET_NAMESPACE)[1]
+        assert (labels["status"], release["chart"]["metadata"]["version"]) == ("deployed", "25.10.0")
+        assert release["config"] == {"nfd": {"enabled": True, "deployNodeFeatureRules": True},
+                                     "sriovNetworkOperator": {"enabled": False}}
+        operator = k8s.get("Deployment", "network-operator", NET_NAMESPACE)
+        assert operator["status"]["readyReplicas"] == 1
+        assert k8s.get("Deployment", nfd_master, NET_NAMESPACE) and not k8s.get("Deployment", "sriov-network-operator", NET_NAMESPACE)
+        policy = k8s.get("NicClusterPolicy", "nic-cluster-policy")
+        assert policy["status"]["state"] == "ready" and "meta.helm.sh/release-name" not in policy["metadata"].get("annotations", {})
+        assert k8s.get("MacvlanNetwork", "rdma-net")["status"]["state"] == "ready"
+        outcome = result.task("Keep the result")["result"]["network_operator_result"]
+        assert outcome["ipam"] == "nv-ipam" and outcome["chart"]["chart_version"] == "25.10.0"
+
+        # 2. the same values again: nothing changes
+        k8s.clear_requests()
+        result = run_playbook(_net_play(), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        assert not result.task(helm_task)["changed"]
+        assert k8s.writes() == []
+
+        # 3. a value change upgrades: the SR-IOV Network Operator sub-chart switched on, revision 2
+        result = run_playbook(_net_play(network_operator_sriov_network_operator=True), env=k8s.helm_env,
+                              extra_args=inventory).assert_ok()
+        assert result.task(helm_task)["changed"]
+        records = _release_records(k8s, NET_NAMESPACE)
+        assert (records[1][0]["status"], records[2][0]["status"]) == ("superseded", "deployed")
+        assert k8s.get("Deployment", "sriov-network-operator", NET_NAMESPACE)["status"]["readyReplicas"] == 1
+        assert k8s.get("Deployment", "network-operator", NET_NAMESPACE)["metadata"]["uid"] == operator["metadata"]["uid"]
+
+        # 4. check mode: NFD off is reported, nothing is written
+        k8s.clear_requests()
+        result = run_playbook(_net_play(network_operator_sriov_network_operator=True, network_operator_nfd_enabled=False),
+                              env=k8s.helm_env, extra_args=inventory, check=True).assert_ok()
+        assert result.task(helm_task)["changed"]
+        assert k8s.writes() == [] and k8s.get("Deployment", nfd_master, NET_NAMESPACE)
+
+        # 5. absent: networks, NicClusterPolicy and release gone
+        result = run_playbook(_net_play(network_operator_state="absent"), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        assert result.task(helm_task)["changed"]
+        assert k8s.get("NicClusterPolicy", "nic-cluster-policy") is None and k8s.get("MacvlanNetwork", "rdma-net") is None
+        assert _release_records(k8s, NET_NAMESPACE) == {} and k8s.list("Deployment", NET_NAMESPACE) == []
     assert operators.errors == []
