@@ -10,10 +10,16 @@ Sources (shared research notes, nvidia-stack.md 1.6 and 7.1): DMA-BUF needs Linu
 open GPU kernel modules, CUDA >= 11.7 (driver-provided) and a Turing-or-newer (compute
 capability >= 7.5) data-center GPU; the legacy ``nvidia-peermem`` path needs MOFED or DOCA-OFED.
 
+On a fresh host the GPU Operator is about to give a driver, nothing of the driver can be read:
+``gpudirect_rdma_planned`` decides from what is there (kernel, the GPUs on the PCI bus, RDMA devices or
+``ib_core``, MOFED) and from the driver the operator will install (its version and kernel module type,
+from the operator catalog), and names its evidence.
+
 Reads, and never writes: two nvidia-smi calls (the GPU table as CSV, the ``-q -d COMPUTE``
 header for the CUDA version), ``/proc/driver/nvidia/version``, ``/proc/modules``,
-``/proc/sys/kernel/osrelease``, ``/sys/class/infiniband`` and ``ofed_info -s``. Whatever is
-missing becomes a null fact and, where it matters, a line in ``problems`` - never an exception.
+``/proc/sys/kernel/osrelease``, ``/sys/class/infiniband``, the NVIDIA display controllers of
+``/sys/bus/pci/devices`` and ``ofed_info -s``. Whatever is missing becomes a null fact and, where it
+matters, a line in ``problems`` - never an exception.
 """
 
 from __future__ import annotations
@@ -25,11 +31,17 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvsmi
 
 GPU_FIELDS = ("index", "uuid", "name", "memory.total", "mig.mode.current", "mig.mode.pending", "compute_mode",
               "driver_version", "compute_cap")
-WATCHED_MODULES = ("nvidia_peermem", "nvidia_fs", "gdrdrv")
+WATCHED_MODULES = ("nvidia_peermem", "nvidia_fs", "gdrdrv", "ib_core")
 
 DMABUF_MIN_KERNEL = (5, 12)
 DMABUF_MIN_CUDA = (11, 7)
 DMABUF_MIN_COMPUTE_CAPABILITY = (7, 5)
+# CUDA 11.7 (the DMA-BUF minimum) comes with the driver: its minimum Linux driver is 515.43.04.
+DMABUF_MIN_DRIVER = (515, 43, 4)
+# Without a driver the GPU generation shows only in the PCI device ID: Turing's first chip (TU102) is 10de:1e02,
+# every later family numbers above 0x1e00 and every earlier one (Volta 0x1db*, Pascal, Maxwell) below it.
+TURING_MIN_PCI_DEVICE = 0x1E00
+NVIDIA_PCI_VENDOR = "0x10de"
 # Not data-center parts (the DMA-BUF row of the GPU Operator RDMA doc names data-center GPUs only).
 _NOT_DATA_CENTER = re.compile(r"\b(GeForce|TITAN)\b", re.IGNORECASE)
 _NVRM = re.compile(r"NVRM version:\s+NVIDIA UNIX\s+(?P<open>Open\s+)?(?:\S+\s+)?Kernel Module\s+(?:for\s+\S+\s+)?"
@@ -193,6 +205,25 @@ def rdma_devices(sys_root):
     return devices
 
 
+def pci_gpus(sys_root):
+    """NVIDIA display and 3D controllers (PCI class 0x03xxxx) of /sys/bus/pci/devices: [dict(address, device)].
+
+    They are listed before any NVIDIA driver is installed (the kernel enumerates the bus)."""
+    base = os.path.join(sys_root, "bus", "pci", "devices")
+    try:
+        addresses = sorted(os.listdir(base))
+    except OSError:
+        return []
+    found = []
+    for address in addresses:
+        if (_read(os.path.join(base, address, "vendor")) or "").strip().lower() != NVIDIA_PCI_VENDOR:
+            continue
+        if (_read(os.path.join(base, address, "class")) or "").strip().lower().startswith("0x03"):
+            device = (_read(os.path.join(base, address, "device")) or "").strip().lower()
+            found.append(dict(address=address, device=device or None))
+    return found
+
+
 # --------------------------------------------------------------------------------------------
 # The GPUDirect RDMA mode rule
 # --------------------------------------------------------------------------------------------
@@ -216,6 +247,91 @@ def _gpu_reasons(gpus):
     return reasons
 
 
+def _kernel_reasons(facts):
+    kernel = version_tuple(facts.get("kernel_version"))
+    if kernel is None:
+        return ["kernel version unknown; DMA-BUF needs Linux >= 5.12"]
+    if kernel < DMABUF_MIN_KERNEL:
+        return ["kernel %s is older than 5.12" % facts.get("kernel_version")]
+    return []
+
+
+def _peermem_reasons(facts, common):
+    if (facts.get("ofed") or {}).get("present"):
+        return list(common)
+    return list(common) + ["neither MOFED nor DOCA-OFED is installed (nvidia-peermem needs one)"]
+
+
+def _verdict(dmabuf, peermem, common):
+    """dict(mode, reasons, modes): DMA-BUF preferred, then nvidia-peermem, else unsupported with every reason."""
+    modes = dict(dmabuf=dict(supported=not dmabuf, reasons=dmabuf), peermem=dict(supported=not peermem, reasons=peermem))
+    if not dmabuf:
+        return dict(mode="dmabuf", reasons=[], modes=modes)
+    if not peermem:
+        return dict(mode="peermem", reasons=["dmabuf: " + r for r in dmabuf], modes=modes)
+    reasons = ["dmabuf: " + r for r in dmabuf] + ["peermem: " + r for r in peermem if r not in common]
+    return dict(mode="unsupported", reasons=reasons, modes=modes)
+
+
+def driver_loaded(facts):
+    """Whether the host runs an NVIDIA driver (its kernel module or nvidia-smi answered)."""
+    return bool((facts.get("kernel_module") or {}).get("type") or facts.get("gpus"))
+
+
+def _driver_tuple(text):
+    return tuple(int(part) for part in re.findall(r"\d+", str(text or ""))[:3]) or None
+
+
+def gpudirect_rdma_planned(facts, driver_version, kernel_module_type=None):
+    """The GPUDirect RDMA mode of a host whose NVIDIA driver is not installed yet, for the driver the GPU Operator
+    will install there (``driver_version``; ``kernel_module_type`` open, proprietary, or auto/None where the
+    operator is free to install the open modules, as it does for DMA-BUF).
+
+    Decides from the kernel, the GPUs on the PCI bus (their generation, from the device ID), RDMA devices or a
+    loaded ``ib_core``, MOFED/DOCA-OFED, and the planned driver; what it cannot know before the driver runs
+    (data-center vs consumer part) is left to the operator's validator. Returns the shape of
+    ``gpudirect_rdma`` plus ``basis: planned`` and ``evidence`` (what the decision rests on).
+    """
+    common, evidence = [], ["the NVIDIA driver is not installed yet: decided for driver %s with %s kernel modules"
+                            % (driver_version or "(unknown)", kernel_module_type or "the operator's choice of")]
+    gpus = facts.get("pci_gpus")
+    if gpus is None:
+        evidence.append("the GPUs on the PCI bus were not gathered (gpu_host_facts of an older collection)")
+    elif not gpus:
+        common.append("no NVIDIA GPU on the PCI bus")
+    else:
+        evidence.append("%d NVIDIA GPU(s) on the PCI bus (device %s)" % (len(gpus), ", ".join(
+            sorted({"10de:%s" % str(g.get("device") or "?").replace("0x", "") for g in gpus}))))
+    devices = [d.get("name") for d in facts.get("rdma_devices") or []]
+    if devices:
+        evidence.append("RDMA devices %s" % ", ".join(str(d) for d in devices))
+    elif (facts.get("modules_loaded") or {}).get("ib_core"):
+        evidence.append("no RDMA device yet, ib_core loaded (the RDMA stack is there)")
+    else:
+        common.append("no RDMA device in /sys/class/infiniband and ib_core is not loaded")
+    dmabuf = list(common)
+    for gpu in gpus or []:
+        device = int(str(gpu.get("device") or "0"), 16) if re.match(r"^(0x)?[0-9a-f]+$", str(gpu.get("device") or "")) else None
+        if device is not None and device < TURING_MIN_PCI_DEVICE:
+            dmabuf.append("GPU %s (PCI device 10de:%04x) is older than Turing; DMA-BUF and the open kernel modules "
+                          "need Turing or newer" % (gpu.get("address"), device))
+    dmabuf.extend(_kernel_reasons(facts))
+    if kernel_module_type == "proprietary":
+        dmabuf.append("driver.kernel_module_type is proprietary; DMA-BUF needs the open kernel modules")
+    version = _driver_tuple(driver_version)
+    if version is None:
+        dmabuf.append("the version of the driver to be installed is unknown; DMA-BUF needs 515.43.04 or later (CUDA 11.7)")
+    elif version < DMABUF_MIN_DRIVER:
+        dmabuf.append("driver %s is older than 515.43.04 (CUDA 11.7, the DMA-BUF minimum)" % driver_version)
+    if not _kernel_reasons(facts):
+        evidence.append("kernel %s (>= 5.12)" % facts.get("kernel_version"))
+    if (facts.get("ofed") or {}).get("present"):
+        evidence.append("%s %s installed" % (facts["ofed"].get("kind") or "MOFED", facts["ofed"].get("version") or ""))
+    result = _verdict(dmabuf, _peermem_reasons(facts, common), common)
+    result.update(basis="planned", evidence=evidence)
+    return result
+
+
 def gpudirect_rdma(facts):
     """The GPUDirect RDMA mode that fits the host facts.
 
@@ -228,11 +344,7 @@ def gpudirect_rdma(facts):
     if not facts.get("rdma_devices"):
         common.append("no RDMA device in /sys/class/infiniband")
     dmabuf = list(common) + (_gpu_reasons(gpus) if gpus else [])
-    kernel = version_tuple(facts.get("kernel_version"))
-    if kernel is None:
-        dmabuf.append("kernel version unknown; DMA-BUF needs Linux >= 5.12")
-    elif kernel < DMABUF_MIN_KERNEL:
-        dmabuf.append("kernel %s is older than 5.12" % facts.get("kernel_version"))
+    dmabuf.extend(_kernel_reasons(facts))
     module_type = (facts.get("kernel_module") or {}).get("type")
     if module_type != "open":
         dmabuf.append("the NVIDIA kernel modules are %s; DMA-BUF needs the open kernel modules"
@@ -242,16 +354,7 @@ def gpudirect_rdma(facts):
         dmabuf.append("CUDA version unknown; DMA-BUF needs CUDA >= 11.7")
     elif cuda < DMABUF_MIN_CUDA:
         dmabuf.append("CUDA %s is older than 11.7" % facts.get("cuda_version"))
-    peermem = list(common)
-    if not (facts.get("ofed") or {}).get("present"):
-        peermem.append("neither MOFED nor DOCA-OFED is installed (nvidia-peermem needs one)")
-    modes = dict(dmabuf=dict(supported=not dmabuf, reasons=dmabuf), peermem=dict(supported=not peermem, reasons=peermem))
-    if not dmabuf:
-        return dict(mode="dmabuf", reasons=[], modes=modes)
-    if not peermem:
-        return dict(mode="peermem", reasons=["dmabuf: " + r for r in dmabuf], modes=modes)
-    reasons = ["dmabuf: " + r for r in dmabuf] + ["peermem: " + r for r in peermem if r not in common]
-    return dict(mode="unsupported", reasons=reasons, modes=modes)
+    return _verdict(dmabuf, _peermem_reasons(facts, common), common)
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,5 +381,6 @@ def gather(run, nvidia_smi, ofed_info, proc_root="/proc", sys_root="/sys"):
     facts["modules_loaded"] = {name: name in (loaded or ()) for name in WATCHED_MODULES}
     facts["ofed"] = ofed(run, ofed_info)
     facts["rdma_devices"] = rdma_devices(sys_root)
+    facts["pci_gpus"] = pci_gpus(sys_root)
     facts["gpudirect_rdma"] = gpudirect_rdma(facts)
     return facts

@@ -19,8 +19,9 @@ microsoft-aks.rst; Mellanox/network-operator ``api/v1alpha1`` and its upgrade no
 ``gpu_operator_plan`` and ``network_operator_plan`` turn role options into chart values and
 objects, refusing (``OperatorInputError`` naming the option) anything the chosen chart version,
 platform or the GPU hosts' facts cannot do, so the roles fail before anything is installed. The
-per-host GPUDirect RDMA rule belongs to ``gpu_host_facts``; here the hosts' verdicts are only
-combined (``resolve_rdma_mode``).
+per-host GPUDirect RDMA rule belongs to ``gpu_host_facts`` (``_gpu_host``); here the hosts' verdicts are
+combined (``resolve_rdma_mode``), and for hosts without a driver yet, where the operator installs it, the
+rule is asked about the driver this catalog pins (``_gpu_host.gpudirect_rdma_planned``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import copy
 import json
 import re
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _k8s_names
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpu_host, _k8s_names
 
 # --------------------------------------------------------------------------------------------
 # GPU Operator chart catalog
@@ -203,10 +204,12 @@ MELLANOX_REPOSITORY = "nvcr.io/nvidia/mellanox"
 # From 25.x the components share the release's tag (network-operator-v<release>) in nvcr.io/nvidia/mellanox.
 NETWORK_OPERATOR_CHARTS = {
     "v25.4": {"pinned": "25.4.0", "ipam": ("whereabouts", "nv-ipam"), "default_ipam": "whereabouts",
-              "added": frozenset(("nicConfigurationOperator", "maintenanceOperator", "maintenance-operator-chart")),
+              "added": frozenset(("nicConfigurationOperator", "nic-configuration-operator-chart", "maintenanceOperator",
+                                  "maintenance-operator-chart")),
               "doca_driver": None},
     "v25.7": {"pinned": "25.7.0", "ipam": ("whereabouts", "nv-ipam"), "default_ipam": "whereabouts",
-              "added": frozenset(("nicConfigurationOperator", "maintenanceOperator", "maintenance-operator-chart")),
+              "added": frozenset(("nicConfigurationOperator", "nic-configuration-operator-chart", "maintenanceOperator",
+                                  "maintenance-operator-chart")),
               "doca_driver": "doca3.1.0-25.07-0.9.7.0-0"},
     "v25.10": {"pinned": "25.10.0", "ipam": ("nv-ipam",), "default_ipam": "nv-ipam",
                "added": frozenset(("maintenanceOperator", "maintenance-operator-chart")),
@@ -342,11 +345,31 @@ def _gke_version(option, text):
     return int(match.group(1)), int(match.group(2))
 
 
-def resolve_rdma_mode(requested, hosts):
+def _host_verdicts(hosts, planned):
+    """{host: gpudirect_rdma verdict} and notes: the facts' own verdict, or for a host without a driver where the
+    operator installs one (``planned``: version, kernel_module_type, chart) the verdict for that driver."""
+    verdicts, notes = {}, []
+    for host, facts in sorted(hosts.items()):
+        facts = facts or {}
+        if planned and not _gpu_host.driver_loaded(facts):
+            verdict = _gpu_host.gpudirect_rdma_planned(facts, planned["version"], planned.get("kernel_module_type"))
+            chosen = verdict["mode"] if verdict["mode"] != "unsupported" else "off"
+            notes.append("%s: %s for the driver GPU Operator chart %s installs (%s)%s" % (
+                host, chosen, planned["chart"], "; ".join(verdict["evidence"]),
+                "; not chosen: " + "; ".join(verdict["reasons"]) if verdict["reasons"] else ""))
+            verdicts[host] = verdict
+        elif isinstance(facts.get("gpudirect_rdma"), dict):
+            verdicts[host] = facts["gpudirect_rdma"]
+    return verdicts, notes
+
+
+def resolve_rdma_mode(requested, hosts, planned=None):
     """The GPUDirect RDMA mode for ``requested`` (auto|dmabuf|peermem|off) on the GPU hosts' facts.
 
-    ``hosts`` maps host name -> gpu_host facts. auto takes the mode every host's facts agree on
-    (unsupported -> off); a forced mode must be supported on every host. Returns (mode, notes).
+    ``hosts`` maps host name -> gpu_host facts. auto takes the mode every host's verdict agrees on
+    (unsupported -> off); a forced mode must be supported on every host. ``planned`` (dict version,
+    kernel_module_type, chart) is the driver the GPU Operator installs: a host without a driver is judged
+    for it (its facts cannot show a driver that is not there yet), and the notes say why. Returns (mode, notes).
     """
     _choice("rdma.mode", requested, RDMA_MODES)
     if requested == "off":
@@ -355,28 +378,29 @@ def resolve_rdma_mode(requested, hosts):
         return "off", ["GPUDirect RDMA is off: no GPU host facts to choose a mode from (gpu_host_facts)"]
     _require(bool(hosts), "rdma.mode %s needs the GPU hosts' gpu_host facts (gpu_host_facts), and none were given",
              requested)
-    missing = sorted(h for h, f in hosts.items() if not isinstance((f or {}).get("gpudirect_rdma"), dict))
+    verdicts, notes = _host_verdicts(hosts, planned)
+    missing = sorted(set(hosts) - set(verdicts))
     _require(not missing, "rdma.mode %s: no gpu_host.gpudirect_rdma facts for %s (run gpu_host_facts on them)",
              requested, ", ".join(missing))
     if requested == "auto":
         by_mode = {}
-        for host, facts in sorted(hosts.items()):
-            by_mode.setdefault(facts["gpudirect_rdma"].get("mode"), []).append(host)
+        for host, verdict in sorted(verdicts.items()):
+            by_mode.setdefault(verdict.get("mode"), []).append(host)
         _require(len(by_mode) == 1, "rdma.mode auto: the GPU hosts do not agree on a GPUDirect RDMA mode (%s); "
                  "fix the hosts or set rdma.mode", "; ".join("%s: %s" % (m, ", ".join(h)) for m, h in sorted(by_mode.items())))
         mode = next(iter(by_mode))
         if mode == "unsupported":
-            reasons = sorted({r for f in hosts.values() for r in f["gpudirect_rdma"].get("reasons") or []})
-            return "off", ["GPUDirect RDMA is off: no GPU host supports it (%s)" % "; ".join(reasons)]
+            reasons = sorted({r for v in verdicts.values() for r in v.get("reasons") or []})
+            return "off", ["GPUDirect RDMA is off: no GPU host supports it (%s)" % "; ".join(reasons)] + notes
         _require(mode in ("dmabuf", "peermem"), "rdma.mode auto: unknown mode %r in the hosts' facts", mode)
-        return mode, []
+        return mode, notes
     refused = []
-    for host, facts in sorted(hosts.items()):
-        verdict = (facts["gpudirect_rdma"].get("modes") or {}).get(requested) or {}
-        if not verdict.get("supported"):
-            refused.append("%s (%s)" % (host, "; ".join(verdict.get("reasons") or ["no verdict in the facts"])))
+    for host, verdict in sorted(verdicts.items()):
+        mode_verdict = (verdict.get("modes") or {}).get(requested) or {}
+        if not mode_verdict.get("supported"):
+            refused.append("%s (%s)" % (host, "; ".join(mode_verdict.get("reasons") or ["no verdict in the facts"])))
     _require(not refused, "rdma.mode %s is not supported on %s", requested, ", ".join(refused))
-    return requested, []
+    return requested, notes
 
 
 def _driver_branch_ok_for_auto(driver_version):
@@ -531,7 +555,11 @@ def gpu_operator_plan(options, hosts=None):
     toolkit_on = platform["toolkit"] if toolkit.get("enabled") is None else bool(toolkit["enabled"])
 
     rdma = dict(options.get("rdma") or {})
-    mode, notes = resolve_rdma_mode(rdma.get("mode") or "auto", hosts)
+    planned = None
+    if driver_on:  # hosts without a driver yet are judged for the driver the operator will install
+        planned = {"version": str(driver.get("version") or entry["driver_version"]), "chart": version,
+                   "kernel_module_type": driver.get("kernel_module_type")}
+    mode, notes = resolve_rdma_mode(rdma.get("mode") or "auto", hosts, planned)
     gds = bool(options.get("gds"))
     gdrcopy = bool(options.get("gdrcopy"))
     for name, wanted in (("gds", gds), ("gdrcopy", gdrcopy), ("rdma.mode peermem", mode == "peermem")):
@@ -656,9 +684,14 @@ def network_operator_chart(version):
     return series, NETWORK_OPERATOR_CHARTS[series]
 
 
-def check_network_operator_values(values, version, option="values"):
+def network_operator_keys(version):
+    """The top-level value keys that network-operator chart ``version`` accepts."""
     dummy, entry = network_operator_chart(version)
-    keys = _NETWORK_OPERATOR_COMMON_KEYS | entry["added"]
+    return _NETWORK_OPERATOR_COMMON_KEYS | entry["added"]
+
+
+def check_network_operator_values(values, version, option="values"):
+    keys = network_operator_keys(version)
     unknown = sorted(set(values or {}) - keys)
     _require(not unknown, "%s: Network Operator chart %s has no top-level value %s (it has: %s)", option, version,
              ", ".join(unknown), ", ".join(sorted(keys)))

@@ -19,7 +19,8 @@ description:
     V(unsupported) - with every reason a mode does not fit. The rule lives in the collection once; the
     P(gpu_ops.cluster.gpu_operator#role) role reads it from these facts.
   - A host without GPUs, without a loaded driver or without nvidia-smi returns facts that say so, with the cause in
-    C(problems); the module does not fail on them.
+    C(problems); the module does not fail on them. The GPUs on the PCI bus (C(pci_gpus)) are listed with or without
+    a driver.
   - Reads only, with the Python standard library; runs nvidia-smi twice (the GPU table, and C(-q -d COMPUTE) for the
     CUDA version) and C(ofed_info -s) when it exists.
 extends_documentation_fragment:
@@ -50,7 +51,7 @@ options:
     default: /sys
 notes:
   - Root is not needed. Facts come from C(nvidia-smi --query-gpu), C(/proc/driver/nvidia/version) (open modules say
-    C(Open Kernel Module)), C(/proc/modules), C(/proc/sys/kernel/osrelease), C(/sys/class/infiniband) and
+    C(Open Kernel Module)), C(/proc/modules), C(/proc/sys/kernel/osrelease), C(/sys/class/infiniband), C(/sys/bus/pci/devices) and
     C(ofed_info -s) (C(MLNX_OFED_LINUX-...) is MOFED, C(OFED-internal-...) is DOCA-OFED).
   - DMA-BUF is preferred when both modes fit, as the GPU Operator documentation recommends.
 seealso:
@@ -119,10 +120,19 @@ ansible_facts:
                     "memory_total_mib": 40960, "mig_capable": true, "mig_mode_current": false,
                     "mig_mode_pending": false, "compute_mode": "Default", "compute_capability": "8.0"}]
         modules_loaded:
-          description: Whether C(nvidia_peermem), C(nvidia_fs) and C(gdrdrv) are loaded.
+          description: Whether C(nvidia_peermem), C(nvidia_fs), C(gdrdrv) and C(ib_core) (the kernel's RDMA core) are loaded.
           type: dict
           returned: always
-          sample: {"nvidia_peermem": false, "nvidia_fs": false, "gdrdrv": false}
+          sample: {"nvidia_peermem": false, "nvidia_fs": false, "gdrdrv": false, "ib_core": true}
+        pci_gpus:
+          description:
+            - The NVIDIA display and 3D controllers of C(/sys/bus/pci/devices) - C(address) and C(device) (the PCI device
+              ID). They are listed before any NVIDIA driver is installed; the P(gpu_ops.cluster.gpu_operator#role) role
+              judges the GPUDirect RDMA mode of such fresh hosts from them and the driver the operator will install.
+          type: list
+          elements: dict
+          returned: always
+          sample: [{"address": "0000:18:00.0", "device": "0x2330"}]
         ofed:
           description: MOFED or DOCA-OFED - C(present), C(kind) (V(mofed), V(doca-ofed) or null), C(version).
           type: dict

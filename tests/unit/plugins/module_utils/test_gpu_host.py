@@ -139,7 +139,7 @@ def test_dgx_h100_facts(tmp_path):
     assert facts["gpus"][1] == dict(index=1, uuid="GPU-4e1b0d8a-77c3-1b55-9a2e-0c7b5d6a1f01", name="NVIDIA H100 80GB HBM3",
                                     memory_total_mib=81559, mig_capable=True, mig_mode_current=False,
                                     mig_mode_pending=False, compute_mode="Default", compute_capability="9.0")
-    assert facts["modules_loaded"] == {"nvidia_peermem": True, "nvidia_fs": False, "gdrdrv": False}
+    assert facts["modules_loaded"] == {"nvidia_peermem": True, "nvidia_fs": False, "gdrdrv": False, "ib_core": True}
     assert facts["ofed"] == {"present": True, "kind": "mofed", "version": "23.10-1.1.9.0"}
     assert [(d["name"], d["netdevs"], d["state"], d["link_layer"], d["rate_gbps"]) for d in facts["rdma_devices"]] == [
         ("mlx5_0", ["ibp24s0"], "ACTIVE", "InfiniBand", 400), ("mlx5_1", ["ibp64s0"], "DOWN", "InfiniBand", 10)]
@@ -213,3 +213,82 @@ def test_rdma_mode_boundaries(facts, mode, reason):
     assert result["mode"] == mode
     if reason:
         assert reason in result["reasons"]
+
+
+# ---- fresh hosts: the GPU Operator will install the driver ------------------------------------------
+
+def pci_device(address, vendor, klass, device):
+    return {"bus/pci/devices/%s/%s" % (address, key): value + "\n"
+            for key, value in (("vendor", vendor), ("class", klass), ("device", device))}
+
+
+FRESH_SYS = dict(ib_device("mlx5_0", "ens64np1", {"state": "4: ACTIVE\n", "link_layer": "Ethernet\n",
+                                                  "rate": "100 Gb/sec (4X EDR)\n"}),
+                 **pci_device("0000:18:00.0", "0x10de", "0x030200", "0x2330"),  # H100 SXM5, no driver bound
+                 **pci_device("0000:2a:00.0", "0x10de", "0x030200", "0x2330"),
+                 **pci_device("0000:29:00.0", "0x15b3", "0x020000", "0x1021"),  # ConnectX-7
+                 **pci_device("0000:00:14.0", "0x8086", "0x0c0330", "0x7ae0"))  # USB controller
+
+
+def test_fresh_host_facts_show_the_pci_gpus_and_the_rdma_stack(tmp_path):
+    host = dict(commands={}, proc={"modules": "mlx5_ib 483328 0 - Live 0x0\nib_core 442368 8 mlx5_ib, Live 0x0\n",
+                                   "sys/kernel/osrelease": "6.8.0-45-generic\n"}, sys=FRESH_SYS)
+    facts, calls = gather(tmp_path, host, nvidia_smi=None)
+    assert calls == [] and facts["gpus"] == [] and facts["kernel_module"]["type"] is None
+    assert facts["pci_gpus"] == [{"address": "0000:18:00.0", "device": "0x2330"}, {"address": "0000:2a:00.0", "device": "0x2330"}]
+    assert facts["modules_loaded"]["ib_core"] is True and not _gpu_host.driver_loaded(facts)
+    assert facts["gpudirect_rdma"]["mode"] == "unsupported"  # what runs now: no driver
+    planned = _gpu_host.gpudirect_rdma_planned(facts, "580.105.08")
+    assert (planned["mode"], planned["basis"], planned["reasons"]) == ("dmabuf", "planned", [])
+    assert planned["evidence"] == [
+        "the NVIDIA driver is not installed yet: decided for driver 580.105.08 with the operator's choice of kernel modules",
+        "2 NVIDIA GPU(s) on the PCI bus (device 10de:2330)", "RDMA devices mlx5_0", "kernel 6.8.0-45-generic (>= 5.12)"]
+
+
+FRESH = dict(kernel_version="6.8.0-45-generic", kernel_module={"type": None, "version": None}, gpus=[],
+             pci_gpus=[{"address": "0000:18:00.0", "device": "0x2330"}], rdma_devices=[{"name": "mlx5_0"}],
+             modules_loaded={"ib_core": True}, ofed={"present": False})
+MOFED = {"ofed": {"present": True, "kind": "mofed", "version": "24.10-1.1.4.0"}}
+
+
+@pytest.mark.parametrize("changes, driver, module_type, mode, fragment", [
+    ({}, "580.105.08", None, "dmabuf", None),
+    ({}, "580.105.08", "open", "dmabuf", None),
+    ({}, "570.124.06", "auto", "dmabuf", None),
+    ({}, "580.105.08", "proprietary", "unsupported",
+     "dmabuf: driver.kernel_module_type is proprietary; DMA-BUF needs the open kernel modules"),
+    (MOFED, "580.105.08", "proprietary", "peermem", "dmabuf: driver.kernel_module_type is proprietary"),
+    (dict(MOFED, kernel_version="5.4.0-150-generic"), "550.144.03", None, "peermem",
+     "dmabuf: kernel 5.4.0-150-generic is older than 5.12"),
+    (dict(MOFED, kernel_version="5.11.0"), "580.105.08", None, "peermem", "dmabuf: kernel 5.11.0 is older than 5.12"),
+    (dict(kernel_version="5.12.0"), "580.105.08", None, "dmabuf", None),
+    (MOFED, "510.47.03", "open", "peermem", "dmabuf: driver 510.47.03 is older than 515.43.04 (CUDA 11.7"),
+    (MOFED, "515.43.04", "open", "dmabuf", None),
+    (MOFED, "", None, "peermem", "dmabuf: the version of the driver to be installed is unknown"),
+    (dict(MOFED, pci_gpus=[{"address": "0000:3b:00.0", "device": "0x1db1"}]), "580.105.08", None, "peermem",
+     "dmabuf: GPU 0000:3b:00.0 (PCI device 10de:1db1) is older than Turing"),
+    (dict(pci_gpus=[{"address": "0000:3b:00.0", "device": "0x1eb8"}]), "580.105.08", None, "dmabuf", None),  # T4
+    (dict(pci_gpus=[]), "580.105.08", None, "unsupported", "dmabuf: no NVIDIA GPU on the PCI bus"),
+    (dict(rdma_devices=[], modules_loaded={"ib_core": False}), "580.105.08", None, "unsupported",
+     "dmabuf: no RDMA device in /sys/class/infiniband and ib_core is not loaded"),
+    (dict(rdma_devices=[]), "580.105.08", None, "dmabuf", None),  # ib_core loaded: inbox drivers
+    (dict(kernel_version=None), "580.105.08", None, "unsupported", "dmabuf: kernel version unknown"),
+    (dict(MOFED, kernel_version=None), "580.105.08", None, "peermem", "dmabuf: kernel version unknown"),
+])
+def test_planned_rdma_mode_for_the_operators_driver(changes, driver, module_type, mode, fragment):
+    facts = dict(FRESH, **changes)
+    result = _gpu_host.gpudirect_rdma_planned(facts, driver, module_type)
+    assert result["mode"] == mode, result
+    assert result["modes"]["dmabuf"]["supported"] == (mode == "dmabuf")
+    if fragment:
+        assert any(fragment in r for r in result["reasons"]), result["reasons"]
+    else:
+        assert result["reasons"] == []
+    assert result["evidence"][0].startswith("the NVIDIA driver is not installed yet: decided for driver %s" % (driver or "(unknown)"))
+
+
+def test_planned_rdma_mode_without_pci_facts_says_so():
+    facts = {k: v for k, v in FRESH.items() if k != "pci_gpus"}
+    result = _gpu_host.gpudirect_rdma_planned(facts, "580.105.08")
+    assert result["mode"] == "dmabuf"
+    assert "the GPUs on the PCI bus were not gathered (gpu_host_facts of an older collection)" in result["evidence"]

@@ -223,6 +223,62 @@ def test_auto_on_hosts_without_rdma_turns_it_off_with_the_reasons():
     assert plan["chart"]["values"]["driver"]["rdma"]["enabled"] is False
 
 
+# ---- rdma.mode auto on fresh hosts (the operator installs the driver) ---------------------------------
+
+def fresh(ofed=False, kernel="6.8.0-45-generic", device="0x2330"):
+    """gpu_host facts of a host without an NVIDIA driver yet: the GPU only on the PCI bus."""
+    facts = host(mode="unsupported", ofed=ofed)
+    facts.update(nvidia_smi={"present": False, "path": None}, driver_version=None, cuda_version=None, gpus=[],
+                 kernel_version=kernel, kernel_module={"type": None, "version": None},
+                 pci_gpus=[{"address": "0000:18:00.0", "device": device}],
+                 modules_loaded={"nvidia_peermem": False, "nvidia_fs": False, "gdrdrv": False, "ib_core": True})
+    facts["gpudirect_rdma"]["reasons"] = ["no NVIDIA GPU found"]  # what the facts' own rule says without a driver
+    return facts
+
+
+FRESH_CASES = [
+    # (chart, options, hosts, mode, driver values expected, note fragment)
+    ("v25.10.1", {}, {"gpu-a": fresh()}, "dmabuf", {"kernelModuleType": "open", "rdma": {"enabled": False, "useHostMofed": False}},
+     "gpu-a: dmabuf for the driver GPU Operator chart v25.10.1 installs (the NVIDIA driver is not installed yet: "
+     "decided for driver 580.105.08"),
+    ("v24.9.2", {}, {"gpu-a": fresh()}, "dmabuf", {"useOpenKernelModules": True}, "decided for driver 550.144.03"),
+    ("v25.3.4", {"driver": {"kernel_module_type": "proprietary"}}, {"gpu-a": fresh(ofed=True)}, "peermem",
+     {"kernelModuleType": "proprietary", "rdma": {"enabled": True, "useHostMofed": True}},
+     "not chosen: dmabuf: driver.kernel_module_type is proprietary"),
+    ("v25.10.1", {"driver": {"kernel_module_type": "proprietary"}}, {"gpu-a": fresh()}, "off",
+     {"kernelModuleType": "proprietary", "rdma": {"enabled": False, "useHostMofed": False}},
+     "GPUDirect RDMA is off: no GPU host supports it"),
+    ("v25.10.1", {}, {"gpu-a": fresh(ofed=True, kernel="5.4.0-150-generic")}, "peermem", {"rdma": {"enabled": True, "useHostMofed": True}},
+     "kernel 5.4.0-150-generic is older than 5.12"),
+    ("v25.10.1", {"driver": {"version": "510.47.03", "kernel_module_type": "open"}}, {"gpu-a": fresh(ofed=True)}, "peermem",
+     {"version": "510.47.03"}, "driver 510.47.03 is older than 515.43.04"),
+    ("v25.10.1", {}, {"gpu-a": fresh(ofed=True, device="0x1db1")}, "peermem", {"rdma": {"enabled": True, "useHostMofed": True}},
+     "(PCI device 10de:1db1) is older than Turing"),
+    ("v25.10.1", {}, {"gpu-a": fresh(), "gpu-b": host(mode="dmabuf", ofed=False)}, "dmabuf", {"kernelModuleType": "open"},
+     "gpu-a: dmabuf for the driver"),
+    # AKS with its preinstalled driver: the operator installs none, so the facts' own verdict stands
+    ("v25.10.1", {"platform": "aks"}, {"gpu-a": fresh()}, "off", {"enabled": False}, "GPUDirect RDMA is off"),
+]
+
+
+@pytest.mark.parametrize("version, settings, hosts, mode, driver_values, note", FRESH_CASES)
+def test_auto_rdma_on_fresh_hosts_decides_for_the_operators_driver(version, settings, hosts, mode, driver_values, note):
+    plan = ops.gpu_operator_plan(dict(options(version), rdma={"mode": "auto"}, **settings), hosts)
+    assert plan["rdma"]["mode"] == mode, plan["rdma"]
+    driver = plan["chart"]["values"]["driver"]
+    assert {k: driver.get(k) for k in driver_values} == driver_values
+    assert any(note in n for n in plan["rdma"]["notes"]), plan["rdma"]["notes"]
+
+
+def test_forced_dmabuf_on_a_fresh_host_is_judged_for_the_operators_driver():
+    with pytest.raises(ops.OperatorInputError) as error:
+        ops.gpu_operator_plan(options("v25.10.1", rdma={"mode": "dmabuf"}, driver={"kernel_module_type": "proprietary"}),
+                              {"gpu-a": fresh()})
+    assert "rdma.mode dmabuf is not supported on gpu-a (driver.kernel_module_type is proprietary" in str(error.value)
+    plan = ops.gpu_operator_plan(options("v25.10.1", rdma={"mode": "dmabuf"}), {"gpu-a": fresh()})
+    assert plan["rdma"]["mode"] == "dmabuf" and plan["chart"]["values"]["driver"]["kernelModuleType"] == "open"
+
+
 # ---- Network Operator -----------------------------------------------------------------------------
 
 def net_options(version, **extra):
