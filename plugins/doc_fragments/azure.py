@@ -38,26 +38,6 @@ options:
     description:
       - Service principal secret.
     type: str
-  request_timeout:
-    description:
-      - Seconds to wait for one HTTP response.
-    type: int
-    default: 60
-  operation_timeout:
-    description:
-      - Seconds to wait for one long-running operation to finish.
-    type: int
-    default: 3600
-  max_retries:
-    description:
-      - How many times a request that failed with HTTP 429, a 5xx status or a connection reset is retried, honouring C(Retry-After).
-    type: int
-    default: 8
-  render_dir:
-    description:
-      - Render mode. When set, no credentials are used and nothing is sent to Azure.
-      - The module plans against an empty subscription and writes each request it would send, in order, as a JSON file under C(<render_dir>/requests/).
-    type: path
 requirements:
   - azure-identity >= 1.17.0
   - requests

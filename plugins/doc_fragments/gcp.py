@@ -53,26 +53,6 @@ options:
       - Base URL of the Compute Engine API, for private endpoints and tests.
     type: str
     default: https://compute.googleapis.com/
-  request_timeout:
-    description:
-      - Seconds to wait for one HTTP response.
-    type: int
-    default: 60
-  operation_timeout:
-    description:
-      - Seconds to wait for one long-running operation to finish.
-    type: int
-    default: 3600
-  max_retries:
-    description:
-      - How many times a request that failed with HTTP 429, a 5xx status or a connection reset is retried, with jittered exponential backoff.
-    type: int
-    default: 8
-  render_dir:
-    description:
-      - Render mode. When set, no credentials are used and nothing is sent to Google Cloud.
-      - The module plans against an empty project and writes each request it would send, in order, as a JSON file under C(<render_dir>/requests/).
-    type: path
 requirements:
   - google-auth >= 2.30.0
   - requests

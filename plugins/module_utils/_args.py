@@ -17,7 +17,7 @@ import copy
 GCP_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
 
 # The options every API session takes (timeouts, retries, render mode): the one place their
-# defaults are written (plugins/doc_fragments/gcp.py and azure.py document them).
+# defaults are written (plugins/doc_fragments/session.py documents them).
 SESSION_SPEC = dict(
     request_timeout=dict(type="int", default=60),
     operation_timeout=dict(type="int", default=3600),
@@ -47,10 +47,10 @@ AZURE_ACCOUNT_SPEC = dict(
     client_secret=dict(type="str", no_log=True),
 )
 
-# matches plugins/doc_fragments/gcp.py
+# matches plugins/doc_fragments/gcp.py + session.py
 GCP_COMMON_SPEC = dict(GCP_ACCOUNT_SPEC, **SESSION_SPEC)
 
-# matches plugins/doc_fragments/azure.py
+# matches plugins/doc_fragments/azure.py + session.py
 AZURE_COMMON_SPEC = dict(AZURE_ACCOUNT_SPEC, **SESSION_SPEC)
 
 

@@ -31,6 +31,7 @@ extends_documentation_fragment:
   - gpu_ops.cluster.attributes.CHANGES
   - gpu_ops.cluster.attributes.ACTIONGROUP_GCP
   - gpu_ops.cluster.gcp
+  - gpu_ops.cluster.session
 options:
   name:
     description:

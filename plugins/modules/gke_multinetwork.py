@@ -39,6 +39,7 @@ extends_documentation_fragment:
   - gpu_ops.cluster.attributes.CHANGES
   - gpu_ops.cluster.attributes.ACTIONGROUP_GCP
   - gpu_ops.cluster.gcp
+  - gpu_ops.cluster.session
 options:
   cluster:
     description:
