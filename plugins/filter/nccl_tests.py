@@ -15,15 +15,13 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils import _inputs
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nccl_tests
 
 
+@_inputs.errors_as(AnsibleFilterError)
 def nccl_tests_parse(text, all_runs=False):
     """The nccl-tests run in ``text`` (a dict), or every run (a list) with ``all_runs=true``."""
-    try:
-        _inputs.output_text("input", text, lines=False)  # null is a missing capture, not an empty run
-        if _inputs.boolean("all_runs", all_runs):
-            return _nccl_tests.parse_all(text)
-        return _nccl_tests.parse(text)
-    except ValueError as exc:
-        raise AnsibleFilterError("nccl_tests_parse: %s" % exc)
+    _inputs.output_text("input", text, lines=False)  # null is a missing capture, not an empty run
+    if _inputs.boolean("all_runs", all_runs):
+        return _nccl_tests.parse_all(text)
+    return _nccl_tests.parse(text)
 
 
 def _show(value):
@@ -48,23 +46,21 @@ def _check_bandwidths(run):
                                    minimum=0)
 
 
+@_inputs.errors_as(AnsibleFilterError)
 def nccl_tests_verdict(run, threshold=None, fabric=None, min_rows=1):
     """Pass/fail of a parsed run (or of raw output text) against a GB/s threshold or a fabric's threshold."""
-    try:
-        threshold = _inputs.number("threshold (GB/s)", threshold, minimum=0, allow_none=True)
-        min_rows = _inputs.whole_number("min_rows", min_rows, minimum=0)
-        if isinstance(run, str):
-            run = _nccl_tests.parse(run)
-        if not isinstance(run, dict):
-            raise ValueError("expected a parsed run (nccl_tests_parse) or nccl-tests output text")
-        if threshold is None and fabric is not None:
-            if not isinstance(fabric, str) or fabric not in _gpudirect.FABRICS:
-                raise ValueError("fabric %s is not one of %s" % (_show(fabric), ", ".join(_gpudirect.FABRICS)))
-            threshold = _gpudirect.NCCL_BANDWIDTH_THRESHOLDS.get(fabric)
-        _check_bandwidths(run)
-        return _nccl_tests.verdict(run, threshold=threshold, min_rows=min_rows)
-    except (TypeError, ValueError) as exc:
-        raise AnsibleFilterError("nccl_tests_verdict: %s" % exc)
+    threshold = _inputs.number("threshold (GB/s)", threshold, minimum=0, allow_none=True)
+    min_rows = _inputs.whole_number("min_rows", min_rows, minimum=0)
+    if isinstance(run, str):
+        run = _nccl_tests.parse(run)
+    if not isinstance(run, dict):
+        raise ValueError("expected a parsed run (nccl_tests_parse) or nccl-tests output text")
+    if threshold is None and fabric is not None:
+        if not isinstance(fabric, str) or fabric not in _gpudirect.FABRICS:
+            raise ValueError("fabric %s is not one of %s" % (_show(fabric), ", ".join(_gpudirect.FABRICS)))
+        threshold = _gpudirect.NCCL_BANDWIDTH_THRESHOLDS.get(fabric)
+    _check_bandwidths(run)
+    return _nccl_tests.verdict(run, threshold=threshold, min_rows=min_rows)
 
 
 class FilterModule:

@@ -14,30 +14,25 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils import _inputs
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvsmi
 
 
+@_inputs.errors_as(AnsibleFilterError)
 def nvsmi_parse(text, kind="list", fields=None):
     """Parse nvidia-smi output of the given kind (list, lgip, lgipp, lgi, lci, csv, xml, messages)."""
     if not isinstance(kind, str) or kind not in _nvsmi.PARSERS:
-        raise AnsibleFilterError("nvsmi_parse: kind %r is not one of %s" % (kind, ", ".join(sorted(_nvsmi.PARSERS))))
-    try:
-        # null is not "no GPUs": it is a missing capture (an undefined register, a skipped task)
-        _inputs.output_text("input", text)
-        if kind == "csv":
-            return _nvsmi.parse_query_csv(text, fields)
-        if fields is not None:
-            raise ValueError("fields only applies to kind=csv")
-        return _nvsmi.PARSERS[kind](text)
-    except ValueError as exc:
-        raise AnsibleFilterError("nvsmi_parse: %s" % exc)
+        raise ValueError("kind %r is not one of %s" % (kind, ", ".join(sorted(_nvsmi.PARSERS))))
+    # null is not "no GPUs": it is a missing capture (an undefined register, a skipped task)
+    _inputs.output_text("input", text)
+    if kind == "csv":
+        return _nvsmi.parse_query_csv(text, fields)
+    if fields is not None:
+        raise ValueError("fields only applies to kind=csv")
+    return _nvsmi.PARSERS[kind](text)
 
 
+@_inputs.errors_as(AnsibleFilterError)
 def nvsmi_listing_problems(text, profile, count=1, exact=False):
     """Why an nvidia-smi -L listing does not show the expected MIG devices ([] when it does)."""
-    try:
-        _inputs.output_text("input", text)
-        return _nvsmi.listing_problems(text, _inputs.text("profile", profile),
-                                       _inputs.whole_number("count", count, minimum=0), _inputs.boolean("exact", exact))
-    except (TypeError, ValueError) as exc:
-        raise AnsibleFilterError("nvsmi_listing_problems: %s" % exc)
+    return _nvsmi.listing_problems(_inputs.output_text("input", text), _inputs.text("profile", profile),
+                                   _inputs.whole_number("count", count, minimum=0), _inputs.boolean("exact", exact))
 
 
 class FilterModule:

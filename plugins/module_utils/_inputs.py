@@ -12,6 +12,7 @@ taken for numbers, nor text for booleans (``"no"`` is truthy in Python).
 
 from __future__ import annotations
 
+import functools
 import math
 
 _MAX_SHOWN = 60
@@ -140,3 +141,13 @@ def filtered(_error, _filter, _function, *args, **kwargs):
         return _function(*args, **kwargs)
     except (TypeError, ValueError) as exc:
         raise _error("%s: %s" % (_filter, exc)) from None
+
+
+def errors_as(error):
+    """Decorator of a filter: a ValueError or TypeError it raises comes out as ``error("<filter>: <why>")``."""
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            return filtered(error, function.__name__, function, *args, **kwargs)
+        return wrapper
+    return decorate
