@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _inputs
@@ -119,6 +120,78 @@ def mig_parted_config(gpu_model, layout, name="custom", device_filter=True, incl
                  device_filter=bool(device_filter), include_defaults=bool(include_defaults))
 
 
+DEFAULT_PARTED_CONFIG_MAP = "default-mig-parted-config"
+
+
+def _node_name(node):
+    return node if isinstance(node, str) else ((node or {}).get("metadata") or {}).get("name")
+
+
+def _node_model(node, gpu_model):
+    if gpu_model:
+        return _mig.gpu_model(gpu_model)["name"]
+    labels = {} if isinstance(node, str) else ((node.get("metadata") or {}).get("labels") or {})
+    return _mig.find_gpu_model(labels.get("nvidia.com/gpu.product"))
+
+
+def _config_map_document(name, config_maps, wanted):
+    """(parsed config.yaml, source, problem) of the MIG manager's ConfigMap for a node."""
+    by_name = {(c.get("metadata") or {}).get("name"): c for c in config_maps}
+    if not wanted:
+        wanted = "%s-mig-config" % name if "%s-mig-config" % name in by_name else DEFAULT_PARTED_CONFIG_MAP
+    source = "ConfigMap %s" % wanted
+    if wanted not in by_name:
+        return None, source, ("%s not found in the MIG manager's namespace (is the GPU Operator's MIG manager installed, "
+                              "and is migManager.config.name right?)" % source)
+    text = (by_name[wanted].get("data") or {}).get("config.yaml")
+    if text is None:
+        return None, source, "%s has no config.yaml key" % source
+    try:
+        return yaml.safe_load(text), source, None
+    except yaml.YAMLError as exc:
+        return None, source, "%s: config.yaml is not YAML: %s" % (source, " ".join(str(exc).split()))
+
+
+def mig_manager_problems(nodes, config, config_maps=None, config_map="", parted_config=None, gpu_model=""):
+    """Why the MIG manager cannot apply config to these nodes (Node documents, or names in render mode); [] when it can."""
+    if not isinstance(nodes, (list, tuple)) or not nodes:
+        raise AnsibleFilterError("mig_manager_problems: the input must be a non-empty list of Nodes or node names")
+    if not isinstance(config, str) or not config:
+        raise AnsibleFilterError("mig_manager_problems: config must be a mig-parted config name, got %r" % (config,))
+    parted_config = plain(parted_config) or None
+    problems = []
+    for node in nodes:
+        name = _node_name(node)
+        try:
+            model = _node_model(node, gpu_model)
+        except ValueError as exc:
+            raise AnsibleFilterError("mig_manager_problems: gpu_model: %s" % exc)
+        if parted_config is not None:
+            document, source, problem = parted_config, "mig_manager_parted_config", None
+        elif config_maps is not None:
+            document, source, problem = _config_map_document(name, plain(config_maps), config_map)
+        else:
+            document, source, problem = None, "the GPU Operator's default config", None
+        if problem is None:
+            found = _mig.parted_config_problems(document, config, model, source)
+            problem = "; ".join(found) if found else None
+        if problem:
+            problems.append("node %s: %s" % (name, problem))
+    return problems
+
+
+def mig_config_status(nodes, config, events=None, event_count=10):
+    """Where the MIG manager stands on every node for config (converged, failed, nodes, message)."""
+    if not isinstance(nodes, (list, tuple)):
+        raise AnsibleFilterError("mig_config_status: the input must be a list of Node documents (k8s_info resources)")
+    try:
+        _inputs.objects("nodes", nodes)
+        event_count = _inputs.whole_number("event_count", event_count, minimum=0)
+    except ValueError as exc:
+        raise AnsibleFilterError("mig_config_status: %s" % exc)
+    return _mig.mig_config_status(plain(nodes), config, plain(events or []), event_count)
+
+
 class FilterModule:
     """MIG filters."""
 
@@ -131,4 +204,6 @@ class FilterModule:
             "mig_device_plugin_config": mig_device_plugin_config,
             "mig_placements": mig_placements,
             "mig_parted_config": mig_parted_config,
+            "mig_manager_problems": mig_manager_problems,
+            "mig_config_status": mig_config_status,
         }

@@ -1061,6 +1061,122 @@ def _describe_selector(selector):
 
 
 # --------------------------------------------------------------------------------------------
+# MIG geometry of Kubernetes nodes through the GPU Operator's MIG manager (role mig_manager)
+# --------------------------------------------------------------------------------------------
+
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
+# reconfigure-mig.sh / gpu-operator-mig.rst: the states the MIG manager writes
+MIG_CONFIG_STATES = ("pending", "rebooting", "success", "failed")
+
+
+def _entry_applies(entry, model):
+    """Whether a mig-parted config entry applies to GPUs of ``model`` (its device-filter; no filter: every GPU)."""
+    filters = entry.get("device-filter")
+    if filters is None or model is None:
+        return True
+    filters = [filters] if isinstance(filters, str) else list(filters)
+    wanted = {d.upper() for d in model["device_ids"]}
+    return any(str(f).upper() in wanted for f in filters)
+
+
+def parted_config_problems(config, name, model=None, source="the mig-parted config"):
+    """Why config ``name`` of a mig-parted document cannot be applied to GPUs of ``model``; [] when it can.
+
+    ``config`` is a parsed mig-parted ``version: v1`` document, or None for the names the GPU
+    Operator's default config has for the model (``standard_layouts``); ``model`` may be None
+    (unknown GPU: only the name is checked).
+    """
+    entry = gpu_model(model) if model is not None else None
+    if config is None:
+        if entry is None:
+            return ["no mig-parted config and no GPU model to check config %r against" % (name,)]
+        names = sorted(standard_layouts(entry))
+        if name in names:
+            return []
+        return ["config %r is not one of the GPU Operator's default configs for %s: %s" % (name, entry["name"], ", ".join(names))]
+    if not isinstance(config, dict) or config.get("version") != "v1" or not isinstance(config.get("mig-configs"), dict):
+        return ["%s is not a mig-parted config (version: v1 with mig-configs)" % source]
+    configs = config["mig-configs"]
+    if name not in configs:
+        return ["config %r is not in %s; its configs: %s" % (name, source, ", ".join(sorted(configs)) or "none")]
+    entries = configs[name]
+    if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
+        return ["config %r of %s is not a non-empty list of entries" % (name, source)]
+    applying = [e for e in entries if _entry_applies(e, entry)]
+    if not applying:
+        return ["config %r of %s has no entry for %s (device IDs %s)" % (
+            name, source, entry["name"], ", ".join(entry["device_ids"]))]
+    problems = []
+    for number, one in enumerate(applying):
+        devices = one.get("mig-devices") or {}
+        if entry is None or not one.get("mig-enabled") or not devices:
+            continue
+        try:
+            result = place(entry, dict(devices))
+        except ValueError as exc:
+            problems.append("config %r of %s: %s" % (name, source, exc))
+            continue
+        if not result["fits"]:
+            problems.append("config %r of %s: mig-devices %s do not fit one %s: %s" % (
+                name, source, _describe(dict(devices)), entry["name"], result["reason"]))
+    return problems
+
+
+def mig_config_state(node, config):
+    """One Node's MIG manager state for ``config``: dict(name, config, state, done, failed)."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    have, state = labels.get(MIG_CONFIG_LABEL), labels.get(MIG_CONFIG_STATE_LABEL)
+    current = have == config
+    return dict(name=(node.get("metadata") or {}).get("name"), config=have, state=state,
+                done=current and state == "success", failed=current and state == "failed")
+
+
+def _event_time(event):
+    return str(event.get("lastTimestamp") or event.get("eventTime") or (event.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+def node_events(events, node_name, count):
+    """The last ``count`` Events about a Node, oldest first, as ``<type> <reason>: <message> (xN)`` lines."""
+    about = [e for e in events or [] if (e.get("involvedObject") or {}).get("kind") == "Node"
+             and (e.get("involvedObject") or {}).get("name") == node_name]
+    lines = []
+    for event in sorted(about, key=_event_time)[-count:] if count else []:
+        text = "%s %s: %s" % (event.get("type") or "Normal", event.get("reason") or "-", " ".join(str(event.get("message") or "").split()))
+        if (event.get("count") or 1) > 1:
+            text += " (x%d)" % event["count"]
+        lines.append(text)
+    return lines
+
+
+def mig_config_status(nodes, config, events=None, event_count=10):
+    """Where the MIG manager stands on every node for ``config``.
+
+    Returns dict(converged (every node success), failed (names of nodes in state failed), nodes
+    (mig_config_state of each), message (the nodes not done, each with its state and its recent
+    Events, for a failure)).
+    """
+    states = [mig_config_state(n, config) for n in sorted(nodes or [], key=lambda n: (n.get("metadata") or {}).get("name") or "")]
+    lines = []
+    for state in states:
+        if state["done"]:
+            continue
+        if state["config"] != config:
+            what = "%s=%s (expected %s)" % (MIG_CONFIG_LABEL, state["config"], config)
+        else:
+            what = "%s=%s" % (MIG_CONFIG_STATE_LABEL, state["state"] or "(not set)")
+        hint = {"failed": "the MIG manager could not apply it; see the nvidia-mig-manager pod's log on the node",
+                "rebooting": "the MIG manager is rebooting the node (WITH_REBOOT=true)"}.get(
+            state["state"], "the MIG manager has not finished; is nvidia-mig-manager running there "
+                            "(label nvidia.com/gpu.deploy.mig-manager=true)?")
+        recent = node_events(events, state["name"], event_count)
+        lines.append("node %s: %s for config %s - %s; recent events: %s" % (
+            state["name"], what, config, hint, "; ".join(recent) if recent else "none"))
+    return dict(converged=bool(states) and all(s["done"] for s in states),
+                failed=[s["name"] for s in states if s["failed"]], nodes=states, message=" | ".join(lines))
+
+
+# --------------------------------------------------------------------------------------------
 # Compute instances and the nearest layout that fits (bare-metal MIG module)
 # --------------------------------------------------------------------------------------------
 

@@ -116,6 +116,10 @@ default, ``controllers=False`` turns them off and ``reconcile()`` runs them by h
   SecondaryRangeAndDeviceModeUnspecified / GNPConfigInvalid), Network ParamsReady and Ready
   (GNPParamsReady / DeviceModeMissing / L3SecondaryMissing / GNPDeleted / ParamsNotReady /
   NetworkReady), reasons as the published API types name them.
+- GPU Operator MIG manager (off until ``mig_manager(configs, delay, failing, stuck)``): on nodes labelled
+  ``nvidia.com/gpu.deploy.mig-manager=true``, a new ``nvidia.com/mig.config`` value turns
+  ``nvidia.com/mig.config.state`` to ``pending``, then after ``delay`` seconds to ``success`` or ``failed``
+  (unknown or ``failing`` configs); ``stuck`` configs stay ``pending``. No GPU is modelled.
 - Anything else: ``set_status`` (validated against the kind's schema: a status the CRD refuses raises
   ``ApiError`` 422) / ``set_condition`` (ClusterPolicy ``state: ready`` and so on).
 
@@ -806,6 +810,7 @@ class K8sDouble:
         self._exec_scripts = []
         self._pod_logs = {}
         self._generation_seen = {}
+        self._mig_manager = None
         self._server = None
         self._thread = None
         self._tmpdir = None
@@ -1059,6 +1064,24 @@ class K8sDouble:
             },
         }
         return self.put(node)
+
+    def mig_manager(self, configs=None, delay=0.0, failing=(), stuck=()):
+        """Run a fake GPU Operator MIG manager on the nodes labelled ``nvidia.com/gpu.deploy.mig-manager=true``.
+
+        Like reconfigure-mig.sh it reacts to a new ``nvidia.com/mig.config`` value: state ``pending`` at
+        once, then after ``delay`` seconds ``success``, or ``failed`` for a config not in ``configs``
+        (None: every name exists) or named in ``failing``; configs in ``stuck`` stay ``pending`` (a
+        reboot that never comes back). Nodes without the deploy label are left alone, as the real
+        DaemonSet is not scheduled there. ``mig_manager_log()`` lists what it applied, per node.
+        """
+        with self._lock:
+            self._mig_manager = {"configs": None if configs is None else set(configs), "delay": delay,
+                                 "failing": set(failing), "stuck": set(stuck), "seen": {}, "log": []}
+            self._reconcile()
+
+    def mig_manager_log(self):
+        with self._lock:
+            return list((self._mig_manager or {}).get("log", []))
 
     def never_ready(self, node_name):
         """Pods on this node never become ready (a DaemonSet covering it never gets ready)."""
@@ -1829,6 +1852,7 @@ class K8sDouble:
             self._reconcile_pods()
             self._reconcile_deployments()
             self._reconcile_gke_networking()
+            self._reconcile_mig_manager()
             if self._resource_version == before:
                 return
 
@@ -2099,6 +2123,34 @@ class K8sDouble:
         status = {"replicas": replicas, "fullyLabeledReplicas": replicas, "readyReplicas": ready,
                   "availableReplicas": ready, "observedGeneration": replicaset["metadata"]["generation"]}
         self._set_status_if_changed(replicaset, {k: v for k, v in status.items() if v or k == "replicas"})
+
+    def _reconcile_mig_manager(self):
+        manager = self._mig_manager
+        if manager is None:
+            return
+        for node in self._nodes():
+            labels = node["metadata"].setdefault("labels", {})
+            name, config = node["metadata"]["name"], labels.get("nvidia.com/mig.config")
+            if labels.get("nvidia.com/gpu.deploy.mig-manager") != "true" or config is None:
+                continue
+            seen = manager["seen"].get(name)
+            if seen is None and labels.get("nvidia.com/mig.config.state") == "success":
+                seen = manager["seen"][name] = (config, time.monotonic(), True)  # applied before it started
+            if seen is None or seen[0] != config:
+                seen = manager["seen"][name] = (config, time.monotonic(), False)
+                self._set_node_label(node, "nvidia.com/mig.config.state", "pending")
+            if seen[2] or config in manager["stuck"] or time.monotonic() - seen[1] < manager["delay"]:
+                continue
+            known = manager["configs"] is None or config in manager["configs"]
+            outcome = "success" if known and config not in manager["failing"] else "failed"
+            manager["seen"][name] = (config, seen[1], True)
+            manager["log"].append((name, config, outcome))
+            self._set_node_label(node, "nvidia.com/mig.config.state", outcome)
+
+    def _set_node_label(self, node, key, value):
+        if node["metadata"]["labels"].get(key) != value:
+            node["metadata"]["labels"][key] = value
+            node["metadata"]["resourceVersion"] = self._next_rv()
 
     def _reconcile_gke_networking(self):
         if ("networking.gke.io", "v1", "networks") not in self._types:

@@ -19,7 +19,7 @@ FIXTURES = pathlib.Path(__file__).parents[1] / "module_utils" / "fixtures" / "nv
 
 def test_every_filter_has_a_doc_file_naming_it():
     names = list(mig.FilterModule().filters()) + list(nvsmi.FilterModule().filters())
-    assert len(names) == 9
+    assert len(names) == 11
     for name in names:
         doc = yaml.safe_load((FILTER_DIR / (name + ".yml")).read_text())
         assert doc["DOCUMENTATION"]["name"] == name

@@ -630,3 +630,59 @@ def test_verify_nodes_other_problems():
     assert _mig.node_problems(_node("n3", {"nvidia.com/gpu.shared": "32", "nvidia.com/gpu": "0"}, {}), renamed) == []
     report = _mig.verify_nodes([], resources, labels, {"agentpool": "migpool"}, 1)
     assert report["problems"] == ["found 0 node(s) matching agentpool=migpool, expected at least 1"]
+
+
+PARTED = {"version": "v1", "mig-configs": {
+    "all-disabled": [{"devices": "all", "mig-enabled": False}],
+    "balanced": [{"device-filter": "0x20B010DE", "devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 2}},
+                 {"device-filter": ["0x233010DE", "0x233110DE"], "devices": "all", "mig-enabled": True,
+                  "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}],
+    "split": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1c.7g.80gb": 7}}],
+}}
+
+
+@pytest.mark.parametrize("config, name, model, problem", [
+    (PARTED, "balanced", "H100-80GB", None),
+    (PARTED, "balanced", None, None),  # an unknown GPU: only the name is checked
+    (PARTED, "split", "H100-80GB", None),
+    (PARTED, "all-disabled", "A30", None),
+    (PARTED, "all-1g.10gb", "H100-80GB", "config 'all-1g.10gb' is not in the mig-parted config; its configs: all-disabled, "
+                                         "balanced, split"),
+    (PARTED, "balanced", "A100-80GB", "config 'balanced' of the mig-parted config has no entry for A100-80GB"),
+    (PARTED, "split", "A100-40GB", "profile '1c.7g.80gb' does not exist on A100-40GB"),
+    ({"mig-configs": {}}, "x", None, "the mig-parted config is not a mig-parted config"),
+    (None, "all-balanced", "H200-141GB", None),
+    (None, "all-1g.18gb", "H200-141GB", None),
+    (None, "all-1g.10gb", "H200-141GB", "not one of the GPU Operator's default configs for H200-141GB"),
+    (None, "all-balanced", None, "no mig-parted config and no GPU model"),
+])
+def test_parted_config_problems(config, name, model, problem):
+    problems = _mig.parted_config_problems(config, name, model)
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problem in problems[0], problems
+
+
+def _labelled_node(name, config=None, state=None):
+    labels = {k: v for k, v in (("nvidia.com/mig.config", config), ("nvidia.com/mig.config.state", state)) if v}
+    return {"metadata": {"name": name, "labels": labels}}
+
+
+def test_mig_config_status_and_events():
+    events = [{"involvedObject": {"kind": "Node", "name": "b"}, "type": "Warning", "reason": "Rebooted",
+               "message": "Node b has been\n  rebooted", "lastTimestamp": "2026-11-23T10:00:02Z", "count": 2},
+              {"involvedObject": {"kind": "Node", "name": "b"}, "reason": "Starting", "message": "kubelet",
+               "lastTimestamp": "2026-11-23T10:00:01Z"},
+              {"involvedObject": {"kind": "Pod", "name": "b"}, "reason": "Pulled", "message": "not about the node"}]
+    done = _mig.mig_config_status([_labelled_node("a", "x", "success")], "x")
+    assert done["converged"] and done["failed"] == [] and done["message"] == ""
+    status = _mig.mig_config_status([_labelled_node("b", "x", "rebooting"), _labelled_node("a", "x", "failed"), _labelled_node("c", "y", "success")],
+                                    "x", events, 1)
+    assert not status["converged"] and status["failed"] == ["a"]
+    assert [n["name"] for n in status["nodes"]] == ["a", "b", "c"]
+    lines = status["message"].split(" | ")
+    assert lines[0].startswith("node a: nvidia.com/mig.config.state=failed for config x - the MIG manager could not apply it")
+    assert lines[1].endswith("rebooting the node (WITH_REBOOT=true); recent events: Warning Rebooted: Node b has been rebooted (x2)")
+    assert lines[2].startswith("node c: nvidia.com/mig.config=y (expected x)")
+    assert not _mig.mig_config_status([], "x")["converged"]
