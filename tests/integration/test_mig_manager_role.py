@@ -42,10 +42,9 @@ def _cluster(k8s, manager=True, **manager_args):
     k8s.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     k8s.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "default-mig-parted-config", "namespace": NAMESPACE},
              "data": {"config.yaml": yaml.safe_dump(_parted_config())}})
+    applied = {"nvidia.com/mig.config": "all-disabled", "nvidia.com/mig.config.state": "success"}
     for name in ("gpu-1", "gpu-2"):
-        k8s.add_node(name, labels=dict(POOL, team="ml", **H100, **{"nvidia.com/mig.config": "all-disabled",
-                                                                  "nvidia.com/mig.config.state": "success"}),
-                     allocatable={"nvidia.com/gpu": "8"})
+        k8s.add_node(name, labels=dict(POOL, team="ml", **H100, **applied), allocatable={"nvidia.com/gpu": "8"})
     k8s.add_node("cpu-1", labels={"cloud.google.com/gke-nodepool": "cpu-pool"})
     if manager:
         k8s.mig_manager(delay=manager_args.pop("delay", 1.0), **manager_args)
