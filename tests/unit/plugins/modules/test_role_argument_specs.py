@@ -43,6 +43,8 @@ FREE_FORM = {
     "mps_k8s_pool_selector": "labels, checked by the names rule",
     "mps_ack_node_selector": "labels, checked by the names rule",
     "mps_ack_exempt_labels": "labels, checked by the names rule",
+    "mig_manager_node_selector": "labels, checked by the names rule",
+    "mig_manager_parted_config": "a mig-parted document (or a mig_profile result), checked by mig_manager_problems",
 }
 
 
