@@ -29,18 +29,34 @@ options:
     description:
       - Tenant for a service principal. With O(client_id) and O(client_secret) a client-secret credential is used;
         otherwise the azure-identity default credential chain (environment, workload identity, managed identity, Azure CLI).
+      - White space around it is stripped; a control character inside it is refused.
     type: str
   client_id:
     description:
       - Service principal (application) ID, or the client ID of a user-assigned managed identity.
+      - White space around it is stripped; a control character inside it is refused.
     type: str
   client_secret:
     description:
       - Service principal secret.
+      - White space around it (a trailing newline read from a file) is stripped; a control character (CR, LF, tab, ...)
+        inside it is refused before anything is sent, with an error naming the option, never the value.
+    type: str
+  authority_host:
+    description:
+      - The Microsoft Entra authority host (a host name, or an C(https://) URL) that issues tokens, overriding the
+        one of O(cloud) (C(login.microsoftonline.com), C(login.chinacloudapi.cn), C(login.microsoftonline.us)), for
+        private or sovereign clouds and tests. An authority given here is not checked against Microsoft's instance
+        discovery.
+      - A failed login is reported as a login failure at the authority host, before any ARM request.
     type: str
 requirements:
   - azure-identity >= 1.17.0
   - requests
 notes:
-  - Credentials are never logged or returned.
+  - Credentials are never logged or returned. Every form of O(client_secret) and of every token obtained with it
+    (raw, escaped as in a Python or JSON string, base64 standard and URL-safe with or without padding,
+    URL-encoded) is masked in every message and return value of the module.
+  - The module obtains its first token before its first ARM request; a failure is reported as a login failure at
+    the authority host.
 """

@@ -28,14 +28,25 @@ options:
   service_account_file:
     description:
       - Path to a service-account JSON key. Used with O(auth_kind=serviceaccount).
+      - A path that begins or ends with white space, or holds a control character, is refused (not guessed at).
+        The key it holds is checked as O(service_account_contents) is.
     type: path
   service_account_contents:
     description:
       - The contents of a service-account JSON key. Used with O(auth_kind=serviceaccount).
+      - Must be a JSON object of type C(service_account) with C(client_email), C(private_key) and C(token_uri).
+        White space around the JSON and around C(client_email), C(token_uri), C(private_key_id), C(client_id) and
+        C(project_id) is stripped; a control character inside one of those, or one other than a line break in
+        C(private_key), is refused with an error naming the option and the field, never the value.
     type: jsonarg
   access_token:
     description:
       - An OAuth2 access token. Used with O(auth_kind=accesstoken).
+      - White space around the token (a trailing newline read from a file) is stripped. A token with a control
+        character (CR, LF, tab, ...), white space or any other character outside RFC 6750's token68 inside it is
+        refused before anything is sent, with an error naming the option, never the value.
+      - An access token cannot be refreshed; when the API answers 401 the error says that the token has expired or
+        is not valid.
     type: str
   scopes:
     description:
@@ -58,5 +69,9 @@ requirements:
   - requests
 notes:
   - Requests that fail with HTTP 429, 500, 502, 503, 504 or a connection reset are retried with jittered exponential backoff, honouring C(Retry-After).
-  - Credentials are never logged or returned.
+  - Credentials are never logged or returned. Every form of every credential (raw, escaped as in a Python or
+    JSON string, base64 standard and URL-safe with or without padding, URL-encoded), and every token obtained
+    with them, is masked in every message and return value of the module.
+  - With O(auth_kind=serviceaccount) or O(auth_kind=application) the module obtains a token before its first API
+    request; a failure is reported as a login failure at the key's C(token_uri) (or the ADC source).
 """

@@ -45,6 +45,7 @@ AZURE_ACCOUNT_SPEC = dict(
     tenant_id=dict(type="str"),
     client_id=dict(type="str"),
     client_secret=dict(type="str", no_log=True),
+    authority_host=dict(type="str"),
 )
 
 # matches plugins/doc_fragments/gcp.py + session.py

@@ -31,21 +31,21 @@ from __future__ import annotations
 
 import collections
 import copy
+import logging
 import threading
 import time
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import SESSION_DEFAULTS
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     ApiError,
+    CloudSession,
     CredentialsError,
-    HttpClient,
     Response,
     RenderSession,
-    RetryPolicy,
-    check_session_options,
-    scrub,
-    session_options,
+    Secrets,
+    clean_credential,
     parse_retry_after,
+    scrub,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import NOT_READ, Waiter, WaitTimeout
 
@@ -149,42 +149,67 @@ class ArmResponse(tuple):
         return self[1]
 
 
+class LoginError(ApiError):
+    """No token from Microsoft Entra ID (azure-identity failed at the authority host): not an ARM answer."""
+
+    def __init__(self, authority, what, detail):
+        self.authority = authority
+        super().__init__(None, "Azure login failed at %s (%s): %s" % (authority, what, detail))
+
+    def describe(self):
+        return self.message
+
+
 class _BearerSession(_SessionBase):
     """A requests.Session that sends an Azure bearer token, renewed before it expires."""
 
-    def __init__(self, credential, scope, secrets, clock=time.time):
+    def __init__(self, credential, scope, secrets, authority="", what="credential", clock=time.time):
         super().__init__()
         self._credential = credential
         self._scope = scope
         self._secrets = secrets
+        self._authority = authority
+        self._what = what
         self._clock = clock
         self._token = None
         self._expires_on = 0
         self._lock = threading.Lock()
 
-    def _authorization(self, method, url):
+    def token(self):
+        """The current token, renewed when it is close to expiry; LoginError when azure-identity fails."""
         with self._lock:
             if self._token is None or self._expires_on - self._clock() < TOKEN_REFRESH_MARGIN:
                 try:
                     access = self._credential.get_token(self._scope)
                 except Exception as exc:  # pylint: disable=broad-except
                     # azure-identity raises ClientAuthenticationError / CredentialUnavailableError
-                    raise ApiError(401, "could not get an Azure token for %s: %s" % (
-                        self._scope, scrub("%s: %s" % (type(exc).__name__, exc), self._secrets)),
-                        method, _strip_query(url)) from None
+                    raise LoginError(self._authority, self._what, "%s for %s" % (
+                        scrub("%s: %s" % (type(exc).__name__, exc), self._secrets), self._scope)) from None
+                self._secrets.add(access.token)
                 self._token = access.token
                 self._expires_on = access.expires_on
-            return "Bearer " + self._token
+            return self._token
 
     def request(self, method, url, *args, **kwargs):  # pylint: disable=arguments-differ,signature-differs
         headers = dict(kwargs.pop("headers", None) or {})
-        headers["Authorization"] = self._authorization(method, url)
+        headers["Authorization"] = "Bearer " + self.token()
         headers.setdefault("Accept", "application/json")
-        return super().request(method, url, *args, headers=headers, **kwargs)
+        return super().request(method, url, *args, **kwargs, headers=headers)
 
 
-def build_credential(cloud, tenant_id=None, client_id=None, client_secret=None):
-    """An azure-identity credential for ``cloud``.
+def authority_of(cloud, authority_host=None):
+    """The Microsoft Entra authority host for ``cloud``, or ``authority_host`` when one is given."""
+    if authority_host:
+        host = clean_credential("authority_host", authority_host, what="the host")
+        if "://" in host and not host.startswith("https://"):
+            raise CredentialsError("authority_host must be a host name or an https:// URL (azure-identity sends "
+                                   "credentials over TLS only), got %r" % host, option="authority_host")
+        return host.rstrip("/")
+    return CLOUDS[cloud].authority_host
+
+
+def build_credential(cloud, tenant_id=None, client_id=None, client_secret=None, authority_host=None):
+    """An azure-identity credential for ``cloud`` (at ``authority_host`` when given).
 
     A service principal secret when tenant_id, client_id and client_secret are all given;
     otherwise the default chain (environment, workload identity, managed identity (with
@@ -192,14 +217,23 @@ def build_credential(cloud, tenant_id=None, client_id=None, client_secret=None):
     """
     if not HAS_AZURE_IDENTITY:
         raise CredentialsError("azure-identity is required to talk to Azure (pip install azure-identity)")
-    authority = CLOUDS[cloud].authority_host
+    authority = authority_of(cloud, authority_host)
     given = [n for n, v in (("tenant_id", tenant_id), ("client_id", client_id), ("client_secret", client_secret)) if v]
     if client_secret and len(given) < 3:
-        raise CredentialsError("client_secret needs tenant_id and client_id as well (given: %s)" % ", ".join(given))
+        raise CredentialsError("client_secret needs tenant_id and client_id as well (given: %s)" % ", ".join(given),
+                               option="client_secret")
+    # azure-identity logs a failed get_token, server's answer and all, at WARNING: with no handler of ours
+    # Python would print it on stderr unscrubbed; our error says it, scrubbed
+    for name in ("azure.identity", "msal"):
+        logging.getLogger(name).addHandler(logging.NullHandler())
+        logging.getLogger(name).propagate = False
+    # an authority of one's own is not one Microsoft's instance discovery knows
+    extra = dict(disable_instance_discovery=True) if authority_host else {}
     try:
         if client_secret:
-            return azure.identity.ClientSecretCredential(tenant_id, client_id, client_secret, authority=authority)
-        kwargs = dict(authority=authority)
+            return azure.identity.ClientSecretCredential(tenant_id, client_id, client_secret, authority=authority,
+                                                         **extra)
+        kwargs = dict(authority=authority, **extra)
         if client_id:
             kwargs.update(managed_identity_client_id=client_id, workload_identity_client_id=client_id)
         if tenant_id:
@@ -209,7 +243,13 @@ def build_credential(cloud, tenant_id=None, client_id=None, client_secret=None):
         raise CredentialsError("could not set up the Azure credential: %s" % scrub(exc, [client_secret])) from None
 
 
-class ArmSession:
+def _credential_kind(tenant_id, client_id, client_secret):
+    if client_secret:
+        return "client secret of application %s in tenant %s" % (client_id, tenant_id)
+    return "azure-identity's default credential chain"
+
+
+class ArmSession(CloudSession):
     """Credential, ARM endpoint, HTTP with retries and the long-running operation waiter."""
 
     def __init__(self, subscription_id, cloud="public", arm_endpoint=None, tenant_id=None, client_id=None,
@@ -217,11 +257,14 @@ class ArmSession:
                  operation_timeout=SESSION_DEFAULTS["operation_timeout"], max_retries=SESSION_DEFAULTS["max_retries"],
                  render_dir=None,
                  sleep=time.sleep, credential=None, log=None, clock=time.monotonic,
-                 poll_interval=DEFAULT_POLL_INTERVAL):
+                 poll_interval=DEFAULT_POLL_INTERVAL, authority_host=None, secrets=None):
         if not subscription_id:
-            raise CredentialsError("subscription_id is required")
+            raise CredentialsError("subscription_id is required", option="subscription_id")
         if cloud not in CLOUDS:
-            raise CredentialsError("cloud must be one of %s, got %r" % (", ".join(sorted(CLOUDS)), cloud))
+            raise CredentialsError("cloud must be one of %s, got %r" % (", ".join(sorted(CLOUDS)), cloud),
+                                   option="cloud")
+        self.secrets = secrets if secrets is not None else Secrets()
+        self.secrets.add(client_secret)
         self.subscription_id = subscription_id
         self.cloud = cloud
         # the scheme is kept as given: a test double may be plain http on 127.0.0.1
@@ -236,41 +279,38 @@ class ArmSession:
         self.waiter = Waiter(clock=clock, sleep=sleep)
         self.log = log
         self.poll_interval = poll_interval
-        self._secrets = [s for s in (client_secret,) if s]
+        self._bearer = None
         if self.render:
             session = RenderSession(render_dir, "arm", self._render_responder)
         else:
+            tenant_id = clean_credential("tenant_id", tenant_id)
+            client_id = clean_credential("client_id", client_id)
+            client_secret = clean_credential("client_secret", client_secret)
             if credential is None:
-                credential = build_credential(cloud, tenant_id, client_id, client_secret)
-            session = _BearerSession(credential, self.scope, self._secrets)
-        retry = RetryPolicy(max_retries=max_retries, sleep=sleep)
-        self.http = HttpClient(session, retry=retry, timeout=request_timeout, on_retry=self._log)
+                credential = build_credential(cloud, tenant_id, client_id, client_secret, authority_host)
+            self._bearer = _BearerSession(credential, self.scope, self.secrets, authority_of(cloud, authority_host),
+                                          _credential_kind(tenant_id, client_id, client_secret))
+            session = self._bearer
+        self.http = self._http_client(session, max_retries, sleep, request_timeout)
 
     @classmethod
-    def from_module(cls, module, **kwargs):
-        """A session from the AZURE_COMMON_SPEC options of ``module``; fails the module cleanly."""
-        params = module.params
+    def module_arguments(cls, params):
+        """ArmSession's keyword arguments from the AZURE_COMMON_SPEC options of a module."""
+        names = ("subscription_id", "arm_endpoint", "tenant_id", "client_id", "client_secret", "authority_host")
+        return dict([(name, params.get(name)) for name in names], cloud=params.get("cloud") or "public")
+
+    @classmethod
+    def libraries(cls, kwargs):
         # an injected credential (tests) needs no azure-identity
-        check_session_options(module, [] if "credential" in kwargs else [
-            (HAS_AZURE_IDENTITY, "azure-identity", AZURE_IDENTITY_IMPORT_ERROR)])
+        return [] if "credential" in kwargs else [(HAS_AZURE_IDENTITY, "azure-identity", AZURE_IDENTITY_IMPORT_ERROR)]
 
-        try:
-            return cls(
-                subscription_id=params.get("subscription_id"),
-                cloud=params.get("cloud") or "public",
-                arm_endpoint=params.get("arm_endpoint"),
-                tenant_id=params.get("tenant_id"),
-                client_id=params.get("client_id"),
-                client_secret=params.get("client_secret"),
-                **dict(session_options(module), **kwargs)
-            )
-        except CredentialsError as exc:
-            module.fail_json(msg=str(exc))
-        return None  # not reached: fail_json exits
-
-    def _log(self, message):
-        if self.log:
-            self.log(scrub(message, self._secrets))
+    def login(self):
+        """Get the first token now: a failure is a login failure at the authority host, not an ARM answer."""
+        if self._bearer is not None:
+            try:
+                self._bearer.token()
+            except LoginError as exc:
+                raise CredentialsError(exc.message) from None
 
     # ---------------------------------------------------------------- URLs
 

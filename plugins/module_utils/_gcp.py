@@ -20,6 +20,7 @@ with an operation that is already DONE, so the engines run their normal code pat
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import threading
 import time
@@ -27,13 +28,12 @@ import time
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import SESSION_DEFAULTS
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     ApiError,
+    CloudSession,
     CredentialsError,
-    HttpClient,
     RenderSession,
-    RetryPolicy,
-    check_session_options,
+    Secrets,
+    clean_credential,
     scrub,
-    session_options,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import NOT_READ, Backoff, Waiter, WaitTimeout
 
@@ -101,11 +101,13 @@ class OperationTimeoutError(ApiError):
 
 
 class _GoogleAuthSession:
-    """Wraps AuthorizedSession so that a refresh failure becomes an ApiError without secrets."""
+    """Wraps AuthorizedSession: a refresh failure becomes an ApiError without secrets, and each token
+    google-auth obtains joins the secrets the session scrubs."""
 
     def __init__(self, authorized, secrets):
         self.authorized = authorized
         self._secrets = secrets
+        self._token = None
 
     def request(self, method, url, **kwargs):
         try:
@@ -113,14 +115,92 @@ class _GoogleAuthSession:
         except google.auth.exceptions.GoogleAuthError as exc:
             raise ApiError(401, "could not obtain or refresh Google credentials: %s" % scrub(
                 "%s: %s" % (type(exc).__name__, exc), self._secrets), method, url) from None
+        finally:
+            self.remember_token()
+
+    def remember_token(self):
+        token = getattr(self.authorized.credentials, "token", None)
+        if token and token != self._token:
+            self._token = token
+            self._secrets.add(token)
 
 
 def _endpoint(url):
     return url if url.endswith("/") else url + "/"
 
 
-class GcpSession:
+# the fields of a service-account key google-auth reads, and the ones sent in a header, a URL or a JWT
+_KEY_FIELDS = ("client_email", "private_key", "token_uri")
+_KEY_IDENTIFIERS = ("client_email", "token_uri", "private_key_id", "client_id", "project_id")
+# a PEM key is lines of base64 between BEGIN/END lines: line breaks belong to it, other controls do not
+_PEM_CONTROL = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+# what a 401 from the GKE or Compute Engine API means, per auth_kind
+UNAUTHORIZED_HINTS = {
+    "accesstoken": "the access token given in access_token was refused: it has expired or is not valid "
+                   "(an access token cannot be refreshed: pass a new one, for example from "
+                   "`gcloud auth print-access-token`)",
+    "serviceaccount": "the service-account key's token was refused: check that the key and the account are "
+                      "enabled and that the account has a role on the project",
+    "application": "the Application Default Credentials' token was refused: check `gcloud auth "
+                   "application-default login` or the account of the metadata server",
+}
+
+
+def service_account_info(text, option, secrets):
+    """The parsed service-account key in ``text`` (from ``option``); CredentialsError naming the option
+    and the field, never a value. The key and its private key join ``secrets``."""
+    secrets.add(text if isinstance(text, str) else None)
+    info = text
+    if isinstance(info, str):
+        try:
+            info = json.loads(info)
+        except ValueError:
+            raise CredentialsError("auth_kind=serviceaccount: %s is not valid JSON (a service-account key)" % option,
+                                   option=option) from None
+    if not isinstance(info, dict):
+        raise CredentialsError("auth_kind=serviceaccount: %s must be a JSON object (a service-account key)" % option,
+                               option=option)
+    for field in ("private_key", "private_key_id"):
+        secrets.add(info.get(field) if isinstance(info.get(field), str) else None)
+    if info.get("type", "service_account") != "service_account":
+        raise CredentialsError("auth_kind=serviceaccount: %s has type %r; a service-account key has type "
+                               "service_account" % (option, info.get("type")), option=option)
+    missing = [f for f in _KEY_FIELDS if not isinstance(info.get(f), str) or not info[f].strip()]
+    if missing:
+        raise CredentialsError("auth_kind=serviceaccount: %s lacks %s (a service-account key has %s)" % (
+            option, ", ".join(missing), ", ".join(_KEY_FIELDS)), option=option)
+    info = dict(info)
+    for field in _KEY_IDENTIFIERS:
+        if isinstance(info.get(field), str):
+            info[field] = clean_credential(option, info[field], what="its field %s" % field)
+    if _PEM_CONTROL.search(info["private_key"]):
+        raise CredentialsError("%s: its field private_key contains a control character other than a line break; "
+                               "refused before anything was sent (the value is not shown)" % option, option=option)
+    return info
+
+
+def read_service_account_file(path, secrets):
+    """The text of the key file at ``path`` (service_account_file)."""
+    clean_credential("service_account_file", path, what="the path")
+    if path != path.strip():
+        raise CredentialsError("service_account_file: the path begins or ends with white space (a line break "
+                               "read with it?); refused rather than guessed", option="service_account_file")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeError) as exc:
+        raise CredentialsError("service_account_file: cannot read %s: %s" % (
+            path, exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"),
+            option="service_account_file") from None
+    secrets.add(text)
+    return text
+
+
+class GcpSession(CloudSession):
     """Credentials, endpoints, HTTP with retries, operation waiters and a small thread pool."""
+
+    LIBRARIES = ((HAS_GOOGLE_AUTH, "google-auth", GOOGLE_AUTH_IMPORT_ERROR),)
 
     def __init__(self, project, auth_kind="application", service_account_file=None,
                  service_account_contents=None, access_token=None, scopes=None,
@@ -128,9 +208,9 @@ class GcpSession:
                  request_timeout=SESSION_DEFAULTS["request_timeout"],
                  operation_timeout=SESSION_DEFAULTS["operation_timeout"], max_retries=SESSION_DEFAULTS["max_retries"],
                  render_dir=None,
-                 sleep=time.sleep, log=None, clock=time.monotonic, poll_initial=1.0, poll_max=10.0):
+                 sleep=time.sleep, log=None, clock=time.monotonic, poll_initial=1.0, poll_max=10.0, secrets=None):
         if not project:
-            raise CredentialsError("project is required")
+            raise CredentialsError("project is required", option="project")
         self.project = project
         self.container_endpoint = _endpoint(container_endpoint or DEFAULT_CONTAINER_ENDPOINT)
         self.compute_endpoint = _endpoint(compute_endpoint or DEFAULT_COMPUTE_ENDPOINT)
@@ -144,54 +224,72 @@ class GcpSession:
         self.log = log
         self.poll_initial = poll_initial
         self.poll_max = poll_max
-        self._secrets = [s for s in (access_token,) if s]
+        self.auth_kind = auth_kind
+        self.token_uri = None
+        self.secrets = secrets if secrets is not None else Secrets()
+        self.secrets.add(access_token)
+        self.secrets.add(service_account_contents if isinstance(service_account_contents, str) else None)
         self._render_counter = itertools.count(1)
         self._render_lock = threading.Lock()
         self._once = {}  # url -> [lock, answer, answered]: reads that stay true for the run (read_once)
         self._once_lock = threading.Lock()
+        self._auth = None
         if self.render:
             session = RenderSession(render_dir, "gcp", self._render_responder)
         else:
-            session = _GoogleAuthSession(
+            self._auth = _GoogleAuthSession(
                 self._authorized_session(auth_kind, service_account_file, service_account_contents,
                                          access_token, list(scopes or DEFAULT_SCOPES)),
-                self._secrets)
-        retry = RetryPolicy(max_retries=max_retries, sleep=sleep)
-        self.http = HttpClient(session, retry=retry, timeout=request_timeout, on_retry=self._log)
-        self._wait_http = HttpClient(session, retry=retry, timeout=max(request_timeout, COMPUTE_WAIT_REQUEST_TIMEOUT),
-                                     on_retry=self._log)
+                self.secrets)
+            session = self._auth
+        hint = UNAUTHORIZED_HINTS.get(auth_kind)
+        self.http = self._http_client(session, max_retries, sleep, request_timeout, hint)
+        self._wait_http = self._http_client(session, max_retries, sleep,
+                                            max(request_timeout, COMPUTE_WAIT_REQUEST_TIMEOUT), hint)
 
     # ---------------------------------------------------------------- construction
 
     @classmethod
-    def from_module(cls, module, **kwargs):
-        """A session from the GCP_COMMON_SPEC options of ``module``; fails the module cleanly."""
-        params = module.params
-        check_session_options(module, [(HAS_GOOGLE_AUTH, "google-auth", GOOGLE_AUTH_IMPORT_ERROR)])
+    def module_arguments(cls, params):
+        """GcpSession's keyword arguments from the GCP_COMMON_SPEC options of a module."""
+        return dict(
+            project=params["project"],
+            auth_kind=params.get("auth_kind") or "application",
+            service_account_file=params.get("service_account_file"),
+            service_account_contents=params.get("service_account_contents"),
+            access_token=params.get("access_token"),
+            scopes=params.get("scopes"),
+            container_endpoint=params.get("container_endpoint") or DEFAULT_CONTAINER_ENDPOINT,
+            compute_endpoint=params.get("compute_endpoint") or DEFAULT_COMPUTE_ENDPOINT,
+        )
 
+    def login(self):
+        """Obtain a token now for a key or Application Default Credentials (an access token is used as
+        given): a failure is a login failure at the token endpoint, reported before any API request."""
+        credentials = self._auth.authorized.credentials if self._auth else None
+        if credentials is None or self.auth_kind == "accesstoken":
+            return
         try:
-            return cls(
-                project=params["project"],
-                auth_kind=params.get("auth_kind") or "application",
-                service_account_file=params.get("service_account_file"),
-                service_account_contents=params.get("service_account_contents"),
-                access_token=params.get("access_token"),
-                scopes=params.get("scopes"),
-                container_endpoint=params.get("container_endpoint") or DEFAULT_CONTAINER_ENDPOINT,
-                compute_endpoint=params.get("compute_endpoint") or DEFAULT_COMPUTE_ENDPOINT,
-                **dict(session_options(module), **kwargs)
-            )
-        except CredentialsError as exc:
-            module.fail_json(msg=str(exc))
-        return None  # not reached: fail_json exits
+            credentials.refresh(google.auth.transport.requests.Request())
+        except (google.auth.exceptions.GoogleAuthError, ValueError) as exc:
+            where = self.token_uri or "the source of Application Default Credentials (gcloud, metadata server)"
+            raise CredentialsError("Google login failed at %s (auth_kind=%s): %s" % (
+                where, self.auth_kind,
+                scrub("%s: %s" % (type(exc).__name__, exc), self.secrets))) from None
+        finally:
+            self._auth.remember_token()
 
     def _authorized_session(self, auth_kind, service_account_file, service_account_contents, access_token, scopes):
         if not HAS_GOOGLE_AUTH:
             raise CredentialsError("google-auth is required to talk to Google Cloud (pip install google-auth)")
         if auth_kind not in AUTH_KINDS:
-            raise CredentialsError("auth_kind must be one of %s, got %r" % (", ".join(AUTH_KINDS), auth_kind))
+            raise CredentialsError("auth_kind must be one of %s, got %r" % (", ".join(AUTH_KINDS), auth_kind),
+                                   option="auth_kind")
         credentials = self._credentials(auth_kind, service_account_file, service_account_contents, access_token, scopes)
-        session = google.auth.transport.requests.AuthorizedSession(credentials)
+        # a static access token cannot be refreshed: a 401 must reach us as it is, not as google-auth's
+        # advice about refresh tokens
+        refresh = () if auth_kind == "accesstoken" else google.auth.transport.DEFAULT_REFRESH_STATUS_CODES
+        session = google.auth.transport.requests.AuthorizedSession(credentials, refresh_status_codes=refresh)
         if HTTPAdapter is not None:
             # room for run_concurrently's workers on one host
             adapter = HTTPAdapter(pool_connections=4, pool_maxsize=32)
@@ -203,42 +301,27 @@ class GcpSession:
         try:
             if auth_kind == "accesstoken":
                 if not access_token:
-                    raise CredentialsError("auth_kind=accesstoken needs access_token")
-                return google.oauth2.credentials.Credentials(access_token)
+                    raise CredentialsError("auth_kind=accesstoken needs access_token", option="access_token")
+                token = clean_credential("access_token", access_token, token=True)
+                return google.oauth2.credentials.Credentials(token)
             if auth_kind == "serviceaccount":
                 if service_account_contents:
-                    info = service_account_contents
-                    if isinstance(info, str):
-                        import json  # pylint: disable=import-outside-toplevel
-
-                        try:
-                            info = json.loads(info)
-                        except ValueError:
-                            raise CredentialsError("service_account_contents is not valid JSON") from None
-                    if not isinstance(info, dict):
-                        raise CredentialsError("service_account_contents must be a JSON object (a service-account key)")
-                    return google.oauth2.service_account.Credentials.from_service_account_info(info, scopes=scopes)
-                if service_account_file:
-                    return google.oauth2.service_account.Credentials.from_service_account_file(
-                        service_account_file, scopes=scopes)
-                raise CredentialsError(
-                    "auth_kind=serviceaccount needs service_account_file or service_account_contents")
+                    info = service_account_info(service_account_contents, "service_account_contents", self.secrets)
+                elif service_account_file:
+                    info = service_account_info(read_service_account_file(service_account_file, self.secrets),
+                                                "service_account_file", self.secrets)
+                else:
+                    raise CredentialsError(
+                        "auth_kind=serviceaccount needs service_account_file or service_account_contents")
+                self.token_uri = info["token_uri"]
+                return google.oauth2.service_account.Credentials.from_service_account_info(info, scopes=scopes)
             credentials, dummy = google.auth.default(scopes=scopes)
             return credentials
         except CredentialsError:
             raise
         except (google.auth.exceptions.GoogleAuthError, ValueError, KeyError, OSError) as exc:
-            secrets = list(self._secrets)
-            if isinstance(service_account_contents, dict):
-                secrets.extend(str(v) for v in service_account_contents.values())
-            elif service_account_contents:
-                secrets.append(str(service_account_contents))
             raise CredentialsError("could not load %s credentials: %s" % (
-                auth_kind, scrub("%s: %s" % (type(exc).__name__, exc), secrets))) from None
-
-    def _log(self, message):
-        if self.log:
-            self.log(scrub(message, self._secrets))
+                auth_kind, scrub("%s: %s" % (type(exc).__name__, exc), self.secrets))) from None
 
     # ---------------------------------------------------------------- URLs
 

@@ -17,12 +17,14 @@ Nothing here logs headers, so credentials never reach a log or a result.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
 import re
 import threading
 import time
+from urllib import parse as urllib_parse
 
 from ansible.module_utils.basic import missing_required_lib
 
@@ -38,9 +40,11 @@ try:
         requests_exceptions.ChunkedEncodingError,
         requests_exceptions.Timeout,
     )
+    REQUEST_ERRORS = (requests_exceptions.RequestException, ValueError)
 except ImportError:  # pragma: no cover - reported by the module through missing_required_lib
     HAS_REQUESTS = False
     TRANSIENT_ERRORS = (ConnectionError,)
+    REQUEST_ERRORS = (ValueError,)
 
 RETRY_STATUSES = frozenset((429, 500, 502, 503, 504))
 MUTATING_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
@@ -74,7 +78,88 @@ def session_options(module):
 
 
 class CredentialsError(Exception):
-    """Credentials could not be obtained or used (GCP or Azure); the message never carries a secret."""
+    """Credentials could not be obtained or used (GCP or Azure); the message never carries a secret.
+
+    ``option`` names the module option at fault, when there is one."""
+
+    def __init__(self, message, option=None):
+        super().__init__(message)
+        self.option = option
+
+
+# ---------------------------------------------------------------------------------------------
+# Credential values: checked before use, and scrubbed from everything we say
+# ---------------------------------------------------------------------------------------------
+
+# C0 and C1 control characters and DEL: never part of a token, a secret or a key's identifiers
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# the token68 alphabet of RFC 6750 (what a bearer token is written in)
+_TOKEN68 = re.compile(r"^[A-Za-z0-9._~+/-]+=*$")
+# a secret shorter than this is not masked inside other text (it would mask unrelated words)
+MIN_SECRET_LENGTH = 4
+
+
+def clean_credential(option, value, token=False, what="the value"):
+    """``value`` of the credential ``option`` with surrounding white space (a newline read from a file)
+    stripped; a CredentialsError naming the option, never the value, when a control character (CR,
+    LF, tab, NUL, ...) or, for a bearer ``token``, any character outside RFC 6750's token68 is left."""
+    if value is None or value == "":
+        return None
+    text = "%s" % (value,)
+    stripped = text.strip()
+    if not stripped:
+        raise CredentialsError("%s is empty (or only white space)" % option, option=option)
+    if _CONTROL.search(stripped):
+        raise CredentialsError("%s: %s contains a line break or another control character inside it; refused "
+                               "before anything was sent (the value is not shown)" % (option, what), option=option)
+    if token and not _TOKEN68.match(stripped):
+        raise CredentialsError("%s: %s contains characters a bearer token cannot hold (white space, quotes, "
+                               "non-ASCII); refused before anything was sent (the value is not shown)"
+                               % (option, what), option=option)
+    return stripped
+
+
+def secret_forms(secret):
+    """Every way ``secret`` may be written in a message: raw, stripped, repr/JSON-escaped, base64 (standard
+    and URL-safe, padded or not) and URL-encoded (quote, quote_plus); none shorter than MIN_SECRET_LENGTH."""
+    if secret is None:
+        return set()
+    raw = secret if isinstance(secret, str) else "%s" % (secret,)
+    forms = set()
+    for text in {raw, raw.strip()}:
+        forms.update((text, repr(text)[1:-1], json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1],
+                      text.encode("unicode_escape").decode("ascii"),
+                      urllib_parse.quote(text, safe=""), urllib_parse.quote(text), urllib_parse.quote_plus(text)))
+        data = text.encode("utf-8")
+        for encoded in (base64.b64encode(data), base64.urlsafe_b64encode(data)):
+            encoded = encoded.decode("ascii")
+            forms.update((encoded, encoded.rstrip("=")))
+    return set(form for form in forms if len(form) >= MIN_SECRET_LENGTH)
+
+
+class Secrets:
+    """The secrets of one session in every form (``secret_forms``), longest first; ``sink`` (a module's
+    ``no_log_values``) gets each form too, so that Ansible masks them in whatever the module returns."""
+
+    def __init__(self, values=(), sink=None):
+        self._forms = []
+        self._sink = sink
+        self._lock = threading.Lock()
+        for value in values:
+            self.add(value)
+
+    def add(self, value):
+        """Remember ``value`` (a token obtained at run time, a key, a secret option)."""
+        forms = secret_forms(value)
+        if not forms:
+            return
+        with self._lock:
+            self._forms = sorted(set(self._forms) | forms, key=len, reverse=True)
+        if self._sink is not None:
+            self._sink.update(forms)
+
+    def __iter__(self):
+        return iter(list(self._forms))
 
 
 # what a token or key looks like in an error text: a bearer header, a Google access token, a JWT
@@ -87,15 +172,28 @@ _SECRET_SHAPES = (
 )
 
 
-def scrub(text, secrets):
-    """``text`` with every secret, and anything shaped like a token or a private key, masked."""
+def scrub(text, secrets=()):
+    """``text`` with every form of every secret (see ``secret_forms``; ``secrets`` may be a ``Secrets``),
+    and anything shaped like a bearer token, a JWT or a private key, masked. The one scrubber."""
     text = "%s" % (text,)
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "********")
+    forms = secrets if isinstance(secrets, Secrets) else sorted(
+        set().union(*[secret_forms(s) for s in secrets if s]) if secrets else (), key=len, reverse=True)
+    for form in forms:
+        text = text.replace(form, "********")
     for shape, mask in _SECRET_SHAPES:
         text = shape.sub(mask, text)
     return text
+
+
+def scrub_value(value, secrets=()):
+    """``scrub`` applied to every string inside a JSON-like value (dicts, lists), keys included."""
+    if isinstance(value, dict):
+        return dict((scrub_value(k, secrets), scrub_value(v, secrets)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [scrub_value(item, secrets) for item in value]
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    return value
 
 
 class ApiError(Exception):
@@ -166,11 +264,22 @@ class Response:
 class HttpClient:
     """JSON over a requests-compatible session, with retries."""
 
-    def __init__(self, session, retry=None, timeout=SESSION_DEFAULTS["request_timeout"], on_retry=None):
+    def __init__(self, session, retry=None, timeout=SESSION_DEFAULTS["request_timeout"], on_retry=None,
+                 secrets=None, unauthorized_hint=None):
         self.session = session
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
         self.on_retry = on_retry
+        self.secrets = secrets if secrets is not None else Secrets()
+        # what a 401 means for the credential in use (an expired access token, a key without access)
+        self.unauthorized_hint = unauthorized_hint
+
+    def error(self, status, message, method, url, body=None):
+        """An ApiError whose message and body are scrubbed of every secret of the session."""
+        message = scrub(message, self.secrets)
+        if status == 401 and self.unauthorized_hint:
+            message = "%s; %s" % (message, self.unauthorized_hint)
+        return ApiError(status, message, method, url, scrub_value(body, self.secrets))
 
     def request(self, method, url, body=None, params=None, headers=None):
         """Send one request; returns a Response for 2xx, raises ApiError otherwise."""
@@ -181,10 +290,13 @@ class HttpClient:
                 )
             except TRANSIENT_ERRORS as exc:
                 return _Retry(type(exc).__name__, None, None)
+            except REQUEST_ERRORS as exc:
+                # e.g. requests' InvalidHeader, which quotes the header value (the token) it refused
+                raise self.error(None, "%s: %s" % (type(exc).__name__, exc), method, url) from None
             decoded = _decode(raw)
             if 200 <= raw.status_code < 300:
                 return Response(raw.status_code, raw.headers, decoded)
-            error = ApiError(raw.status_code, error_message(decoded, raw.text), method, url, decoded)
+            error = self.error(raw.status_code, error_message(decoded, raw.text), method, url, decoded)
             if raw.status_code in RETRY_STATUSES:
                 return _Retry(raw.status_code, parse_retry_after(raw.headers.get("Retry-After")), error)
             raise error
@@ -289,3 +401,56 @@ class RenderSession:
         full_url = url if not params else "%s?%s" % (url, "&".join("%s=%s" % kv for kv in sorted(params.items())))
         self.written.append(self.log.record(self.api, method, full_url, json))
         return _RenderedRaw(200, self.responder(method, url, json))
+
+
+class CloudSession:
+    """What the GCP and ARM sessions share: the secrets they scrub (``Secrets``), the debug log, their
+    HTTP clients and how a module builds one (``from_module``).
+
+    A subclass sets ``LIBRARIES`` (``(present, pip name, import error)`` triples, needed outside render
+    mode) and implements ``module_arguments(params)`` (its constructor's keyword arguments from the
+    module's options) and ``login()`` (obtain a token now; CredentialsError naming where it failed).
+    """
+
+    LIBRARIES = ()
+    secrets = None
+    log = None
+    render = False
+
+    def _http_client(self, session, max_retries, sleep, timeout, unauthorized_hint=None):
+        return HttpClient(session, retry=RetryPolicy(max_retries=max_retries, sleep=sleep), timeout=timeout,
+                          on_retry=self._log, secrets=self.secrets, unauthorized_hint=unauthorized_hint)
+
+    def _log(self, message):
+        if self.log:
+            self.log(scrub(message, self.secrets or ()))
+
+    @classmethod
+    def module_arguments(cls, params):
+        """The constructor's keyword arguments from the module's options."""
+        raise NotImplementedError
+
+    @classmethod
+    def libraries(cls, kwargs):
+        """The libraries this session needs, given the constructor's extra ``kwargs``."""
+        del kwargs
+        return cls.LIBRARIES
+
+    def login(self):
+        """Obtain a token before the first request, so that a failed login is reported as one."""
+
+    @classmethod
+    def from_module(cls, module, **kwargs):
+        """A session from the module's options, logged in; fails the module cleanly (option, cause)
+        and makes Ansible mask every form of every secret in whatever the module returns."""
+        check_session_options(module, cls.libraries(kwargs))
+        options = dict(session_options(module), secrets=Secrets(sink=getattr(module, "no_log_values", None)))
+        options.update(kwargs)
+        try:
+            session = cls(**dict(cls.module_arguments(module.params), **options))
+            if not session.render:
+                session.login()
+            return session
+        except CredentialsError as exc:
+            module.fail_json(msg=str(exc))
+        return None  # not reached: fail_json exits

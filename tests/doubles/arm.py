@@ -66,7 +66,9 @@ case-insensitive path substring, each used ``count`` times):
 - ``commit_then_reset``: the request is carried out, then the connection is reset instead of the
   answer (a client that was killed or cut off after its write reached ARM);
 - ``lro_failed``: the next long-running operation the request starts ends Failed with ``code`` /
-  ``message`` (default OverconstrainedAllocationRequest, the allocation failure GPU pools meet).
+  ``message`` (default OverconstrainedAllocationRequest, the allocation failure GPU pools meet);
+- ``echo_auth``: an error (status ``code``, default 401) whose message quotes the request's
+  Authorization header back in every form (tests/doubles/hostile.py), as a careless proxy might.
 
 The MIG-capable VM sizes below are the double's own list (A100 / H100 / H200 sizes the AKS MIG
 article and the VM-size pages name), kept apart from the collection's MIG catalog on purpose.
@@ -86,13 +88,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from ansible_collections.gpu_ops.cluster.tests.contract.arm_models import API_VERSION, validate
+from ansible_collections.gpu_ops.cluster.tests.doubles.hostile import echo
 
 DEFAULT_SUBSCRIPTION = "00000000-0000-0000-0000-00000000a2c5"
 DEFAULT_AUDIENCES = ("https://management.azure.com", "https://management.core.windows.net")
 PROVIDER = "Microsoft.ContainerService"
 POOL_TYPE = "Microsoft.ContainerService/managedClusters/agentPools"
 CLUSTER_TYPE = "Microsoft.ContainerService/managedClusters"
-FAULT_KINDS = ("throttle", "unavailable", "reset", "commit_then_reset", "lro_failed")
+FAULT_KINDS = ("throttle", "unavailable", "reset", "commit_then_reset", "lro_failed", "echo_auth")
 LRO_STYLES = ("async", "location", "state")
 
 MIG_VM_SIZES = frozenset(s.lower() for s in (
@@ -411,6 +414,11 @@ class ArmDouble:
         fault = self._take_fault(method, path, ("throttle", "unavailable"))
         if fault:
             return self._fault_answer(fault)
+        fault = self._take_fault(method, path, ("echo_auth",))
+        if fault:
+            status = int(fault.code or 401)
+            return status, {}, dict(error=dict(code="InvalidAuthenticationToken" if status == 401 else "InternalError",
+                                               message=echo(headers.get("Authorization") or ""))), None
         try:
             self._authenticate(headers)
             entry["authorized"] = True

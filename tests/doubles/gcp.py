@@ -22,6 +22,8 @@ Script faults (in-process, or over HTTP for subprocess runs; the control paths n
     gcp.inject("reset", method="GET", path="firewalls/", count=1)      # socket closed without a response
     gcp.inject("op_error", path="/global/firewalls$", count=1, message="QUOTA_EXCEEDED")  # op ends DONE + error
     gcp.inject("status", status=500, count=1) / gcp.inject("delay", delay=2.0, count=1)
+    gcp.inject("echo_auth", status=401)   # an error quoting the Authorization header (or, on /token, the
+                                          # assertion) back in every form (tests/doubles/hostile.py)
     # skip=N lets the first N matching requests through before the fault fires
     POST /_double/faults {"kind": "429", "method": "POST", "path": "networks", "count": 2, "retry_after": 1}
     DELETE /_double/faults   GET /_double/faults   POST /_double/latency {"seconds": 0.5}
@@ -66,6 +68,10 @@ Behaviour (chosen to match the real APIs as far as they are documented):
   a cluster in an unknown location 404, a node pool whose machine, accelerator (type, or count above the most
   cards per instance), disk or image type is not offered in its zones 400.
 - Every API request needs ``Authorization: Bearer <token>`` (401 UNAUTHENTICATED otherwise).
+- ``POST /token`` is an OAuth 2.0 token endpoint for service-account keys made by ``service_account_key()``
+  (their ``token_uri``): it checks the JWT-bearer assertion's RS256 signature, ``iss``, ``aud`` and ``exp``
+  as Google's does, and answers ``token`` (400 invalid_grant otherwise, quoting the request back for a key
+  made with ``echo_login``).
 
 What it does not do (so do not rely on it for these): IAM permissions and quotas (script them with
 ``op_error`` / ``status`` faults), zonal compute resources (other than the catalog reads) and operations, list paging and ``filter``/``fields``,
@@ -79,6 +85,7 @@ network whose insert is still running is modelled).
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
 import copy
 import datetime
@@ -97,15 +104,17 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ansible_collections.gpu_ops.cluster.tests.contract.discovery import discovery
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp_catalog import Catalog
+from ansible_collections.gpu_ops.cluster.tests.doubles.hostile import echo
 
 SELF_LINK_HOST = "https://www.googleapis.com/"
 CONTAINER_SELF_LINK_HOST = "https://container.googleapis.com/"
 DEFAULT_TOKEN = "double-token-5f1c0e"
+GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"
 PROJECT_NUMBER = "123456789012"
 NAME_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 MUTATING = frozenset(("POST", "PUT", "PATCH", "DELETE"))
 DEFAULT_GKE_VERSIONS = ["1.32.2-gke.1489001", "1.31.1-gke.2008000", "1.30.4-gke.1129000", "1.29.6-gke.1254000"]
-FAULT_KINDS = ("429", "503", "status", "reset", "op_error", "delay")
+FAULT_KINDS = ("429", "503", "status", "reset", "op_error", "delay", "echo_auth")
 IP_PROTOCOLS = ("tcp", "udp", "icmp", "esp", "ah", "sctp", "ipip", "all")
 
 
@@ -217,6 +226,9 @@ class GcpDouble:
         self.changed = threading.Condition(self.lock)
         self.faults = []
         self.requests = []
+        self.keys = {}  # service-account email -> RSA public key
+        self.echo_accounts = set()
+        self.token_requests = []
         self._seq = itertools.count(1)
         self.projects = {}
         self.operations = {}  # (api, project, scope, name) -> Operation
@@ -271,6 +283,72 @@ class GcpDouble:
                     container_endpoint=self.url, compute_endpoint=self.url)
         args.update(extra)
         return args
+
+    # ------------------------------------------------------------------ service-account keys
+
+    def service_account_key(self, project="test-project", name="gpu-ops", echo_login=False):
+        """A new service-account key (the JSON ``gcloud iam service-accounts keys create`` writes) whose
+        ``token_uri`` is this double's token endpoint; with ``echo_login`` its logins are refused, quoting the
+        request back in every form (tests/doubles/hostile.py)."""
+        from cryptography.hazmat.primitives import serialization  # pylint: disable=import-outside-toplevel
+        from cryptography.hazmat.primitives.asymmetric import rsa  # pylint: disable=import-outside-toplevel
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        email = "%s@%s.iam.gserviceaccount.com" % (name, project)
+        key_id = "%040x" % random.getrandbits(160)
+        with self.lock:
+            self.keys[email] = key.public_key()
+            if echo_login:
+                self.echo_accounts.add(email)
+        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode("ascii")
+        return dict(type="service_account", project_id=project, private_key_id=key_id, private_key=pem,
+                    client_email=email, client_id=str(random.getrandbits(64)), token_uri=self.url + "token",
+                    auth_uri="https://accounts.google.com/o/oauth2/auth")
+
+    def _token_endpoint(self, method, body_bytes):
+        """OAuth 2.0 JWT-bearer grant: the assertion must be signed by a key of ``service_account_key()``."""
+        form = dict(parse_qsl((body_bytes or b"").decode("utf-8", "replace")))
+        with self.lock:
+            self.token_requests.append(form)
+            fault = self._take_fault(method, "/token", kinds=("echo_auth",))
+        problem, issuer = self._check_assertion(method, form)
+        if (fault is not None and fault.kind == "echo_auth") or issuer in self.echo_accounts:
+            return int(getattr(fault, "status", None) or 400), {}, dict(
+                error="invalid_grant", error_description=echo(json.dumps(form))), None
+        if problem:
+            return 400, {}, dict(error="invalid_grant", error_description=problem), None
+        return 200, {}, dict(access_token=self.token, expires_in=3599, token_type="Bearer"), None
+
+    def _check_assertion(self, method, form):
+        from cryptography.exceptions import InvalidSignature  # pylint: disable=import-outside-toplevel
+        from cryptography.hazmat.primitives import hashes  # pylint: disable=import-outside-toplevel
+        from cryptography.hazmat.primitives.asymmetric import padding  # pylint: disable=import-outside-toplevel
+
+        if method != "POST" or form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            return "unsupported grant_type", None
+        parts = form.get("assertion", "").split(".")
+        if len(parts) != 3:
+            return "Invalid JWT: the assertion is not a signed JWT", None
+        try:
+            claims = json.loads(_b64url(parts[1]))
+            signature = _b64url(parts[2])
+        except ValueError:
+            return "Invalid JWT: cannot decode", None
+        with self.lock:
+            public_key = self.keys.get(claims.get("iss"))
+        if public_key is None:
+            return "Invalid grant: account not found", claims.get("iss")
+        try:
+            public_key.verify(signature, ("%s.%s" % (parts[0], parts[1])).encode("ascii"), padding.PKCS1v15(),
+                              hashes.SHA256())
+        except InvalidSignature:
+            return "Invalid JWT Signature.", claims.get("iss")
+        # google-auth always names Google's token endpoint as the audience, whatever the key's token_uri
+        if claims.get("aud") not in (GOOGLE_TOKEN_URI, self.url + "token") or float(claims.get("exp", 0)) < time.time():
+            return ("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.",
+                    claims.get("iss"))
+        return None, claims.get("iss")
 
     # ------------------------------------------------------------------ test controls
 
@@ -483,6 +561,8 @@ class GcpDouble:
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         if path.startswith("/_double/"):
             return self._control(method, path, query, body_bytes)
+        if path == "/token":
+            return self._token_endpoint(method, body_bytes)
         body = None
         entry = dict(seq=next(self._seq), time=time.time(), method=method, path=path, query=query, body=None,
                      status=None, mutating=method in MUTATING and not path.endswith("/wait"))
@@ -498,6 +578,11 @@ class GcpDouble:
                 return 400, {}, bad_request("Invalid JSON payload received.").document(), None
         entry["body"] = body
         if fault is not None:
+            if fault.kind == "echo_auth":
+                status = int(fault.status or 401)
+                entry["status"] = status
+                return status, {}, ApiFailure(status, "UNAUTHENTICATED" if status == 401 else "INTERNAL",
+                                              echo(headers.get("Authorization") or ""), "authError").document(), None
             if fault.kind == "delay":
                 time.sleep(fault.delay)
             elif fault.kind == "reset":
@@ -527,11 +612,13 @@ class GcpDouble:
             entry["status"] = failure.http_status
             return failure.http_status, failure.headers, failure.document(), None
 
-    def _take_fault(self, method, path):
+    def _take_fault(self, method, path, kinds=None):
         # every matching fault counts the request against its ``skip``; the first ready one fires
         chosen = None
         for fault in self.faults:
             if fault.kind == "op_error" or fault.count <= 0 or not fault.matches(method, path):
+                continue
+            if kinds is not None and fault.kind not in kinds:
                 continue
             if fault.skip > 0:
                 fault.skip -= 1
@@ -724,6 +811,10 @@ class GcpDouble:
         op = self._new_operation("container", project, location, operation_type, target_link, effect,
                                  cluster_key=cluster_key)
         return copy.deepcopy(op.document)
+
+
+def _b64url(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def _fingerprint():
