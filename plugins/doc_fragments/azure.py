@@ -54,6 +54,8 @@ requirements:
   - azure-identity >= 1.17.0
   - requests
 notes:
+  - When the module fails because of a value set by C(module_defaults) (for the module's action group or for the
+    module), the error message names the option and the C(module_defaults) entry it came from.
   - Credentials are never logged or returned. Every form of O(client_secret) and of every token obtained with it
     (raw, escaped as in a Python or JSON string, base64 standard and URL-safe with or without padding,
     URL-encoded) is masked in every message and return value of the module.

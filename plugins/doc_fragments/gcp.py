@@ -69,6 +69,8 @@ requirements:
   - requests
 notes:
   - Requests that fail with HTTP 429, 500, 502, 503, 504 or a connection reset are retried with jittered exponential backoff, honouring C(Retry-After).
+  - When the module fails because of a value set by C(module_defaults) (for the module's action group or for the
+    module), the error message names the option and the C(module_defaults) entry it came from.
   - Credentials are never logged or returned. Every form of every credential (raw, escaped as in a Python or
     JSON string, base64 standard and URL-safe with or without padding, URL-encoded), and every token obtained
     with them, is masked in every message and return value of the module.

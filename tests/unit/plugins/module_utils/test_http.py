@@ -5,21 +5,28 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote, quote_plus
 
 import pytest
 import requests
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     ApiError,
+    CredentialsError,
     HttpClient,
     RenderSession,
     RetryPolicy,
+    Secrets,
+    clean_credential,
     parse_retry_after,
+    scrub,
+    scrub_value,
 )
 
 
@@ -177,3 +184,72 @@ def test_render_numbering_continues_across_runs(tmp_path):
         session = RenderSession(str(tmp_path), "arm", lambda m, u, b: {})
         HttpClient(session).request("PUT", "https://arm.example/subscriptions/s/x", body={})
     assert sorted(os.listdir(tmp_path / "requests")) == ["001-arm-put-s_x.json", "002-arm-put-s_x.json"]
+
+
+# ---------------------------------------------------------------- credentials: checked, then scrubbed everywhere
+
+
+@pytest.mark.parametrize("value, cleaned", [
+    ("ya29.a0Af-token_value~x\n", "ya29.a0Af-token_value~x"),
+    ("  ya29.token==\r\n", "ya29.token=="),
+    ("", None),
+    (None, None),
+])
+def test_clean_credential_strips_surrounding_white_space(value, cleaned):
+    assert clean_credential("access_token", value, token=True) == cleaned
+
+
+@pytest.mark.parametrize("value", ["ya29.abc\ndef", "ya29.abc\r\ndef", "tok\x00en", "tok\ten", "tok\x85en"])
+def test_clean_credential_refuses_controls_inside_naming_the_option_not_the_value(value):
+    with pytest.raises(CredentialsError) as caught:
+        clean_credential("client_secret", value)
+    assert caught.value.option == "client_secret" and str(caught.value).startswith("client_secret")
+    assert "abc" not in str(caught.value) and "tok" not in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["ya29.has space", "ya29.quote\"d", "ya29.n\u00e9", "   "])
+def test_a_bearer_token_holds_token68_only(value):
+    with pytest.raises(CredentialsError, match="^access_token"):
+        clean_credential("access_token", value, token=True)
+
+
+def test_scrub_masks_every_form_of_a_secret():
+    secret = "s3cr3t/val+ue=\n"
+    raw = secret.encode()
+    text = " | ".join([secret, repr(secret), json.dumps(secret), base64.b64encode(raw).decode(),
+                       base64.urlsafe_b64encode(raw).decode().rstrip("="), quote(secret, safe=""), quote_plus(secret),
+                       base64.b64encode(secret.strip().encode()).decode(), "Bearer other-token-123"])
+    scrubbed = scrub(text, [secret])
+    assert "s3cr3t" not in scrubbed and "czNjcjN0" not in scrubbed and "other-token-123" not in scrubbed
+    assert scrubbed.count("********") >= 9
+
+
+def test_secrets_feed_a_sink_and_scrub_values():
+    sink = set()
+    secrets = Secrets(["first-secret"], sink=sink)
+    secrets.add("token-obtained-later")
+    assert {"first-secret", "token-obtained-later", base64.b64encode(b"first-secret").decode()} <= sink
+    assert scrub_value({"a": ["x first-secret", {"token-obtained-later": 1}]}, secrets) == \
+        {"a": ["x ********", {"********": 1}]}
+
+
+def test_api_errors_are_scrubbed_and_401_carries_the_hint(server):
+    secret = "very-secret-token"
+    echoed = base64.b64encode(secret.encode()).decode()
+    server.script.append((401, {}, {"error": {"message": "bad token %s (%s)" % (echoed, quote_plus(secret))}}))
+    session = requests.Session()
+    http = HttpClient(session, retry=RetryPolicy(max_retries=0), secrets=Secrets([secret]),
+                      unauthorized_hint="the token has expired")
+    with pytest.raises(ApiError) as caught:
+        http.request("GET", server.url + "/x")
+    assert echoed not in str(caught.value) and secret not in json.dumps(caught.value.body)
+    assert str(caught.value).endswith("; the token has expired")
+
+
+def test_a_library_error_quoting_the_header_is_scrubbed(server):
+    session = requests.Session()
+    session.headers["Authorization"] = "Bearer tok-abc-123\n"
+    http = HttpClient(session, retry=RetryPolicy(max_retries=0), secrets=Secrets(["tok-abc-123\n"]))
+    with pytest.raises(ApiError) as caught:
+        http.request("GET", server.url + "/x")
+    assert "tok-abc-123" not in str(caught.value) and "InvalidHeader" in str(caught.value)
