@@ -126,7 +126,7 @@ def secret_forms(secret):
         return set()
     raw = secret if isinstance(secret, str) else "%s" % (secret,)
     forms = set()
-    for text in {raw, raw.strip()}:
+    for text in sorted(set((raw, raw.strip()))):
         forms.update((text, repr(text)[1:-1], json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1],
                       text.encode("unicode_escape").decode("ascii"),
                       urllib_parse.quote(text, safe=""), urllib_parse.quote(text), urllib_parse.quote_plus(text)))
