@@ -106,8 +106,9 @@ notes:
   - Needs root for changes (nvidia-smi's MIG commands do); reading in check mode does not.
   - Stop GPU clients (DCGM, nvsm, the device plugin, CUDA jobs) before changing the geometry of a GPU they use;
     nvidia-smi refuses to destroy an instance in use.
-  - Under Kubernetes with the GPU Operator, let the MIG manager apply the geometry instead (label
-    C(nvidia.com/mig.config) with the name of a config this module exports).
+  - Under Kubernetes with the GPU Operator, let the MIG manager apply the geometry instead - the role
+    C(gpu_ops.cluster.mig_manager) sets the C(nvidia.com/mig.config) label to a config name (for example one this module
+    exports, given to the MIG manager as its ConfigMap), checks it first and waits for the MIG manager's state.
 seealso:
   - module: gpu_ops.cluster.gpu_host_facts
   - plugin: gpu_ops.cluster.mig_parted_config
