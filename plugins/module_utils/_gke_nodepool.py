@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gcp_offers as offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
@@ -125,6 +126,8 @@ def validate(params):
 
     if not params.get("machine_type"):
         problems.add("machine_type", "is required with provider=gke and state=present")
+    common.check_node_types(problems, "", machine_type=params.get("machine_type"), disk_type=params.get("disk_type"),
+                            image_type=params.get("image_type"), accelerator_type=params.get("accelerator_type"))
     _validate_gpus(problems, params, values)
     _validate_networks(problems, params, values)
     _validate_gpudirect(problems, params, values)
@@ -511,6 +514,7 @@ class PoolEngine(NodePoolEngine):
         self.name = self.params["name"]
         self.cluster_path = common.cluster_path(self.project, self.location, self.cluster_name)
         self.pool_path = "%s/nodePools/%s" % (self.cluster_path, self.name)
+        self.cluster = None  # the cluster document, once read (its zones, for the preflight reads)
 
     @classmethod
     def open_session(cls, module, **options):
@@ -581,6 +585,7 @@ class PoolEngine(NodePoolEngine):
 
     def check_cluster(self, cluster):
         params = self.params
+        self.cluster = cluster
         if cluster is None:
             if self.session.render:
                 return  # render mode: the cluster is created by an earlier step of the same run
@@ -680,10 +685,38 @@ class PoolEngine(NodePoolEngine):
         The GPU NIC networks are not looked for in check mode: in a check-mode run of a whole play
         the networks that earlier tasks (gcp_gpu_vpcs, gke_multinetwork) would create do not exist yet.
         """
-        if not any(c.action in ("create", "recreate") for c in self.plan.changes):
-            return
-        if not self.check_mode:
+        if any(c.action in ("create", "recreate") for c in self.plan.changes) and not self.check_mode:
             self.check_networks()
+        self.check_offers()
+
+    def check_offers(self):
+        """What the change needs the service to offer (``_gcp_offers``), one read each, in check mode too.
+
+        A create: the zones named in node_locations, the machine, accelerator (type and count) and disk types in
+        each zone of the pool, the image type and node version in the location's server config. An update: only
+        what it changes (new zones, disk type, image type, node version). Nothing for a no-op or a delete.
+        """
+        change = self.plan.changes[0] if self.plan.changes else None
+        if change is None or change.action == "delete" or self.session.render:
+            return
+        creates = change.action in ("create", "recreate")
+        fields = set(f.split(".", 1)[0] for f in change.fields or [])
+        values = effective(self.params)
+        named = bool(self.params.get("node_locations")) and (creates or "node_locations" in fields)
+        if creates or "node_locations" in fields:
+            node = dict((o, values.get(o)) for o in ("machine_type", "accelerator_type", "accelerator_count",
+                                                     "disk_type"))
+        else:
+            node = dict(disk_type=values.get("disk_type") if "disk_type" in fields else None)
+        for option in ("image_type", "node_version"):
+            node[option] = self.params.get(option) if creates or option in fields else None
+        zones = self.params.get("node_locations") or (self.cluster or {}).get("locations") or (
+            [self.location] if common.location_kind(self.location) == "zone" else [])
+        problems = Problems()
+        offers.check_node_pool(self.session, problems, self.location, zones, named, node)
+        self.warnings.extend(problems.warnings)
+        if problems:
+            raise PoolError(problems.message("gpu_nodepool (provider %s)" % self.PROVIDER))
 
     def check_networks(self):
         """The additional networks and their subnetworks exist (in the cluster's region)."""

@@ -22,6 +22,11 @@ description:
     one play.
   - A change to a field the cloud cannot update in place (for example the machine type, the accelerator, the GPU
     instance profile) names the fields and fails, unless O(recreate=true), which deletes and recreates the pool.
+  - GKE. Before a create or an update (in check mode too) the module reads, once each, what the change needs the
+    service to offer, and refuses what it does not offer, naming the option. For a create, each zone of
+    O(node_locations), the machine type, the accelerator type and its most cards per instance, and the disk type in
+    each zone of the pool, plus O(image_type) and O(node_version) in the server config of O(location). For an
+    update, only what changes. A run with nothing to change reads only the cluster and the pool.
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES

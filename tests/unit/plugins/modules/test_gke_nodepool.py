@@ -173,7 +173,10 @@ def test_check_mode_create_does_not_look_for_the_networks(gcp, module_runner, cl
     preview = module_runner(gpu_nodepool.main, pool_args(gcp, networks), check=True)
     assert preview["changed"] is True and preview["changes"][0]["action"] == "create", preview
     assert preview["expected_resources"] == {"nvidia.com/gpu": 8}
-    assert not [r for r in gcp.requests if "/compute/" in r["path"]]
+    assert not [r for r in gcp.requests if "networks/" in r["path"]]
+    # what the zone offers is still read in check mode (it does not depend on earlier tasks)
+    assert [r["path"].rsplit("/", 2)[-2] for r in gcp.requests if "/zones/" in r["path"]] == [
+        "zones", "machineTypes", "acceleratorTypes"]
     assert mutations(gcp) == []
 
 
@@ -241,3 +244,60 @@ def test_render_mode_plans_against_an_empty_project(tmp_path, module_runner):
     assert request["url"].startswith("https://container.googleapis.com/v1beta1/projects/demo-project/")
     assert result["node_pool"]["name"] == "gpu"
     assert result["expected_resources"] == {"nvidia.com/gpu": 8}
+
+
+# ---------------------------------------------------------------- preflight reads of what the zone offers
+
+
+def offer_reads(double):
+    return sorted(p.split("/projects/%s/" % PROJECT, 1)[1] for p in double.read_counts()
+                  if "/zones/" in p or p.endswith("/serverConfig"))
+
+
+def test_a_create_reads_each_offer_once_and_a_no_op_rerun_reads_none(gcp, module_runner, cluster):
+    assert module_runner(gpu_nodepool.main, pool_args(gcp, cluster))["changed"]
+    assert offer_reads(gcp) == ["locations/%s/serverConfig" % REGION, "zones/%s" % ZONE,
+                                "zones/%s/acceleratorTypes/nvidia-h100-mega-80gb" % ZONE,
+                                "zones/%s/machineTypes/a3-megagpu-8g" % ZONE]
+    assert all(n == 1 for p, n in gcp.read_counts().items() if "/zones/" in p or p.endswith("/serverConfig"))
+    gcp.clear_log()
+    again = module_runner(gpu_nodepool.main, pool_args(gcp, cluster))
+    assert again["changed"] is False and mutations(gcp) == [] and offer_reads(gcp) == []
+
+
+@pytest.mark.parametrize("withdraw,extra,expected", [
+    (("machineTypes", "a3-megagpu-8g"), {}, "machine_type: machine type a3-megagpu-8g in zone us-central1-c does"),
+    (("acceleratorTypes", "nvidia-h100-mega-80gb"), {},
+     "accelerator_type: accelerator type nvidia-h100-mega-80gb in zone us-central1-c does not exist"),
+    (None, dict(disk_type="hyperdisk-turbo"), "disk_type: disk type hyperdisk-turbo in zone us-central1-c"),
+    (None, dict(node_locations=["us-central1-z"], placement_policy=None), "node_locations: zone us-central1-z does"),
+    (None, dict(image_type="COS_CONTAINERD_ARM"), "image_type: COS_CONTAINERD_ARM is not an image type GKE offers"),
+    (None, dict(node_version="1.32.3-gke.1"), "node_version: 1.32.3-gke.1 is not a node version GKE offers"),
+])
+def test_what_the_zone_does_not_offer_is_refused_before_the_create(gcp, module_runner, cluster, withdraw, extra,
+                                                                   expected):
+    if withdraw:
+        gcp.catalog.withdraw(ZONE, *withdraw)
+    for check in (True, False):
+        result = module_runner(gpu_nodepool.main, pool_args(gcp, cluster, **extra), check=check)
+        assert result.get("failed") and expected in result["msg"], result["msg"]
+    assert mutations(gcp) == [] and gcp.resource(POOL) is None
+
+
+def test_more_cards_than_an_instance_takes(gcp, module_runner, cluster):
+    args = pool_args(gcp, None, gpudirect=None, machine_type="n1-standard-8", accelerator_type="nvidia-tesla-t4",
+                     accelerator_count=8, placement_policy=None, reservation_affinity=None)
+    result = module_runner(gpu_nodepool.main, dict((k, v) for k, v in args.items() if v is not None))
+    assert result.get("failed") and "accelerator_count: 8 cards of nvidia-tesla-t4: zone us-central1-c allows at " \
+                                     "most 4 per instance" in result["msg"], result["msg"]
+    assert mutations(gcp) == []
+
+
+def test_a_new_zone_that_lacks_the_machine_is_refused_before_the_update(gcp, module_runner, cluster):
+    assert module_runner(gpu_nodepool.main, pool_args(gcp, cluster, placement_policy=None))["changed"]
+    gcp.catalog.withdraw("us-central1-b", "machineTypes", "a3-megagpu-8g")
+    gcp.clear_log()
+    result = module_runner(gpu_nodepool.main, pool_args(gcp, cluster, placement_policy=None,
+                                                        node_locations=[ZONE, "us-central1-b"]))
+    assert result.get("failed") and "machine type a3-megagpu-8g in zone us-central1-b" in result["msg"]
+    assert mutations(gcp) == []
