@@ -288,8 +288,8 @@ def test_more_cards_than_an_instance_takes(gcp, module_runner, cluster):
     args = pool_args(gcp, None, gpudirect=None, machine_type="n1-standard-8", accelerator_type="nvidia-tesla-t4",
                      accelerator_count=8, placement_policy=None, reservation_affinity=None)
     result = module_runner(gpu_nodepool.main, dict((k, v) for k, v in args.items() if v is not None))
-    assert result.get("failed") and "accelerator_count: 8 cards of nvidia-tesla-t4: zone us-central1-c allows at " \
-                                     "most 4 per instance" in result["msg"], result["msg"]
+    expected = "accelerator_count: 8 cards of nvidia-tesla-t4: zone us-central1-c allows at most 4 per instance"
+    assert result.get("failed") and expected in result["msg"], result["msg"]
     assert mutations(gcp) == []
 
 
