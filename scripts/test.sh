@@ -99,6 +99,7 @@ integration_smoke_files=(
     tests/integration/test_helm_nvidia_device_plugin.py
     tests/integration/test_k8s_double_kubernetes_core.py
     tests/integration/test_role_bad_inputs.py
+    tests/integration/test_secret_scan.py
 )
 integration_smoke() { pytest_in_stage -n 2 "${integration_smoke_files[@]}"; }
 
