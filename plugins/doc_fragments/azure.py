@@ -13,13 +13,17 @@ options:
   subscription_id:
     description:
       - The Azure subscription ID.
+      - If not set, the environment variable E(AZURE_SUBSCRIPTION_ID) (set by the AWX/AAP C(Microsoft Azure Resource Manager) credential).
     type: str
     required: true
   cloud:
     description:
       - The Azure cloud. Selects the ARM endpoint and the token audience.
+      - V(AzureCloud), V(AzureChinaCloud) and V(AzureUSGovernment), the names AWX/AAP and the Azure CLI use,
+        are the same as V(public), V(china) and V(usgovernment).
+      - If not set, the environment variable E(AZURE_CLOUD_ENVIRONMENT).
     type: str
-    choices: [public, china, usgovernment]
+    choices: [public, china, usgovernment, AzureCloud, AzureChinaCloud, AzureUSGovernment]
     default: public
   arm_endpoint:
     description:
@@ -30,17 +34,20 @@ options:
       - Tenant for a service principal. With O(client_id) and O(client_secret) a client-secret credential is used;
         otherwise the azure-identity default credential chain (environment, workload identity, managed identity, Azure CLI).
       - White space around it is stripped; a control character inside it is refused.
+      - If not set, the environment variable E(AZURE_TENANT) (set by the AWX/AAP credential), then E(AZURE_TENANT_ID).
     type: str
   client_id:
     description:
       - Service principal (application) ID, or the client ID of a user-assigned managed identity.
       - White space around it is stripped; a control character inside it is refused.
+      - If not set, the environment variable E(AZURE_CLIENT_ID).
     type: str
   client_secret:
     description:
       - Service principal secret.
       - White space around it (a trailing newline read from a file) is stripped; a control character (CR, LF, tab, ...)
         inside it is refused before anything is sent, with an error naming the option, never the value.
+      - If not set, the environment variable E(AZURE_SECRET) (set by the AWX/AAP credential), then E(AZURE_CLIENT_SECRET).
     type: str
   authority_host:
     description:
@@ -49,6 +56,7 @@ options:
         private or sovereign clouds and tests. An authority given here is not checked against Microsoft's instance
         discovery.
       - A failed login is reported as a login failure at the authority host, before any ARM request.
+      - If not set, the environment variable E(AZURE_AUTHORITY_HOST) (azure-identity's name).
     type: str
 requirements:
   - azure-identity >= 1.17.0
@@ -61,4 +69,9 @@ notes:
     URL-encoded) is masked in every message and return value of the module.
   - The module obtains its first token before its first ARM request; a failure is reported as a login failure at
     the authority host.
+  - "Where an account option comes from, first match wins: the task's own argument, then C(module_defaults)
+    (C(group/gpu_ops.cluster.azure)), then the environment variable named in the option, then the default.
+    Empty environment variables count as unset."
+  - The AWX/AAP credential's user-name form (E(AZURE_AD_USER), E(AZURE_PASSWORD)) is not supported:
+    use a service principal, a managed identity or workload identity.
 """

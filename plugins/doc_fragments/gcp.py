@@ -13,6 +13,8 @@ options:
   project:
     description:
       - The Google Cloud project ID.
+      - If not set, the environment variable E(GCP_PROJECT), then E(GCE_PROJECT) (both set by the AWX/AAP
+        C(Google Compute Engine) credential).
     type: str
     required: true
   auth_kind:
@@ -22,6 +24,7 @@ options:
       - V(serviceaccount) reads a service-account key from O(service_account_file) or O(service_account_contents).
       - V(accesstoken) uses O(access_token) as an OAuth2 bearer token.
       - Ignored in render mode (O(render_dir)), which needs no credentials.
+      - If not set, the environment variable E(GCP_AUTH_KIND) (V(serviceaccount) from the AWX/AAP C(Google Compute Engine) credential).
     type: str
     choices: [application, serviceaccount, accesstoken]
     default: application
@@ -30,6 +33,8 @@ options:
       - Path to a service-account JSON key. Used with O(auth_kind=serviceaccount).
       - A path that begins or ends with white space, or holds a control character, is refused (not guessed at).
         The key it holds is checked as O(service_account_contents) is.
+      - If not set, the environment variable E(GCP_SERVICE_ACCOUNT_FILE), then E(GCE_CREDENTIALS_FILE_PATH)
+        (both set by the AWX/AAP C(Google Compute Engine) credential).
     type: path
   service_account_contents:
     description:
@@ -38,6 +43,7 @@ options:
         White space around the JSON and around C(client_email), C(token_uri), C(private_key_id), C(client_id) and
         C(project_id) is stripped; a control character inside one of those, or one other than a line break in
         C(private_key), is refused with an error naming the option and the field, never the value.
+      - If not set, the environment variable E(GCP_SERVICE_ACCOUNT_CONTENTS).
     type: jsonarg
   access_token:
     description:
@@ -47,10 +53,12 @@ options:
         refused before anything is sent, with an error naming the option, never the value.
       - An access token cannot be refreshed; when the API answers 401 the error says that the token has expired or
         is not valid.
+      - If not set, the environment variable E(GCP_ACCESS_TOKEN).
     type: str
   scopes:
     description:
       - OAuth2 scopes requested for the credentials.
+      - If not set, the environment variable E(GCP_SCOPES) (comma-separated).
     type: list
     elements: str
     default: ['https://www.googleapis.com/auth/cloud-platform']
@@ -68,6 +76,9 @@ requirements:
   - google-auth >= 2.30.0
   - requests
 notes:
+  - "Where an account option comes from, first match wins: the task's own argument, then C(module_defaults)
+    (C(group/gpu_ops.cluster.gcp)), then the environment variable named in the option, then the default.
+    Empty environment variables count as unset."
   - Requests that fail with HTTP 429, 500, 502, 503, 504 or a connection reset are retried with jittered exponential backoff, honouring C(Retry-After).
   - When the module fails because of a value set by C(module_defaults) (for the module's action group or for the
     module), the error message names the option and the C(module_defaults) entry it came from.

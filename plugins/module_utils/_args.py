@@ -8,11 +8,18 @@
 The shared spec of an action group (``GCP_COMMON_SPEC`` for ``group/gpu_ops.cluster.gcp``,
 ``AZURE_COMMON_SPEC`` for ``group/gpu_ops.cluster.azure``) is what ``module_defaults`` of that group
 may set; every member accepts all of it (tests/unit/test_action_groups.py checks meta/runtime.yml).
+
+Account options fall back to the environment variables AWX/AAP's built-in credential types inject
+(and the names google.cloud and azure.azcollection read), so a job template with a stock credential
+needs no extra variables. Precedence: task option > module_defaults > environment > default.
 """
 
 from __future__ import annotations
 
 import copy
+import os
+
+from ansible.module_utils.errors import AnsibleFallbackNotFound
 
 GCP_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
 
@@ -25,27 +32,53 @@ SESSION_SPEC = dict(
     render_dir=dict(type="path"),
 )
 
-# Where and as whom a GCP module works (plugins/doc_fragments/gcp.py).
+
+
+def env_fallback_set(*names):
+    """The first of the environment variables ``names`` that is set and not empty.
+
+    Unlike Ansible's env_fallback, an empty variable counts as unset: AWX leaves optional inputs empty,
+    and an empty choice would fail validation.
+    """
+    for name in names:
+        if os.environ.get(name):
+            return os.environ[name]
+    raise AnsibleFallbackNotFound
+
+
+def _env(*names):
+    return (env_fallback_set, list(names))
+
+
+# AWX's "Google Compute Engine" credential injects GCP_AUTH_KIND=serviceaccount, GCP_PROJECT,
+# GCP_SERVICE_ACCOUNT_FILE and the older GCE_PROJECT, GCE_CREDENTIALS_FILE_PATH (plugins/doc_fragments/gcp.py).
 GCP_ACCOUNT_SPEC = dict(
-    project=dict(type="str", required=True),
-    auth_kind=dict(type="str", default="application", choices=["application", "serviceaccount", "accesstoken"]),
-    service_account_file=dict(type="path"),
-    service_account_contents=dict(type="jsonarg", no_log=True),
-    access_token=dict(type="str", no_log=True),
-    scopes=dict(type="list", elements="str", default=GCP_SCOPES),
+    project=dict(type="str", required=True, fallback=_env("GCP_PROJECT", "GCE_PROJECT")),
+    auth_kind=dict(type="str", default="application", choices=["application", "serviceaccount", "accesstoken"],
+                   fallback=_env("GCP_AUTH_KIND")),
+    service_account_file=dict(type="path", fallback=_env("GCP_SERVICE_ACCOUNT_FILE", "GCE_CREDENTIALS_FILE_PATH")),
+    service_account_contents=dict(type="jsonarg", no_log=True, fallback=_env("GCP_SERVICE_ACCOUNT_CONTENTS")),
+    access_token=dict(type="str", no_log=True, fallback=_env("GCP_ACCESS_TOKEN")),
+    scopes=dict(type="list", elements="str", default=GCP_SCOPES, fallback=_env("GCP_SCOPES")),
     container_endpoint=dict(type="str", default="https://container.googleapis.com/"),
     compute_endpoint=dict(type="str", default="https://compute.googleapis.com/"),
 )
 
-# Where and as whom an Azure module works (plugins/doc_fragments/azure.py).
+# The names AWX's AZURE_CLOUD_ENVIRONMENT (and the az CLI) give the clouds, for the option cloud.
+AZURE_CLOUD_ENVIRONMENTS = {"AzureCloud": "public", "AzureChinaCloud": "china", "AzureUSGovernment": "usgovernment"}
+
+# AWX's "Microsoft Azure Resource Manager" credential injects AZURE_SUBSCRIPTION_ID, AZURE_CLIENT_ID,
+# AZURE_TENANT, AZURE_SECRET and AZURE_CLOUD_ENVIRONMENT; azure-identity's own names (AZURE_TENANT_ID,
+# AZURE_CLIENT_SECRET) are read too (plugins/doc_fragments/azure.py).
 AZURE_ACCOUNT_SPEC = dict(
-    subscription_id=dict(type="str", required=True),
-    cloud=dict(type="str", default="public", choices=["public", "china", "usgovernment"]),
+    subscription_id=dict(type="str", required=True, fallback=_env("AZURE_SUBSCRIPTION_ID")),
+    cloud=dict(type="str", default="public", choices=["public", "china", "usgovernment"] + list(AZURE_CLOUD_ENVIRONMENTS),
+               fallback=_env("AZURE_CLOUD_ENVIRONMENT")),
     arm_endpoint=dict(type="str"),
-    tenant_id=dict(type="str"),
-    client_id=dict(type="str"),
-    client_secret=dict(type="str", no_log=True),
-    authority_host=dict(type="str"),
+    tenant_id=dict(type="str", fallback=_env("AZURE_TENANT", "AZURE_TENANT_ID")),
+    client_id=dict(type="str", fallback=_env("AZURE_CLIENT_ID")),
+    client_secret=dict(type="str", no_log=True, fallback=_env("AZURE_SECRET", "AZURE_CLIENT_SECRET")),
+    authority_host=dict(type="str", fallback=_env("AZURE_AUTHORITY_HOST")),
 )
 
 # matches plugins/doc_fragments/gcp.py + session.py

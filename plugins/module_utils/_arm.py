@@ -35,7 +35,7 @@ import logging
 import threading
 import time
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import SESSION_DEFAULTS
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import AZURE_CLOUD_ENVIRONMENTS, SESSION_DEFAULTS
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     ApiError,
     CloudSession,
@@ -297,7 +297,8 @@ class ArmSession(CloudSession):
     def module_arguments(cls, params):
         """ArmSession's keyword arguments from the AZURE_COMMON_SPEC options of a module."""
         names = ("subscription_id", "arm_endpoint", "tenant_id", "client_id", "client_secret", "authority_host")
-        return dict([(name, params.get(name)) for name in names], cloud=params.get("cloud") or "public")
+        cloud = params.get("cloud") or "public"
+        return dict([(name, params.get(name)) for name in names], cloud=AZURE_CLOUD_ENVIRONMENTS.get(cloud, cloud))
 
     @classmethod
     def libraries(cls, kwargs):

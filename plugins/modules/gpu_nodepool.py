@@ -44,11 +44,13 @@ options:
   project:
     description:
       - GKE. The Google Cloud project ID. Required with O(provider=gke).
+      - If not set, the environment variable E(GCP_PROJECT), then E(GCE_PROJECT) (AWX/AAP C(Google Compute Engine) credential).
     type: str
     required: false
   subscription_id:
     description:
       - AKS. The Azure subscription ID. Required with O(provider=aks).
+      - If not set, the environment variable E(AZURE_SUBSCRIPTION_ID) (AWX/AAP C(Microsoft Azure Resource Manager) credential).
     type: str
     required: false
   name:
@@ -357,8 +359,8 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import (
 def argument_spec():
     spec = with_common(GCP_COMMON_SPEC, AZURE_COMMON_SPEC)
     # each provider's account option is required only for that provider (required_if below)
-    spec["project"] = dict(type="str")
-    spec["subscription_id"] = dict(type="str")
+    spec["project"]["required"] = False
+    spec["subscription_id"]["required"] = False
     spec.update(
         provider=dict(type="str", required=True, choices=["gke", "aks"]),
         name=dict(type="str", required=True),
