@@ -28,6 +28,7 @@ import datetime
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gcp_offers as offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_versions as versions
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gpudirect import version_gate_error
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields, resulting_document
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems
@@ -622,10 +623,15 @@ def run(module):
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession  # pylint: disable=import-outside-toplevel
 
     params = module.params
+    session = None
+    alias = params.get("cluster_version") if versions.is_alias(params.get("cluster_version")) else None
+    if alias:
+        session = GcpSession.from_module(module)
+        params["cluster_version"] = _resolve_alias(module, session, alias)
     problems = validate(params)
     if problems:
         module.fail_json(msg=problems.message("gke_cluster"), problems=problems.items)
-    session = GcpSession.from_module(module)
+    session = session or GcpSession.from_module(module)
     engine = ClusterEngine(module, session)
     try:
         current = engine.read()
@@ -657,4 +663,20 @@ def run(module):
         version=cluster.get("currentMasterVersion") or cluster.get("initialClusterVersion"),
         multi_networking=bool((cluster.get("networkConfig") or {}).get("enableMultiNetworking")),
     )
+    if alias:
+        result["resolved_version"] = dict(alias=alias, version=params["cluster_version"])
     module.exit_json(**result)
+
+
+def _resolve_alias(module, session, alias):
+    """The full version a cluster_version alias names, from the location's server config (one read)."""
+    params = module.params
+    try:
+        config = versions.read(session, params["location"])
+        return versions.resolve(config, alias, params.get("gpudirect"), params.get("release_channel"))
+    except versions.VersionError as exc:
+        module.fail_json(msg="cluster_version: %s" % exc)
+    except ApiError as exc:
+        module.fail_json(msg="cluster_version %s: reading the GKE server config failed: %s" % (
+            alias, common.operation_error_text(exc)), status=exc.status)
+    return None  # not reached: fail_json exits

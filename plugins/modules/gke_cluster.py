@@ -60,6 +60,11 @@ options:
   cluster_version:
     description:
       - The pinned GKE version, written in full (C(MAJOR.MINOR.PATCH-gke.BUILD), for example C(1.32.2-gke.1489001)).
+      - Or an alias, V(latest) or a minor such as V(1.30), resolved on every run through the server config of
+        O(location) (of O(release_channel)'s versions when one is set) to the newest offered patch that meets the
+        O(gpudirect) minimum. The module fails listing the offered versions when none fits, and returns the
+        resolution as RV(resolved_version). A newer offered patch upgrades the control plane on a later run; pin the
+        full version to hold it. Render mode reads nothing, so it needs the full version.
       - Used as the initial version; an existing cluster on an older version is upgraded to it, one on a newer version
         is left alone with a warning (GKE does not downgrade).
       - Without a release channel the system pool is created with node auto-upgrade off. On a release
@@ -264,6 +269,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+resolved_version:
+  description: The alias given in O(cluster_version) and the full version it resolved to.
+  returned: when O(cluster_version) is an alias
+  type: dict
+  sample: {"alias": "1.30", "version": "1.30.4-gke.1129000"}
 changes:
   description: What was (or, in check mode, would be) done, in order.
   returned: always

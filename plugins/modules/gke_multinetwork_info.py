@@ -1,0 +1,144 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gke_multinetwork_info
+short_description: What Google Cloud has of a GKE cluster's GPU NIC fabric
+version_added: 0.1.0
+description:
+  - Reads the VPC networks, subnets and firewall rules that M(gpu_ops.cluster.gke_multinetwork) manages for a
+    cluster (named the same way, from O(cluster), O(gpudirect) or O(nic_count) and O(name_prefix)), and the
+    cluster's multi-networking settings.
+  - Returns each resource as the Compute Engine API has it (null where it does not exist) and the names later
+    steps use (node pool networks, Kubernetes C(Network) objects, pod annotations).
+  - Reads only; nothing changes.
+author:
+  - gpu_ops.cluster maintainers (@gpu-ops)
+extends_documentation_fragment:
+  - gpu_ops.cluster.attributes
+  - gpu_ops.cluster.attributes.info_module
+  - gpu_ops.cluster.attributes.ACTIONGROUP_GCP
+  - gpu_ops.cluster.gcp
+options:
+  cluster:
+    description: Name of the GKE cluster the fabric belongs to.
+    type: str
+    required: true
+  location:
+    description: Region or zone of the cluster (the fabric's subnets are in its region).
+    type: str
+    required: true
+  gpudirect:
+    description: GPUDirect profile; sets the number of GPU NICs and the interface names.
+    type: str
+    choices: [tcpx, tcpxo]
+  nic_count:
+    description: Number of GPU NICs, without O(gpudirect).
+    type: int
+  name_prefix:
+    description: Prefix of the network, subnet and firewall names (default C(<cluster>-gpunic)).
+    type: str
+  k8s_network_prefix:
+    description: Prefix of the Kubernetes C(Network) object names.
+    type: str
+    default: vpc
+seealso:
+  - module: gpu_ops.cluster.gke_multinetwork
+"""
+
+EXAMPLES = r"""
+- name: Is the fabric of a3mega complete?
+  gpu_ops.cluster.gke_multinetwork_info:
+    project: my-project
+    cluster: a3mega
+    location: us-central1
+    gpudirect: tcpxo
+  register: fabric
+  failed_when: not fabric.exists or not fabric.cluster.multi_networking
+"""
+
+RETURN = r"""
+exists:
+  description: Whether every network, subnet and firewall rule of the fabric exists.
+  returned: always
+  type: bool
+missing:
+  description: The resources that do not exist, as C(<kind> <name>).
+  returned: always
+  type: list
+  elements: str
+nics:
+  description: Per GPU NIC its C(index), C(interface), C(k8s_network) and the C(network), C(subnetwork) and C(firewall)
+    documents as the Compute Engine API returns them (null when missing).
+  returned: always
+  type: list
+  elements: dict
+cluster:
+  description: The cluster's C(exists), C(status), C(multi_networking) and C(datapath_provider) as GKE has them.
+  returned: always
+  type: dict
+  sample: {"exists": true, "status": "RUNNING", "multi_networking": true, "datapath_provider": "ADVANCED_DATAPATH"}
+gpudirect:
+  description: The O(gpudirect) profile, or null.
+  returned: always
+  type: str
+region:
+  description: The region of the fabric's subnets.
+  returned: always
+  type: str
+device_mode:
+  description: The device mode of the GKENetworkParamSet objects (C(NetDevice) for TCPX/TCPXO).
+  returned: always
+  type: str
+additional_node_networks:
+  description: The node pool's additional node networks (network, subnetwork).
+  returned: always
+  type: list
+  elements: dict
+k8s_network_names:
+  description: The names of the Kubernetes C(Network) objects.
+  returned: always
+  type: list
+  elements: str
+pod_annotations:
+  description: The annotations a GPU pod carries to get the GPU NICs.
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_COMMON_SPEC, with_common
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=with_common(GCP_COMMON_SPEC, dict(
+            cluster=dict(type="str", required=True),
+            location=dict(type="str", required=True),
+            gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
+            nic_count=dict(type="int"),
+            name_prefix=dict(type="str"),
+            k8s_network_prefix=dict(type="str", default="vpc"),
+        )),
+        supports_check_mode=True)
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _fabric_info
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gke_common import operation_error_text
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gke_multinetwork import FabricError
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
+
+    try:
+        module.exit_json(**_fabric_info.describe(GcpSession.from_module(module), module.params))
+    except FabricError as exc:
+        module.fail_json(msg=str(exc), problems=exc.problems)
+    except ApiError as exc:
+        module.fail_json(msg="Google Cloud request failed: %s" % operation_error_text(exc), status=exc.status)
+
+
+if __name__ == "__main__":
+    main()

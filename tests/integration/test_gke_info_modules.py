@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gke_server_config_info, gke_multinetwork_info and the gke_cluster version alias, by ansible-playbook against the
+GCP double: the info modules read only (in check mode too), and the alias resolves through the server config."""
+
+from __future__ import annotations
+
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT
+
+LOCATION = "us-central1"
+
+
+def play(defaults, tasks, check=False):
+    return [dict(name="info", hosts="localhost", gather_facts=False, module_defaults=defaults, check_mode=check,
+                 tasks=tasks)]
+
+
+def test_info_modules_read_only_and_alias_resolves(run_playbook, gcp_double, gcp_defaults):
+    offered = gcp_double.gke_versions
+    fabric = dict(cluster="infofab", location=LOCATION, gpudirect="tcpx")
+    tasks = [
+        {"name": "fabric before", "register": "before", "gpu_ops.cluster.gke_multinetwork_info": fabric},
+        {"name": "versions", "register": "config", "gpu_ops.cluster.gke_server_config_info": dict(
+            location=LOCATION, gpudirect="tcpxo")},
+        {"name": "create fabric", "gpu_ops.cluster.gke_multinetwork": fabric},
+        {"name": "cluster on a minor", "register": "cluster", "gpu_ops.cluster.gke_cluster": dict(
+            name="infofab", location=LOCATION, cluster_version="1.30", multi_networking=True)},
+        {"name": "fabric after", "register": "after", "gpu_ops.cluster.gke_multinetwork_info": fabric},
+        {"name": "no version fits", "register": "nofit", "ignore_errors": True, "gpu_ops.cluster.gke_cluster": dict(
+            name="other", location=LOCATION, cluster_version="1.33", multi_networking=False)},
+        {"name": "check", "ansible.builtin.assert": {"that": [
+            "not before.exists and before.missing | length == 12 and not before.cluster.exists",
+            "before.k8s_network_names == ['vpc1', 'vpc2', 'vpc3', 'vpc4']",
+            "config.valid_master_versions == %r" % offered,
+            "config.gpudirect.latest == '%s'" % offered[0],
+            "config is not changed and before is not changed and after is not changed",
+            "cluster.resolved_version == {'alias': '1.30', 'version': '1.30.4-gke.1129000'}",
+            "after.exists and after.missing == []",
+            "after.nics[1].network.name == 'infofab-gpunic-2' and after.nics[1].subnetwork.ipCidrRange is defined",
+            "after.cluster.exists and after.cluster.multi_networking",
+            "nofit is failed and \"no GKE version offered in this location matches '1.33'\" in nofit.msg",
+            "'offered: ' ~ (%r | join(', ')) in nofit.msg" % offered,
+        ]}},
+    ]
+    run_playbook(play(gcp_defaults, tasks)).assert_ok()
+    cluster = gcp_double.resource("v1/projects/%s/locations/%s/clusters/infofab" % (GCP_PROJECT, LOCATION))
+    assert cluster["initialClusterVersion"] == "1.30.4-gke.1129000"
+    assert gcp_double.resource("v1/projects/%s/locations/%s/clusters/other" % (GCP_PROJECT, LOCATION)) is None
+
+    # in check mode the info modules still read, and nothing anywhere writes
+    gcp_double.clear_log()
+    check = [dict(tasks[0], register="checked"), tasks[1],
+             {"name": "check", "ansible.builtin.assert": {"that": ["checked.exists", "config.gpudirect.versions | length > 0"]}}]
+    run_playbook(play(gcp_defaults, check, check=True)).assert_ok()
+    assert gcp_double.mutating_requests() == [] and gcp_double.read_counts()
+
+
+def test_info_modules_refuse_bad_input_naming_the_option(run_playbook, gcp_defaults):
+    tasks = [{"name": "no size", "register": "nosize", "ignore_errors": True,
+              "gpu_ops.cluster.gke_multinetwork_info": dict(cluster="x", location=LOCATION)},
+             {"name": "render", "register": "render", "ignore_errors": True,
+              "gpu_ops.cluster.gke_server_config_info": dict(location=LOCATION, render_dir="/tmp/none")},
+             {"name": "check", "ansible.builtin.assert": {"that": [
+                 "nosize is failed and 'gpudirect' in nosize.msg and 'nic_count' in nosize.msg",
+                 "render is failed and 'render mode' in render.msg"]}}]
+    run_playbook(play(gcp_defaults, tasks)).assert_ok()
