@@ -72,6 +72,6 @@ notes:
   - "Where an account option comes from, first match wins: the task's own argument, then C(module_defaults)
     (C(group/gpu_ops.cluster.azure)), then the environment variable named in the option, then the default.
     Empty environment variables count as unset."
-  - The AWX/AAP credential's user-name form (E(AZURE_AD_USER), E(AZURE_PASSWORD)) is not supported:
+  - The AWX/AAP credential's user-name form (E(AZURE_AD_USER), E(AZURE_PASSWORD)) is not supported;
     use a service principal, a managed identity or workload identity.
 """

@@ -33,7 +33,6 @@ SESSION_SPEC = dict(
 )
 
 
-
 def env_fallback_set(*names):
     """The first of the environment variables ``names`` that is set and not empty.
 

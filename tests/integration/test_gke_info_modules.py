@@ -27,6 +27,19 @@ def test_info_modules_read_only_and_alias_resolves(run_playbook, gcp_double, gcp
         {"name": "cluster on a minor", "register": "cluster", "gpu_ops.cluster.gke_cluster": dict(
             name="infofab", location=LOCATION, cluster_version="1.30", multi_networking=True)},
         {"name": "fabric after", "register": "after", "gpu_ops.cluster.gke_multinetwork_info": fabric},
+        {"name": "GPUDirect pool", "gpu_ops.cluster.gpu_nodepool": dict(
+            provider="gke", cluster="infofab", location=LOCATION, name="a3high", gpudirect="tcpx",
+            machine_type="a3-highgpu-8g", additional_node_networks="{{ after.additional_node_networks }}", gvnic=True,
+            node_count=1, gpu_driver_version="latest")},
+        {"name": "L4 pool", "gpu_ops.cluster.gpu_nodepool": dict(
+            provider="gke", cluster="infofab", location=LOCATION, name="l4", machine_type="g2-standard-8",
+            accelerator_type="nvidia-l4", accelerator_count=1, node_count=1)},
+        {"name": "pools", "register": "pools", "gpu_ops.cluster.gpu_nodepool_info": dict(
+            provider="gke", cluster="infofab", location=LOCATION)},
+        {"name": "one pool", "register": "one", "gpu_ops.cluster.gpu_nodepool_info": dict(
+            provider="gke", cluster="infofab", location=LOCATION, name="a3high")},
+        {"name": "no cluster", "register": "nocluster", "gpu_ops.cluster.gpu_nodepool_info": dict(
+            provider="gke", cluster="nosuch", location=LOCATION)},
         {"name": "no version fits", "register": "nofit", "ignore_errors": True, "gpu_ops.cluster.gke_cluster": dict(
             name="other", location=LOCATION, cluster_version="1.33", multi_networking=False)},
         {"name": "check", "ansible.builtin.assert": {"that": [
@@ -39,6 +52,15 @@ def test_info_modules_read_only_and_alias_resolves(run_playbook, gcp_double, gcp
             "after.exists and after.missing == []",
             "after.nics[1].network.name == 'infofab-gpunic-2' and after.nics[1].subnetwork.ipCidrRange is defined",
             "after.cluster.exists and after.cluster.multi_networking",
+            "pools.cluster_exists and pools is not changed",
+            "pools.node_pools | map(attribute='name') | sort == ['a3high', 'default-pool', 'l4']",
+            "one.node_pools | length == 1",
+            "one.node_pools[0].gpudirect == {'profile': 'tcpx', 'gpu_nics_needed': 4, 'gpu_nics': 4, 'ready': true}",
+            "one.node_pools[0].expected_resources == {'nvidia.com/gpu': 8}",
+            "one.node_pools[0].additional_node_networks == after.additional_node_networks",
+            "(pools.node_pools | selectattr('name', 'eq', 'l4') | first).gpudirect is none",
+            "(pools.node_pools | selectattr('name', 'eq', 'l4') | first).expected_resources == {'nvidia.com/gpu': 1}",
+            "not nocluster.cluster_exists and nocluster.node_pools == []",
             "nofit is failed and \"no GKE version offered in this location matches '1.33'\" in nofit.msg",
             "'offered: ' ~ (%r | join(', ')) in nofit.msg" % offered,
         ]}},
@@ -65,3 +87,22 @@ def test_info_modules_refuse_bad_input_naming_the_option(run_playbook, gcp_defau
                  "nosize is failed and 'gpudirect' in nosize.msg and 'nic_count' in nosize.msg",
                  "render is failed and 'render mode' in render.msg"]}}]
     run_playbook(play(gcp_defaults, tasks)).assert_ok()
+
+
+def test_gpu_nodepool_info_aks_mig_facts(run_playbook, arm_double, arm_env, azure_defaults):
+    pool = dict(provider="aks", resource_group="gpu-rg", cluster="gpu-aks", name="mig", vm_size="Standard_ND96asr_v4",
+                node_count=1, gpu_instance_profile="MIG2g", os_sku="Ubuntu")
+    info = dict(provider="aks", resource_group="gpu-rg", cluster="gpu-aks")
+    tasks = [{"name": "MIG pool", "gpu_ops.cluster.gpu_nodepool": pool},
+             {"name": "pools", "register": "pools", "gpu_ops.cluster.gpu_nodepool_info": dict(info, mig_strategy="mixed")},
+             {"name": "one", "register": "one", "gpu_ops.cluster.gpu_nodepool_info": dict(info, name="mig")},
+             {"name": "check", "ansible.builtin.assert": {"that": [
+                 "pools.node_pools | map(attribute='name') | sort == ['mig', 'nodepool1']",
+                 "one.node_pools[0].gpu_instance_profile == 'MIG2g'",
+                 "one.node_pools[0].mig.mig_profile == '2g.10gb' and one.node_pools[0].mig.instances_per_vm == 24",
+                 "one.node_pools[0].expected_resources == {'nvidia.com/gpu': 24}",
+                 "(pools.node_pools | selectattr('name', 'eq', 'mig') | first).expected_resources"
+                 " == {'nvidia.com/mig-2g.10gb': 24}",
+                 "(pools.node_pools | selectattr('name', 'eq', 'nodepool1') | first).mig is none"]}}]
+    run_playbook([dict(name="aks", hosts="localhost", gather_facts=False, module_defaults=azure_defaults,
+                       tasks=tasks)], env=arm_env).assert_ok()

@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""GKE node pools and AKS agent pools as the clouds have them, with the GPU facts of our catalogs (gpu_nodepool_info).
+
+Read only. The GPU facts come from the tables gpu_nodepool itself uses: the GPUDirect catalog (which profile a
+machine type runs, how many GPU NICs it needs) and the MIG catalog (what a partition size or an AKS GPU instance
+profile gives every node), through the engines' own ``expected_resources``.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _aks_nodepool as aks
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_nodepool as gke
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig
+
+
+def _gpudirect_facts(machine_type, networks):
+    profiles = [name for name in gpudirect.PROFILE_NAMES if machine_type in gpudirect.PROFILES[name]["machine_types"]]
+    if not profiles:
+        return None
+    needed = gpudirect.PROFILES[profiles[0]]["gpu_nic_count"]
+    return dict(profile=profiles[0], gpu_nics_needed=needed, gpu_nics=len(networks), ready=len(networks) >= needed)
+
+
+def gke_pool_facts(pool):
+    """The GPU facts of one GKE NodePool document."""
+    config = pool.get("config") or {}
+    accelerator = (config.get("accelerators") or [{}])[0]
+    sharing = accelerator.get("gpuSharingConfig") or {}
+    networks = [dict(network=n.get("network"), subnetwork=n.get("subnetwork"))
+                for n in (pool.get("networkConfig") or {}).get("additionalNodeNetworkConfigs") or []]
+    options = dict(machine_type=config.get("machineType"), accelerator_type=accelerator.get("acceleratorType"),
+                   accelerator_count=int(accelerator["acceleratorCount"]) if accelerator.get("acceleratorCount") else None,
+                   gpu_partition_size=accelerator.get("gpuPartitionSize"),
+                   gpu_sharing=dict(max_shared_clients_per_gpu=int(sharing["maxSharedClientsPerGpu"]))
+                   if sharing.get("maxSharedClientsPerGpu") else None)
+    return dict(name=pool.get("name"), status=pool.get("status"), version=pool.get("version"),
+                machine_type=options["machine_type"], accelerator_type=options["accelerator_type"],
+                accelerator_count=options["accelerator_count"], gpu_partition_size=options["gpu_partition_size"],
+                gpu_sharing=sharing or None, image_type=config.get("imageType"), locations=pool.get("locations") or [],
+                additional_node_networks=networks, gpudirect=_gpudirect_facts(options["machine_type"], networks),
+                expected_resources=gke.expected_resources(options))
+
+
+def aks_pool_facts(pool, mig_strategy="single"):
+    """The GPU facts of one AKS agentPool document."""
+    props = pool.get("properties") or {}
+    profile = props.get("gpuInstanceProfile")
+    mig = None
+    if profile:
+        try:
+            mig = _mig.aks_profile(props.get("vmSize"), profile)
+        except ValueError as exc:
+            mig = dict(gpu_instance_profile=profile, problem=str(exc))
+    return dict(name=pool.get("name"), provisioning_state=props.get("provisioningState"), vm_size=props.get("vmSize"),
+                count=props.get("count"), os_sku=props.get("osSKU"), mode=props.get("mode"),
+                orchestrator_version=props.get("currentOrchestratorVersion") or props.get("orchestratorVersion"),
+                gpu_instance_profile=profile, mig=mig,
+                expected_resources=aks.expected_resources(props.get("vmSize"), profile, mig_strategy))
+
+
+def gke_pools(session, params):
+    """(pools facts, cluster exists) of a GKE cluster; one pool when ``name`` is given."""
+    path = common.cluster_path(session.project, params["location"], params["cluster"])
+    if params.get("name"):
+        pool = session.get(session.container_url("%s/nodePools/%s" % (path, params["name"])))
+        documents = [pool] if pool else []
+    else:
+        listing = session.get(session.container_url("%s/nodePools" % path))
+        documents = (listing or {}).get("nodePools") or []
+    exists = bool(documents) or session.get(session.container_url(path)) is not None
+    return [gke_pool_facts(p) for p in documents], exists
+
+
+def aks_pools(session, params):
+    """(pools facts, cluster exists) of an AKS cluster; one pool when ``name`` is given."""
+    base = aks.PROVIDER_PATH % (params["resource_group"], params["cluster"])
+    if params.get("name"):
+        pool = session.get(session.url("%s/agentPools/%s" % (base, params["name"]), aks.API_VERSION))
+        documents = [pool] if pool else []
+    else:
+        listing = session.get(session.url("%s/agentPools" % base, aks.API_VERSION))
+        documents = (listing or {}).get("value") or []
+    exists = bool(documents) or session.get(session.url(base, aks.API_VERSION)) is not None
+    strategy = params.get("mig_strategy") or "single"
+    return [aks_pool_facts(p, strategy) for p in documents], exists

@@ -1,0 +1,149 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_nodepool_info
+short_description: GKE node pools and AKS agent pools with their GPU, GPUDirect and MIG facts
+version_added: 0.1.0
+description:
+  - Reads the node pools of a GKE cluster (O(provider=gke)) or the agent pools of an AKS cluster (O(provider=aks)),
+    all of them or the one named by O(name).
+  - Each pool comes with its GPU settings and the facts the collection's catalogs derive from them, the same
+    M(gpu_ops.cluster.gpu_nodepool) uses - the GPUDirect profile of the machine type and whether the pool has its
+    GPU NICs, the MIG profile of an AKS GPU instance profile, and the extended resources every node should advertise.
+  - Reads only; nothing changes.
+author:
+  - gpu_ops.cluster maintainers (@gpu-ops)
+extends_documentation_fragment:
+  - gpu_ops.cluster.attributes
+  - gpu_ops.cluster.attributes.info_module
+  - gpu_ops.cluster.attributes.ACTIONGROUP_GCP_AZURE
+  - gpu_ops.cluster.gcp
+  - gpu_ops.cluster.azure
+options:
+  provider:
+    description: Which cloud.
+    type: str
+    required: true
+    choices: [gke, aks]
+  project:
+    description:
+      - GKE. The Google Cloud project ID. Required with O(provider=gke).
+      - If not set, the environment variable E(GCP_PROJECT), then E(GCE_PROJECT).
+    type: str
+    required: false
+  subscription_id:
+    description:
+      - AKS. The Azure subscription ID. Required with O(provider=aks).
+      - If not set, the environment variable E(AZURE_SUBSCRIPTION_ID).
+    type: str
+    required: false
+  cluster:
+    description: Name of the cluster.
+    type: str
+    required: true
+  name:
+    description: Name of one pool; all pools of the cluster when not set.
+    type: str
+  location:
+    description: GKE. Zone or region of the cluster. Required with O(provider=gke).
+    type: str
+  resource_group:
+    description: AKS. Resource group of the cluster. Required with O(provider=aks).
+    type: str
+  mig_strategy:
+    description: AKS. The device plugin's MIG strategy, for RV(node_pools[].expected_resources).
+    type: str
+    choices: [single, mixed]
+    default: single
+seealso:
+  - module: gpu_ops.cluster.gpu_nodepool
+"""
+
+EXAMPLES = r"""
+- name: GPU pools of a GKE cluster
+  gpu_ops.cluster.gpu_nodepool_info:
+    provider: gke
+    project: my-project
+    location: us-central1
+    cluster: a3mega
+  register: pools
+
+- name: The MIG pool of an AKS cluster
+  gpu_ops.cluster.gpu_nodepool_info:
+    provider: aks
+    subscription_id: "{{ azure_subscription }}"
+    resource_group: gpu-rg
+    cluster: gpu-aks
+    name: mig
+  register: mig
+"""
+
+RETURN = r"""
+cluster_exists:
+  description: Whether the cluster exists.
+  returned: always
+  type: bool
+node_pools:
+  description:
+    - The pools, each with its name, state, size and GPU settings as the cloud has them, and C(expected_resources)
+      (the extended resources each node should advertise; null when the catalog does not know the GPU).
+    - GKE pools also have C(gpudirect) (C(profile), C(gpu_nics_needed), C(gpu_nics), C(ready); null for machine
+      types without GPUDirect) and C(additional_node_networks).
+    - AKS pools also have C(mig) (from the MIG catalog - C(gpu_model), C(mig_profile), C(instances_per_gpu),
+      C(instances_per_vm), C(layout); null without a GPU instance profile).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"name": "a3mega", "machine_type": "a3-megagpu-8g", "accelerator_count": 8,
+            "gpudirect": {"profile": "tcpxo", "gpu_nics_needed": 8, "gpu_nics": 8, "ready": true},
+            "expected_resources": {"nvidia.com/gpu": 8}}]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import AZURE_COMMON_SPEC, GCP_COMMON_SPEC, with_common
+
+
+def argument_spec():
+    spec = with_common(GCP_COMMON_SPEC, AZURE_COMMON_SPEC)
+    # each provider's account option is required only for that provider (required_if below)
+    spec["project"]["required"] = False
+    spec["subscription_id"]["required"] = False
+    spec.update(
+        provider=dict(type="str", required=True, choices=["gke", "aks"]),
+        cluster=dict(type="str", required=True),
+        name=dict(type="str"),
+        location=dict(type="str"),
+        resource_group=dict(type="str"),
+        mig_strategy=dict(type="str", default="single", choices=["single", "mixed"]),
+    )
+    return spec
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_if=[
+        ("provider", "gke", ("project", "location")),
+        ("provider", "aks", ("subscription_id", "resource_group")),
+    ])
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nodepool_info as info
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
+
+    try:
+        if module.params["provider"] == "gke":
+            from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
+            pools, exists = info.gke_pools(GcpSession.from_module(module), module.params)
+        else:
+            from ansible_collections.gpu_ops.cluster.plugins.module_utils._arm import ArmSession
+            pools, exists = info.aks_pools(ArmSession.from_module(module), module.params)
+    except ApiError as exc:
+        module.fail_json(msg="request failed: %s" % exc.describe(), status=exc.status)
+    module.exit_json(changed=False, cluster_exists=exists, node_pools=pools)
+
+
+if __name__ == "__main__":
+    main()
