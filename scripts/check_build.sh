@@ -15,6 +15,11 @@ export ANSIBLE_COLLECTIONS_PATH="$work/collections"
 ansible-galaxy collection build "$root" --output-path "$work/dist" --force
 tarball=$(ls "$work"/dist/gpu_ops-cluster-*.tar.gz)
 echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
+# developer-only trees stay out of what users install (galaxy.yml build_ignore)
+if tar -tzf "$tarball" | grep -E '^(\./)?(molecule|tests/output|benchmarks/results)/'; then
+    echo "the tarball carries developer-only files (above); add them to build_ignore in galaxy.yml" >&2
+    exit 1
+fi
 ansible-galaxy collection install "$tarball" -p "$work/collections" --no-deps
 ln -s "$root/.collections/ansible_collections/kubernetes" "$work/collections/ansible_collections/kubernetes"
 

@@ -50,7 +50,7 @@ def _sorted(versions):
             full.append((parse_gke_version(version), version))
         except ValueError:
             continue
-    return [version for _, version in sorted(full, reverse=True)]
+    return [pair[1] for pair in sorted(full, reverse=True)]
 
 
 def offered(config, channel=None):

@@ -4,7 +4,7 @@
 """roles/mps: ACK labelling and checks, the allocation report and the device-plugin MPS path against the
 Kubernetes double; bad host settings refused before anything is written.
 
-The host daemon itself runs under molecule (extensions/molecule/mps) against the fake control daemon.
+The host daemon itself runs under molecule (molecule/mps) against the fake control daemon.
 """
 
 from __future__ import annotations
