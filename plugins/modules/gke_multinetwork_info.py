@@ -115,17 +115,19 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_COMMON_SPEC, with_common
 
 
+def argument_spec():
+    return with_common(GCP_COMMON_SPEC, dict(
+        cluster=dict(type="str", required=True),
+        location=dict(type="str", required=True),
+        gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
+        nic_count=dict(type="int"),
+        name_prefix=dict(type="str"),
+        k8s_network_prefix=dict(type="str", default="vpc"),
+    ))
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=with_common(GCP_COMMON_SPEC, dict(
-            cluster=dict(type="str", required=True),
-            location=dict(type="str", required=True),
-            gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
-            nic_count=dict(type="int"),
-            name_prefix=dict(type="str"),
-            k8s_network_prefix=dict(type="str", default="vpc"),
-        )),
-        supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     from ansible_collections.gpu_ops.cluster.plugins.module_utils import _fabric_info
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._gke_common import operation_error_text
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._gke_multinetwork import FabricError

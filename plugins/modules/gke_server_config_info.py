@@ -97,13 +97,15 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_COMMON_SPEC, with_common
 
 
+def argument_spec():
+    return with_common(GCP_COMMON_SPEC, dict(
+        location=dict(type="str", required=True),
+        gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
+    ))
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=with_common(GCP_COMMON_SPEC, dict(
-            location=dict(type="str", required=True),
-            gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
-        )),
-        supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
     from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_versions as versions
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
