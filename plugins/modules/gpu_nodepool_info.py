@@ -56,7 +56,7 @@ options:
     description: AKS. Resource group of the cluster. Required with O(provider=aks).
     type: str
   mig_strategy:
-    description: AKS. The device plugin's MIG strategy, for RV(node_pools[].expected_resources).
+    description: AKS. The device plugin's MIG strategy, for the C(expected_resources) of RV(node_pools).
     type: str
     choices: [single, mixed]
     default: single
