@@ -56,10 +56,14 @@ def check_zone(session, problems, option, zone):
     return _read(session, session.compute_url("zones/%s" % zone), problems, option, "zone %s" % zone)
 
 
+def server_config_url(session, location):
+    """GKE ``getServerConfig`` of a location; every reader goes through ``read_once`` with this URL."""
+    return session.container_url("projects/%s/locations/%s/serverConfig" % (session.project, location))
+
+
 def server_config(session, problems, option, location):
     """GKE ``getServerConfig`` of a location (versions and image types offered), or None."""
-    url = session.container_url("projects/%s/locations/%s/serverConfig" % (session.project, location))
-    return _read(session, url, problems, option, "location %s" % location)
+    return _read(session, server_config_url(session, location), problems, option, "location %s" % location)
 
 
 def check_versions(problems, config, master=(), node=()):

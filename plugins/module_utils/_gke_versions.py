@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp_offers import server_config_url
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gpudirect import parse_gke_version, version_gate_error
 
 LATEST = "latest"
@@ -32,8 +33,8 @@ def is_alias(value):
 
 def read(session, location):
     """The server config of ``location``; VersionError when there is none to read (render mode, unknown location)."""
-    url = session.container_url("projects/%s/locations/%s/serverConfig" % (session.project, location))
-    config = session.get(url)
+    # the same cached read as gke_cluster's preflight: one GET of the server config per run
+    config = session.read_once(server_config_url(session, location))
     if not config:
         if session.render:
             raise VersionError("render mode reads nothing from GKE, so a version alias cannot be resolved: pin a full "

@@ -7,9 +7,11 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from azure.core.credentials import AccessToken
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _arm
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import AZURE_COMMON_SPEC, GCP_COMMON_SPEC
@@ -100,6 +102,10 @@ def test_awx_azure_credential_makes_a_service_principal_of_its_cloud(environment
     class ClientSecretCredential:
         def __init__(self, *args, **kwargs):
             made.append((args, kwargs))
+
+        def get_token(self, *scopes, **kwargs):  # the session logs in before its first request
+            del scopes, kwargs
+            return AccessToken("token-from-entra", int(time.time()) + 3600)
 
     # Microsoft Entra ID cannot be reached from here: record what azure-identity would be given
     monkeypatch.setattr(_arm.azure.identity, "ClientSecretCredential", ClientSecretCredential)
