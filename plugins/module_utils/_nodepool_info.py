@@ -61,7 +61,7 @@ def aks_pool_facts(pool, mig_strategy="single"):
                 count=props.get("count"), os_sku=props.get("osSKU"), mode=props.get("mode"),
                 orchestrator_version=props.get("currentOrchestratorVersion") or props.get("orchestratorVersion"),
                 gpu_instance_profile=profile, mig=mig,
-                expected_resources=aks.expected_resources(props.get("vmSize"), profile, mig_strategy))
+                expected_resources=aks.expected_resources(dict(mig_strategy=mig_strategy), pool))
 
 
 def gke_pools(session, params):
