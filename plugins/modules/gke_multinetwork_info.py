@@ -23,6 +23,7 @@ extends_documentation_fragment:
   - gpu_ops.cluster.attributes.info_module
   - gpu_ops.cluster.attributes.ACTIONGROUP_GCP
   - gpu_ops.cluster.gcp
+  - gpu_ops.cluster.session
 options:
   cluster:
     description: Name of the GKE cluster the fabric belongs to.

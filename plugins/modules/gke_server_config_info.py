@@ -22,6 +22,7 @@ extends_documentation_fragment:
   - gpu_ops.cluster.attributes.info_module
   - gpu_ops.cluster.attributes.ACTIONGROUP_GCP
   - gpu_ops.cluster.gcp
+  - gpu_ops.cluster.session
 options:
   location:
     description:

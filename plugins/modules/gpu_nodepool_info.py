@@ -24,6 +24,7 @@ extends_documentation_fragment:
   - gpu_ops.cluster.attributes.ACTIONGROUP_GCP_AZURE
   - gpu_ops.cluster.gcp
   - gpu_ops.cluster.azure
+  - gpu_ops.cluster.session
 options:
   provider:
     description: Which cloud.
