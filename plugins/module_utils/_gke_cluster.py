@@ -88,7 +88,9 @@ def validate(params):
     for option in ("network", "subnetwork"):
         common.check_gce_name(problems, option, params.get(option))
 
-    version = common.check_full_version(problems, "cluster_version", params.get("cluster_version"))
+    alias = versions.is_alias(params.get("cluster_version"))
+    # an alias is resolved after validation, to a version that meets the profile's minimum (versions.resolve)
+    version = None if alias else common.check_full_version(problems, "cluster_version", params.get("cluster_version"))
     profile = params.get("gpudirect")
     multi = params.get("multi_networking")
     datapath = params.get("datapath")
@@ -102,7 +104,7 @@ def validate(params):
         if params.get("cluster_version") is None:
             problems.add("cluster_version", "gpudirect=%s needs a pinned cluster_version (MAJOR.MINOR.PATCH-gke.BUILD) "
                                             "so that the minimum GKE version of the profile can be checked" % profile)
-        elif version is not None:
+        elif version is not None and not alias:
             gate = version_gate_error(profile, params["cluster_version"])
             if gate:
                 problems.add("cluster_version", gate)
@@ -624,14 +626,13 @@ def run(module):
 
     params = module.params
     session = None
-    alias = params.get("cluster_version") if versions.is_alias(params.get("cluster_version")) else None
-    if alias:
-        session = GcpSession.from_module(module)
-        params["cluster_version"] = _resolve_alias(module, session, alias)
     problems = validate(params)
     if problems:
         module.fail_json(msg=problems.message("gke_cluster"), problems=problems.items)
-    session = session or GcpSession.from_module(module)
+    session = GcpSession.from_module(module)
+    alias = params.get("cluster_version") if versions.is_alias(params.get("cluster_version")) else None
+    if alias and params["state"] == "present":
+        params["cluster_version"] = _resolve_alias(module, session, alias)
     engine = ClusterEngine(module, session)
     try:
         current = engine.read()
@@ -663,7 +664,7 @@ def run(module):
         version=cluster.get("currentMasterVersion") or cluster.get("initialClusterVersion"),
         multi_networking=bool((cluster.get("networkConfig") or {}).get("enableMultiNetworking")),
     )
-    if alias:
+    if alias and params["state"] == "present":
         result["resolved_version"] = dict(alias=alias, version=params["cluster_version"])
     module.exit_json(**result)
 

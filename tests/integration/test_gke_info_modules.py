@@ -78,15 +78,22 @@ def test_info_modules_read_only_and_alias_resolves(run_playbook, gcp_double, gcp
     assert gcp_double.mutating_requests() == [] and gcp_double.read_counts()
 
 
-def test_info_modules_refuse_bad_input_naming_the_option(run_playbook, gcp_defaults):
+def test_info_modules_refuse_bad_input_naming_the_option(run_playbook, gcp_double, gcp_defaults):
     tasks = [{"name": "no size", "register": "nosize", "ignore_errors": True,
               "gpu_ops.cluster.gke_multinetwork_info": dict(cluster="x", location=LOCATION)},
              {"name": "render", "register": "render", "ignore_errors": True,
               "gpu_ops.cluster.gke_server_config_info": dict(location=LOCATION, render_dir="/tmp/none")},
+             # the alias is resolved only after every option is valid: no server-config read for a refused task
+             {"name": "alias, bad datapath", "register": "aliasbad", "ignore_errors": True,
+              "gpu_ops.cluster.gke_cluster": dict(name="refused", location=LOCATION, cluster_version="latest",
+                                                  multi_networking=True, datapath="legacy")},
              {"name": "check", "ansible.builtin.assert": {"that": [
                  "nosize is failed and 'gpudirect' in nosize.msg and 'nic_count' in nosize.msg",
-                 "render is failed and 'render mode' in render.msg"]}}]
+                 "render is failed and 'render mode' in render.msg",
+                 "aliasbad is failed and 'datapath' in aliasbad.msg and 'cluster_version' not in aliasbad.msg"]}}]
+    gcp_double.clear_log()
     run_playbook(play(gcp_defaults, tasks)).assert_ok()
+    assert gcp_double.requests == [], gcp_double.requests
 
 
 def test_gpu_nodepool_info_aks_mig_facts(run_playbook, arm_double, arm_env, azure_defaults):
