@@ -1,0 +1,230 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A no-op run of the GKE GPUDirect playbook over a fleet of clusters, against the doubles, per fork count.
+
+Builds an inventory of ``--clusters`` GKE clusters on inventories/fleet's group_vars (half A3 High/TCPX,
+half A3 Mega/TCPXO, spread over the layouts' locations), with one GCP double for the project and one
+Kubernetes double per cluster (two GPU nodes each). It converges the fleet once, then times
+``playbooks/gke_gpudirect.yml`` for each ``--forks`` value, and one cluster alone (``--limit``, one fork) as
+the baseline. Every timed run must be a no-op: no mutating cloud request, no changed Kubernetes write.
+
+Reported per run: wall time, wall time per cluster, that cost against the single cluster's run, the CPU
+seconds of ansible-playbook and its workers (``RUSAGE_CHILDREN``) and of the doubles (this process), and
+the reads per cluster. The NCCL test is off: it runs mpirun through k8s_exec, which the double cannot serve.
+
+Usage: ``python -m benchmarks fleet -- --clusters 50 --forks 5,10,25,50`` (the default; about an hour on
+a 2-core machine), or ``--clusters 10 --forks 2,5,10`` for a quick look. ``--mode render`` times render mode
+instead (no doubles, nothing read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks import _paths
+
+SLOW = True  # not part of a plain ``python -m benchmarks`` (make benchmark): name it
+PROJECT = "fleet-project"
+# (group, node pool, accelerator, machine type, locations): the two layouts of inventories/fleet/group_vars
+LAYOUTS = (("a3_high_tcpx", "a3high-pool", "nvidia-h100-80gb", "a3-highgpu-8g",
+            ("us-east4", "europe-west4", "us-central1")),
+           ("a3_mega_tcpxo", "a3mega-pool", "nvidia-h100-mega-80gb", "a3-megagpu-8g",
+            ("us-central1", "asia-northeast1", "us-east5")))
+GPU_NODES = 2
+
+
+def clusters_of(count):
+    """[(host name, layout, location)] for ``count`` clusters, the layouts alternating."""
+    fleet = []
+    for index in range(count):
+        layout = LAYOUTS[index % len(LAYOUTS)]
+        locations = layout[4]
+        fleet.append(("fleet-%03d" % index, layout, locations[(index // len(LAYOUTS)) % len(locations)]))
+    return fleet
+
+
+def write_inventory(folder, fleet, kubeconfigs=None):
+    """The fleet's inventory on inventories/fleet/group_vars; returns its path (JSON is valid YAML)."""
+    inventory = os.path.join(folder, "inventory")
+    os.makedirs(inventory)
+    os.symlink(os.path.join(_paths.ROOT, "inventories", "fleet", "group_vars"), os.path.join(inventory, "group_vars"))
+    groups = {}
+    for host, layout, location in fleet:
+        host_vars = dict(gke_gpu_cluster_location=location, gke_gpu_cluster_node_locations=["%s-c" % location])
+        if kubeconfigs:
+            host_vars["gke_gpudirect_k8s"] = dict(kubeconfig=kubeconfigs[host])
+        groups.setdefault(layout[0], {"hosts": {}})["hosts"][host] = host_vars
+    common = dict(ansible_connection="local", ansible_python_interpreter=sys.executable)
+    if not kubeconfigs:
+        common["gpu_ops_render_dir"] = "%s/render/{{ inventory_hostname }}" % folder
+    document = {"all": {"children": {"gke_clusters": {"vars": common, "children": groups}}}}
+    with open(os.path.join(inventory, "hosts.yml"), "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=1)
+    return inventory
+
+
+def live_vars(gcp):
+    """Extra vars of a live run: the GCP double as the account, no kubeconfig written, short waits."""
+    return dict(gke_gpudirect_gcp=gcp.module_args(project=PROJECT), gke_gpu_cluster_project=PROJECT,
+                gke_gpu_cluster_kubeconfig="", gke_gpudirect_nccl_test=False,
+                gke_gpu_cluster_verify_timeout=60, gke_gpu_cluster_verify_delay=1,
+                gke_gpu_cluster_network_wait_timeout=60, nri_device_injector_wait_timeout=60,
+                nri_device_injector_wait_delay=1, tcpx_installer_wait_timeout=60, tcpx_installer_wait_delay=1,
+                tcpxo_installer_wait_timeout=60, tcpxo_installer_wait_delay=1)
+
+
+def start_doubles(fleet):
+    """One GCP double and, per cluster, a Kubernetes double with its GPU nodes."""
+    # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
+    from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import K8sDouble
+
+    gcp = GcpDouble().start()
+    clusters = {}
+    for host, (dummy, pool, accelerator, machine_type, dummy_locations), dummy_location in fleet:
+        k8s = K8sDouble().start()
+        for node in range(GPU_NODES):
+            k8s.add_node("gke-%s-%s-%d" % (host, pool, node),
+                         labels={"cloud.google.com/gke-nodepool": pool, "cloud.google.com/gke-accelerator": accelerator,
+                                 "node.kubernetes.io/instance-type": machine_type},
+                         allocatable={"nvidia.com/gpu": "8"},
+                         taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
+        clusters[host] = k8s
+    return gcp, clusters
+
+
+def playbook(folder, inventory, forks, extra=None, limit=None):
+    """One ansible-playbook run (it must succeed): wall seconds and CPU seconds of it and its workers."""
+    args = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
+            os.path.join(_paths.ROOT, "playbooks", "gke_gpudirect.yml"), "--forks", str(forks)]
+    if extra:
+        extra_file = os.path.join(folder, "extra.json")
+        with open(extra_file, "w", encoding="utf-8") as handle:
+            json.dump(extra, handle)
+        args += ["-e", "@" + extra_file]
+    if limit:
+        args += ["--limit", limit]
+    env = dict(os.environ, HOME=folder, ANSIBLE_COLLECTIONS_PATH=_paths.setup(), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCAL_TEMP=os.path.join(folder, "tmp"), ANSIBLE_HOST_KEY_CHECKING="False")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit("ansible-playbook failed (rc %d):\n%s" % (proc.returncode, proc.stdout[-6000:] + proc.stderr[-3000:]))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def _own_cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _clear(gcp, clusters):
+    gcp.clear_log()
+    for k8s in clusters.values():
+        k8s.clear_requests()
+
+
+def _noop_check(gcp, clusters):
+    """Reads of the run per cluster; raises when the run changed anything (a no-op run must not)."""
+    cloud_writes = gcp.mutating_requests()
+    k8s_writes = [(host, w.kind, w.name) for host, k8s in clusters.items() for w in k8s.writes() if w.changed]
+    if cloud_writes or k8s_writes:
+        raise SystemExit("not a no-op run: %d cloud writes %s, Kubernetes writes %s" % (
+            len(cloud_writes), [(r["method"], r["path"]) for r in cloud_writes[:5]], k8s_writes[:5]))
+    return dict(gcp_reads=sum(gcp.read_counts().values()),
+                k8s_requests=sum(len(k8s.requests()) for k8s in clusters.values()))
+
+
+def timed(folder, inventory, forks, count, gcp=None, clusters=None, extra=None, limit=None, repeat=1):
+    """The fastest of ``repeat`` runs as a result row (checked to be a no-op when live)."""
+    best = None
+    for dummy in range(repeat):
+        if gcp:
+            _clear(gcp, clusters)
+        own = _own_cpu()
+        wall, cpu = playbook(folder, inventory, forks, extra, limit)
+        row = dict(forks=forks, clusters=count, wall_s=round(wall, 2), per_cluster_s=round(wall / count, 3),
+                   playbook_cpu_s=round(cpu, 1), doubles_cpu_s=round(_own_cpu() - own, 1))
+        if gcp:
+            reads = _noop_check(gcp, clusters)
+            row.update(gcp_reads_per_cluster=round(reads["gcp_reads"] / count, 1),
+                       k8s_requests_per_cluster=round(reads["k8s_requests"] / count, 1))
+        if best is None or row["wall_s"] < best["wall_s"]:
+            best = row
+    return best
+
+
+def measure(count, forks_list, repeat, mode):
+    folder = tempfile.mkdtemp(prefix="gpo-fleet-")
+    fleet = clusters_of(count)
+    gcp, clusters = (None, None)
+    try:
+        if mode == "live":
+            gcp, clusters = start_doubles(fleet)
+            inventory = write_inventory(folder, fleet, {host: k8s.kubeconfig for host, k8s in clusters.items()})
+            extra = live_vars(gcp)
+            started = time.perf_counter()
+            playbook(folder, inventory, max(forks_list), extra)
+            converge_s = time.perf_counter() - started
+        else:
+            inventory, extra, converge_s = write_inventory(folder, fleet), None, None
+        single = timed(folder, inventory, 1, 1, gcp, clusters and {fleet[0][0]: clusters[fleet[0][0]]}, extra,
+                       limit=fleet[0][0], repeat=repeat)
+        rows = []
+        for forks in forks_list:
+            row = timed(folder, inventory, forks, count, gcp, clusters, extra, repeat=repeat)
+            row["vs_single"] = round(row["per_cluster_s"] / single["wall_s"], 3)
+            rows.append(row)
+        return dict(mode=mode, clusters=count, converge_s=converge_s and round(converge_s, 1), single=single,
+                    runs=rows, repeat=repeat, cpus=os.cpu_count(), python=platform.python_version(),
+                    load_before=os.getloadavg()[0])
+    finally:
+        if gcp:
+            gcp.stop()
+            for k8s in clusters.values():
+                k8s.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def table(result):
+    single = result["single"]
+    lines = ["%d clusters, %s mode, %d CPUs; one cluster alone: %.2f s wall, %.1f s CPU" % (
+        result["clusters"], result["mode"], result["cpus"], single["wall_s"], single["playbook_cpu_s"])]
+    if result["converge_s"]:
+        lines[0] += "; first converge of the fleet: %.0f s" % result["converge_s"]
+    lines.append("%6s %9s %13s %20s %16s %15s %12s" % ("forks", "wall s", "s / cluster", "per cluster / single",
+                                                       "playbook CPU s", "doubles CPU s", "reads / cl."))
+    for row in result["runs"]:
+        lines.append("%6d %9.1f %13.3f %20.3f %16.1f %15.1f %12s" % (
+            row["forks"], row["wall_s"], row["per_cluster_s"], row["vs_single"], row["playbook_cpu_s"],
+            row["doubles_cpu_s"], row.get("gcp_reads_per_cluster", "-")))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks fleet", description=__doc__.splitlines()[0])
+    parser.add_argument("--clusters", type=int, default=50)
+    parser.add_argument("--forks", default="5,10,25,50", help="comma-separated fork counts")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per setting; the fastest counts")
+    parser.add_argument("--mode", choices=("live", "render"), default="live")
+    parser.add_argument("--output", help="JSON file (default benchmarks/results/fleet-<time>.json)")
+    args = parser.parse_args(argv)
+    _paths.setup()
+    result = measure(args.clusters, [int(f) for f in args.forks.split(",") if f], max(1, args.repeat), args.mode)
+    print(table(result))
+    print("\nJSON: %s" % os.path.relpath(_paths.save(result, "fleet", args.output)))
+    return 0
