@@ -81,6 +81,11 @@ def rdma_threshold(hosts, device=None, fraction=0.8, threshold=None):
     return {"threshold_gbps": value, "link_rate_gbps": link, "device": chosen}
 
 
+def kube_version_refusal(kube_version, server_version, chart="the chart"):
+    """Why helm would refuse a chart's kubeVersion on this server version (a pre-release one); "" when not."""
+    return _guard("kube_version_refusal", ops.kube_version_refusal, chart, kube_version, server_version) or ""
+
+
 class FilterModule:
     """GPU Operator / Network Operator filters."""
 
@@ -95,4 +100,5 @@ class FilterModule:
             "gpudirect_rdma_mode": gpudirect_rdma_mode,
             "ib_write_bw_parse": ib_write_bw_parse,
             "rdma_threshold": rdma_threshold,
+            "kube_version_refusal": kube_version_refusal,
         }

@@ -36,11 +36,18 @@ WATCHED_MODULES = ("nvidia_peermem", "nvidia_fs", "gdrdrv", "ib_core")
 DMABUF_MIN_KERNEL = (5, 12)
 DMABUF_MIN_CUDA = (11, 7)
 DMABUF_MIN_COMPUTE_CAPABILITY = (7, 5)
-# CUDA 11.7 (the DMA-BUF minimum) comes with the driver: its minimum Linux driver is 515.43.04.
+# CUDA 11.7 (the DMA-BUF minimum, GPU Operator "GPUDirect RDMA" doc) comes with the driver. Source for the
+# number: NVIDIA ships CUDA 11.7.0 with driver 515.43.04 (its installer is cuda_11.7.0_515.43.04_linux.run under
+# developer.download.nvidia.com/compute/cuda/11.7.0/), and 515.43.04 is the first release of the open GPU
+# kernel modules (github.com/NVIDIA/open-gpu-kernel-modules), which DMA-BUF also needs. The CUDA 11.7 release
+# notes' driver table itself was not found in our sources: the installer name is the evidence.
 DMABUF_MIN_DRIVER = (515, 43, 4)
-# Without a driver the GPU generation shows only in the PCI device ID: Turing's first chip (TU102) is 10de:1e02,
-# every later family numbers above 0x1e00 and every earlier one (Volta 0x1db*, Pascal, Maxwell) below it.
-TURING_MIN_PCI_DEVICE = 0x1E00
+# Without a driver the GPU generation shows only in the PCI device ID. Source: the "Compatible GPUs" table of
+# github.com/NVIDIA/open-gpu-kernel-modules README.md (550.40.82): the open modules run on "any Turing or later
+# GPU", and that table, sorted by PCI device ID, starts at 1E02 (NVIDIA TITAN RTX, TU102). That earlier
+# families (Volta 0x1d8*/0x1db*/0x1df*, Pascal, Maxwell) all number below it is known from their IDs, not
+# from a table stating the rule.
+TURING_MIN_PCI_DEVICE = 0x1E02
 NVIDIA_PCI_VENDOR = "0x10de"
 # Not data-center parts (the DMA-BUF row of the GPU Operator RDMA doc names data-center GPUs only).
 _NOT_DATA_CENTER = re.compile(r"\b(GeForce|TITAN)\b", re.IGNORECASE)

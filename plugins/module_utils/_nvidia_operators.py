@@ -13,8 +13,8 @@ microsoft-aks.rst; Mellanox/network-operator ``api/v1alpha1`` and its upgrade no
   (``driver.kernelModuleType`` from v25.3, ``driver.useOpenKernelModules`` before it, ...).
 - ``GPU_OPERATOR_PLATFORMS``: the published specifics of generic Kubernetes, GKE, AKS, OpenShift.
 - ``NETWORK_OPERATOR_CHARTS``: per chart series, the pinned release, its top-level value keys, the
-  IPAM plugins its NicClusterPolicy can deploy (Whereabouts removed in 25.10) and the component
-  image tags.
+  IPAM plugins its NicClusterPolicy can deploy (Whereabouts removed in 25.10), the component
+  image tags and the chart's ``kubeVersion`` (``kube_version_refusal``: helm's pre-release rule).
 
 ``gpu_operator_plan`` and ``network_operator_plan`` turn role options into chart values and
 objects, refusing (``OperatorInputError`` naming the option) anything the chosen chart version,
@@ -202,21 +202,25 @@ NIC_CLUSTER_POLICY_NAME = "nic-cluster-policy"
 MELLANOX_REPOSITORY = "nvcr.io/nvidia/mellanox"
 
 # From 25.x the components share the release's tag (network-operator-v<release>) in nvcr.io/nvidia/mellanox.
+# kube_version: the chart's Chart.yaml kubeVersion (github.com/Mellanox/network-operator,
+# deployment/network-operator/Chart.yaml at the release tags): '>= 1.21.0' up to 25.10.0, '>= 1.21.0-0' from
+# 26.1.0 (Mellanox/network-operator pull request 2167: without "-0" helm refuses pre-release server versions).
+_KUBE_VERSION_BEFORE_26_1 = ">= 1.21.0"
 NETWORK_OPERATOR_CHARTS = {
     "v25.4": {"pinned": "25.4.0", "ipam": ("whereabouts", "nv-ipam"), "default_ipam": "whereabouts",
               "added": frozenset(("nicConfigurationOperator", "nic-configuration-operator-chart", "maintenanceOperator",
                                   "maintenance-operator-chart")),
-              "doca_driver": None},
+              "doca_driver": None, "kube_version": _KUBE_VERSION_BEFORE_26_1},
     "v25.7": {"pinned": "25.7.0", "ipam": ("whereabouts", "nv-ipam"), "default_ipam": "whereabouts",
               "added": frozenset(("nicConfigurationOperator", "nic-configuration-operator-chart", "maintenanceOperator",
                                   "maintenance-operator-chart")),
-              "doca_driver": "doca3.1.0-25.07-0.9.7.0-0"},
+              "doca_driver": "doca3.1.0-25.07-0.9.7.0-0", "kube_version": _KUBE_VERSION_BEFORE_26_1},
     "v25.10": {"pinned": "25.10.0", "ipam": ("nv-ipam",), "default_ipam": "nv-ipam",
                "added": frozenset(("maintenanceOperator", "maintenance-operator-chart")),
-               "doca_driver": None},
+               "doca_driver": None, "kube_version": _KUBE_VERSION_BEFORE_26_1},
     "v26.4": {"pinned": "26.4.1", "ipam": ("nv-ipam",), "default_ipam": "nv-ipam",
               "added": frozenset(("maintenanceOperator", "maintenance-operator-chart", "keepNCP")),
-              "doca_driver": None},
+              "doca_driver": None, "kube_version": ">= 1.21.0-0"},
 }
 IPAM_PLUGINS = ("auto", "nv-ipam", "whereabouts")
 OFED_SOURCES = ("host", "operator")
@@ -690,6 +694,30 @@ def network_operator_keys(version):
     return _NETWORK_OPERATOR_COMMON_KEYS | entry["added"]
 
 
+# A server version with a semver pre-release part: v1.33.5-gke.1234, v1.34.3-eks-ac2d5a0 (build metadata, +k3s1,
+# is no pre-release).
+_PRERELEASE_SERVER = re.compile(r"^v?\d+\.\d+\.\d+-[0-9A-Za-z.-]+(?:\+[0-9A-Za-z.-]+)?$")
+_PRERELEASE_COMPARATOR = re.compile(r"\d+(?:\.\d+){0,2}-[0-9A-Za-z]")
+
+
+def kube_version_refusal(chart, kube_version, server_version):
+    """Why helm would refuse ``chart`` (its Chart.yaml ``kubeVersion``) on a cluster of ``server_version``; None
+    when it would not for that reason.
+
+    helm checks kubeVersion with Masterminds/semver, whose constraints never match a pre-release version unless
+    one of their comparators carries a pre-release itself (the "-0" idiom); managed clusters report pre-release
+    versions (GKE v1.33.5-gke.1234, EKS v1.34.3-eks-ac2d5a0), so ``>= 1.21.0`` refuses them however new they
+    are. Only that rule is judged here: the range itself is helm's to check.
+    """
+    if not kube_version or not server_version or not _PRERELEASE_SERVER.match(str(server_version).strip()):
+        return None
+    if _PRERELEASE_COMPARATOR.search(str(kube_version)):
+        return None
+    return ("%s declares kubeVersion '%s', which helm never matches with a pre-release Kubernetes version such as "
+            "this cluster's %s (helm: 'chart requires kubeVersion: %s which is incompatible with Kubernetes %s')"
+            % (chart, kube_version, server_version, kube_version, server_version))
+
+
 def check_network_operator_values(values, version, option="values"):
     keys = network_operator_keys(version)
     unknown = sorted(set(values or {}) - keys)
@@ -838,6 +866,7 @@ def network_operator_plan(options, hosts=None):
                       release_name=options.get("release_name") or "network-operator", release_namespace=namespace,
                       chart_version=pinned, values=values),
         "series": series,
+        "kube_version": entry["kube_version"],
         "namespace": namespace,
         "ipam": ipam,
         "ofed_source": source,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import time
 from pathlib import Path
 
 import yaml
@@ -96,6 +97,10 @@ def test_the_test_charts_have_every_key_the_catalog_allows():
     version, schema = _chart("gpu-operator")
     assert [k for k in sorted(ops.gpu_operator_keys(version)) if not _schema_accepts(schema, k)] == []
     assert not _schema_accepts(schema, "driver.rdma.useHostMOFED") and not _schema_accepts(schema, "driver.useOpenKernelModules")
+    version, schema = _chart("gpu-operator-v24.9.2")
+    assert [k for k in sorted(ops.gpu_operator_keys(version)) if not _schema_accepts(schema, k)] == []
+    v25_only = ("driver.kernelModuleType", "driver.secretEnv", "dcgmExporter.hostPID", "dcgmExporter.service")
+    assert [k for k in v25_only if _schema_accepts(schema, k)] == []
     version, schema = _chart("network-operator")
     assert [k for k in sorted(ops.network_operator_keys(version)) if not _schema_accepts(schema, k)] == []
     assert not _schema_accepts(schema, "deployCR") and not _schema_accepts(schema, "nfd.deployCR")
@@ -186,6 +191,42 @@ def test_gpu_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
         assert k8s.get("ClusterPolicy", "cluster-policy") is None
         assert k8s.get("Namespace", GPU_NAMESPACE) is None and _release_records(k8s, GPU_NAMESPACE) == {}
     assert operators.errors == []
+
+
+def test_gpu_operator_v24_9_installs_and_never_ready_names_the_node(run_playbook, helm_k8s, tmp_path):
+    """Chart v24.9.2 (``driver.useOpenKernelModules``, no ``kernelModuleType``: its schema refuses the v25 keys)
+    installs with the values the role builds for v24.9; then the driver pod on nvnode2 never gets ready, the
+    operator leaves the ClusterPolicy notReady, and the role fails within its short timeout naming the
+    component and the node (one playbook run for both: the failure comes after the real install)."""
+    k8s, inventory = helm_k8s, _inventory(tmp_path)
+    _cluster(k8s)
+    k8s.never_ready("nvnode2")
+    with FakeOperators(k8s, gpu_namespace=GPU_NAMESPACE) as operators:
+        started = time.monotonic()
+        result = run_playbook(_gpu_play(gpu_operator_chart_ref=chart_path("gpu-operator-v24.9.2"),
+                                        gpu_operator_chart_version="v24.9.2", gpu_operator_verify=False,
+                                        gpu_operator_wait_retries=3, gpu_operator_wait_delay=1),
+                              env=k8s.helm_env, extra_args=inventory)
+        elapsed = time.monotonic() - started
+    result.assert_failed()
+    assert operators.errors == []
+    helm = result.task(HELM_TASK % "gpu-operator")
+    assert helm["status"] == "ok" and helm["changed"]
+    labels, release = _release_records(k8s, GPU_NAMESPACE)[1]
+    assert (labels["status"], release["chart"]["metadata"]["version"]) == ("deployed", "v24.9.2")
+    assert release["config"]["driver"]["useOpenKernelModules"] is True  # GDS needs the open modules
+    assert "kernelModuleType" not in release["config"]["driver"] and "secretEnv" not in release["config"]["driver"]
+    driver = k8s.get("ClusterPolicy", "cluster-policy")["spec"]["driver"]
+    assert driver["useOpenKernelModules"] is True and "kernelModuleType" not in driver
+    assert k8s.get("ClusterPolicy", "cluster-policy")["status"]["state"] == "notReady"
+    # never ready: the wait gives up after its retries (3 x 1 s), not the default 90 x 10 s
+    wait = result.task("Read the ClusterPolicy until its state is ready")
+    assert wait["status"] == "failed" and wait["result"]["attempts"] == 3
+    [failure] = [r for r in result.failed if r is not wait]
+    message = failure["result"]["msg"]
+    assert "not ready after 3 seconds" in message and "ClusterPolicy/cluster-policy is notReady" in message
+    assert "nvidia-driver-daemonset not ready on node nvnode2" in message and "nvnode1" not in message
+    assert elapsed < 120, elapsed
 
 
 # ---- Network Operator -----------------------------------------------------------------------------

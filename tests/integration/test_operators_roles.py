@@ -280,6 +280,10 @@ BAD_INPUTS = [
     ("network_operator", dict(POOL, network_operator_networks=[{"kind": "macvlan", "name": "n", "master": "e", "ip_pool": "q"}]),
      "networks[0].ip_pool"),
     ("network_operator", {"network_operator_ofed": {"source": "operator"}}, "ofed.version"),
+    # the chart's upstream kubeVersion '>= 1.21.0' against the double's pre-release version (v1.33.5-double, like
+    # GKE's v1.33.5-gke.1234): refused before helm is called, with the ways out
+    ("network_operator", {}, "Network Operator chart 25.10.0 declares kubeVersion '>= 1.21.0', which helm never "
+                             "matches with a pre-release Kubernetes version such as this cluster's v1.33.5-double"),
     ("rdma_test", {"rdma_test_gpu_hosts_group": "unsupported_hosts", "rdma_test_network": "n"}, "resolves to off"),
     ("rdma_test", {"rdma_test_gpu_hosts_group": "old_hosts", "rdma_test_mode": "dmabuf", "rdma_test_network": "n"},
      "kernel 5.4.0 is older than 5.12"),

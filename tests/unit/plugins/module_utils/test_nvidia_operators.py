@@ -447,3 +447,33 @@ def test_driver_pod_report_reads_k8s_log_loop_results():
     results = [{"item": [pod, sidecar], "log": "successfully loaded nvidia-peermem module"}]
     assert ops.driver_pod_report([pod], [sidecar], results) == []
     assert ops.driver_pod_report([pod], [sidecar], [{"item": [pod, sidecar], "failed": True}]) != []
+
+
+# helm's kubeVersion check leaves pre-release server versions out unless the constraint has a pre-release ("-0")
+KUBE_VERSIONS = [
+    (">= 1.21.0", "v1.33.5-gke.1234", True),  # GKE
+    (">= 1.21.0", "v1.34.3-eks-ac2d5a0", True),  # EKS
+    (">= 1.21.0", "v1.27.1-3443+19254894103e33-dirty", True),  # pre-release and build metadata
+    (">= 1.21.0-0", "v1.33.5-gke.1234", False),  # the fix from network-operator 26.1.0
+    (">=1.16.0-0 <1.40.0-0", "v1.33.5-gke.1234", False),
+    (">= 1.21.0", "v1.33.5", False),  # a release version: the range is helm's business
+    (">= 1.21.0", "v1.33.5+k3s1", False),  # build metadata alone is no pre-release
+    ("", "v1.33.5-gke.1234", False),  # no kubeVersion, no check
+]
+
+
+@pytest.mark.parametrize("constraint,server,refused", KUBE_VERSIONS, ids=[s for dummy, s, dummy2 in KUBE_VERSIONS])
+def test_kube_version_refusal_is_helms_prerelease_rule(constraint, server, refused):
+    message = ops.kube_version_refusal("network-operator 25.10.0", constraint, server)
+    assert bool(message) is refused
+    if refused:
+        assert "network-operator 25.10.0 declares kubeVersion '%s'" % constraint in message and server in message
+
+
+def test_network_operator_charts_before_26_1_declare_no_prerelease():
+    """Upstream Chart.yaml kubeVersion per series: '>= 1.21.0' up to 25.10.0, '>= 1.21.0-0' from 26.1.0."""
+    plans = {v: ops.network_operator_plan({"chart_version": v}, {}) for v in ("25.4.0", "25.10.0", "26.4.1")}
+    assert {v: p["kube_version"] for v, p in plans.items()} == {
+        "25.4.0": ">= 1.21.0", "25.10.0": ">= 1.21.0", "26.4.1": ">= 1.21.0-0"}
+    assert ops.kube_version_refusal("x", plans["25.10.0"]["kube_version"], "v1.33.5-gke.1234")
+    assert not ops.kube_version_refusal("x", plans["26.4.1"]["kube_version"], "v1.33.5-gke.1234")
