@@ -18,9 +18,12 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvidia_operators as ops
@@ -35,6 +38,19 @@ DEPLOY_LABELS = {"nvidia.com/gpu.present": "true", **{"nvidia.com/gpu.deploy.%s"
     "driver", "container-toolkit", "device-plugin", "gpu-feature-discovery", "dcgm-exporter", "operator-validator")}}
 VECTORADD_PASSED = "[Vector addition of 50000 elements]\nTest PASSED\nDone\n"
 HOSTS = {"gpu-a": ("nvnode1", gpu_host(mode="peermem")), "gpu-b": ("nvnode2", gpu_host(mode="peermem"))}
+
+
+@pytest.fixture
+def helm_env(helm_k8s):
+    """``helm_k8s.helm_env`` made cheaper for the many playbook runs of these tests, with no change to what runs:
+    one temporary folder for all the test's runs (kubernetes.core keeps its API discovery cache there, so the
+    double's APIs, fixed since its CRDs do not change, are discovered once per test, not once per run), and
+    pipelining (each task's module goes to the local Python through stdin instead of a file written per task)."""
+    folder = tempfile.mkdtemp(prefix="gpo-")  # short: ansible-core 2.21 puts a unix socket there
+    try:
+        yield dict(helm_k8s.helm_env, TMPDIR=folder, ANSIBLE_PIPELINING="true")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _inventory(tmp_path):
@@ -122,14 +138,14 @@ def _gpu_play(**extra):
     return _play("gpu_operator", **dict(GPU_VARS, **extra))
 
 
-def test_gpu_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
+def test_gpu_operator_release_lifecycle(run_playbook, helm_k8s, helm_env, tmp_path):
     k8s, inventory = helm_k8s, _inventory(tmp_path)
     _cluster(k8s)
     k8s.script_pod("gpu-operator-vectoradd", phase="Succeeded", logs=VECTORADD_PASSED)
     helm_task = HELM_TASK % "gpu-operator"
     with FakeOperators(k8s, gpu_namespace=GPU_NAMESPACE) as operators:
         # 1. install: helm --wait, ClusterPolicy from the values, the operator's answer, the guide's checks
-        result = run_playbook(_gpu_play(), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        result = run_playbook(_gpu_play(), env=helm_env, extra_args=inventory).assert_ok()
         helm = result.task(helm_task)
         assert helm["changed"] and "upgrade -i " in helm["result"]["command"] and "--wait" in helm["result"]["command"]
         labels, release = _release_records(k8s, GPU_NAMESPACE)[1]
@@ -157,7 +173,7 @@ def test_gpu_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
 
         # 2. the same values again (the verification, which only reads and cleans up, left out): nothing changes
         k8s.clear_requests()
-        result = run_playbook(_gpu_play(gpu_operator_verify=False), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        result = run_playbook(_gpu_play(gpu_operator_verify=False), env=helm_env, extra_args=inventory).assert_ok()
         assert not result.task(helm_task)["changed"]
         assert k8s.writes() == []
         assert sorted(_release_records(k8s, GPU_NAMESPACE)) == [1]
@@ -166,7 +182,7 @@ def test_gpu_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
         uid, generation = policy["metadata"]["uid"], policy["metadata"]["generation"]
         result = run_playbook(_gpu_play(gpu_operator_verify=False, gpu_operator_gdrcopy=True,
                                         gpu_operator_dcgm_exporter={"enabled": False}),
-                              env=k8s.helm_env, extra_args=inventory).assert_ok()
+                              env=helm_env, extra_args=inventory).assert_ok()
         assert result.task(helm_task)["changed"]
         records = _release_records(k8s, GPU_NAMESPACE)
         assert (records[1][0]["status"], records[2][0]["status"]) == ("superseded", "deployed")
@@ -178,7 +194,7 @@ def test_gpu_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
 
         # 4. check mode: the change is reported, nothing is written, no revision added
         k8s.clear_requests()
-        result = run_playbook(_gpu_play(gpu_operator_verify=False, gpu_operator_gds=False), env=k8s.helm_env,
+        result = run_playbook(_gpu_play(gpu_operator_verify=False, gpu_operator_gds=False), env=helm_env,
                               extra_args=inventory, check=True).assert_ok()
         assert result.task(helm_task)["changed"]
         assert k8s.writes() == []
@@ -186,14 +202,14 @@ def test_gpu_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
         assert k8s.get("ClusterPolicy", "cluster-policy")["spec"]["gds"]["enabled"] is True
 
         # 5. absent uninstalls: release, ClusterPolicy and the operator gone, then the namespace
-        result = run_playbook(_gpu_play(gpu_operator_state="absent"), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        result = run_playbook(_gpu_play(gpu_operator_state="absent"), env=helm_env, extra_args=inventory).assert_ok()
         assert result.task(helm_task)["changed"]
         assert k8s.get("ClusterPolicy", "cluster-policy") is None
         assert k8s.get("Namespace", GPU_NAMESPACE) is None and _release_records(k8s, GPU_NAMESPACE) == {}
     assert operators.errors == []
 
 
-def test_gpu_operator_v24_9_installs_and_never_ready_names_the_node(run_playbook, helm_k8s, tmp_path):
+def test_gpu_operator_v24_9_installs_and_never_ready_names_the_node(run_playbook, helm_k8s, helm_env, tmp_path):
     """Chart v24.9.2 (``driver.useOpenKernelModules``, no ``kernelModuleType``: its schema refuses the v25 keys)
     installs with the values the role builds for v24.9; then the driver pod on nvnode2 never gets ready, the
     operator leaves the ClusterPolicy notReady, and the role fails within its short timeout naming the
@@ -206,7 +222,7 @@ def test_gpu_operator_v24_9_installs_and_never_ready_names_the_node(run_playbook
         result = run_playbook(_gpu_play(gpu_operator_chart_ref=chart_path("gpu-operator-v24.9.2"),
                                         gpu_operator_chart_version="v24.9.2", gpu_operator_verify=False,
                                         gpu_operator_wait_retries=3, gpu_operator_wait_delay=1),
-                              env=k8s.helm_env, extra_args=inventory)
+                              env=helm_env, extra_args=inventory)
         elapsed = time.monotonic() - started
     result.assert_failed()
     assert operators.errors == []
@@ -244,14 +260,14 @@ def _net_play(**extra):
     return _play("network_operator", **dict(NET_VARS, **extra))
 
 
-def test_network_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
+def test_network_operator_release_lifecycle(run_playbook, helm_k8s, helm_env, tmp_path):
     k8s, inventory = helm_k8s, _inventory(tmp_path)
     _cluster(k8s)
     helm_task = HELM_TASK % "network-operator"
     nfd_master = "network-operator-node-feature-discovery-master"
     with FakeOperators(k8s) as operators:
         # 1. install (helm --wait on the operator), then the role's NicClusterPolicy and networks, ready
-        result = run_playbook(_net_play(), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        result = run_playbook(_net_play(), env=helm_env, extra_args=inventory).assert_ok()
         helm = result.task(helm_task)
         assert helm["changed"] and "--wait" in helm["result"]["command"]
         labels, release = _release_records(k8s, NET_NAMESPACE)[1]
@@ -269,12 +285,12 @@ def test_network_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
 
         # 2. the same values again: nothing changes
         k8s.clear_requests()
-        result = run_playbook(_net_play(), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        result = run_playbook(_net_play(), env=helm_env, extra_args=inventory).assert_ok()
         assert not result.task(helm_task)["changed"]
         assert k8s.writes() == []
 
         # 3. a value change upgrades: the SR-IOV Network Operator sub-chart switched on, revision 2
-        result = run_playbook(_net_play(network_operator_sriov_network_operator=True), env=k8s.helm_env,
+        result = run_playbook(_net_play(network_operator_sriov_network_operator=True), env=helm_env,
                               extra_args=inventory).assert_ok()
         assert result.task(helm_task)["changed"]
         records = _release_records(k8s, NET_NAMESPACE)
@@ -285,12 +301,12 @@ def test_network_operator_release_lifecycle(run_playbook, helm_k8s, tmp_path):
         # 4. check mode: NFD off is reported, nothing is written
         k8s.clear_requests()
         result = run_playbook(_net_play(network_operator_sriov_network_operator=True, network_operator_nfd_enabled=False),
-                              env=k8s.helm_env, extra_args=inventory, check=True).assert_ok()
+                              env=helm_env, extra_args=inventory, check=True).assert_ok()
         assert result.task(helm_task)["changed"]
         assert k8s.writes() == [] and k8s.get("Deployment", nfd_master, NET_NAMESPACE)
 
         # 5. absent: networks, NicClusterPolicy and release gone
-        result = run_playbook(_net_play(network_operator_state="absent"), env=k8s.helm_env, extra_args=inventory).assert_ok()
+        result = run_playbook(_net_play(network_operator_state="absent"), env=helm_env, extra_args=inventory).assert_ok()
         assert result.task(helm_task)["changed"]
         assert k8s.get("NicClusterPolicy", "nic-cluster-policy") is None and k8s.get("MacvlanNetwork", "rdma-net") is None
         assert _release_records(k8s, NET_NAMESPACE) == {} and k8s.list("Deployment", NET_NAMESPACE) == []
