@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fixtures shared by every integration test (real ``ansible-playbook`` runs against local doubles).
 
-Sections: (1) running playbooks, (2) the Kubernetes API double, (3) cloud doubles (GCP/Azure
-engineers: add your fixtures in section 3, keep the others as they are).
+Sections: (0) spreading files over xdist workers, (1) running playbooks, (2) the Kubernetes API
+double, (3) cloud doubles (GCP/Azure engineers: add your fixtures in section 3, keep the others as they are).
 """
 
 from __future__ import annotations
@@ -21,6 +21,66 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import K8sDouble
+
+# =============================================================================================
+# 0. Spreading files over xdist workers (-n 2)
+# =============================================================================================
+
+# Seconds each file took at -n 2 on the shared 2-core machine (2026-11-23, per-test times summed per
+# file). Only the order matters: the slowest files start first, so that no long file starts last and
+# keeps one worker busy alone at the end. A file not listed counts as FILE_SECONDS_UNKNOWN; refresh
+# the table when a file grows a lot.
+FILE_SECONDS = {
+    "test_gke_gpudirect_playbook.py": 623,
+    "test_gpudirect_roles.py": 598,
+    "test_apply_role.py": 553,
+    "test_helm_operators.py": 278,
+    "test_mig_manager_role.py": 193,
+    "test_operators_roles.py": 186,
+    "test_mps_role.py": 165,
+    "test_k8s_double_kubernetes_core.py": 137,
+    "test_gpu_hosts_playbook.py": 133,
+    "test_gcp_gpu_vpcs_role.py": 131,
+    "test_aks_mig_playbook.py": 117,
+    "test_nvidia_device_plugin.py": 86,
+    "test_role_bad_inputs.py": 42,
+    "test_site_render.py": 70,
+    "test_gke_multinetwork_playbook.py": 57,
+    "test_awx_setup.py": 56,
+    "test_secret_scan.py": 55,
+    "test_helm_nvidia_device_plugin.py": 47,
+    "test_operators_render.py": 43,
+    "test_gpu_nodepool_aks.py": 37,
+    "test_action_groups_playbook.py": 18,
+    "test_module_defaults_origin.py": 11,
+    "test_bad_input.py": 9,
+    "test_k8s_double.py": 8,
+    "test_k8s_double_helm.py": 5,
+}
+FILE_SECONDS_UNKNOWN = 30
+
+
+def _file_seconds(item):
+    return FILE_SECONDS.get(item.path.name, FILE_SECONDS_UNKNOWN)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With -n and no --dist: whole files per worker, so a module-scoped fixture (one playbook run shared by
+    many tests) runs once instead of once per worker, and files in the order the workers collected them."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # pylint: disable=import-outside-toplevel
+
+    config.option.loadscopereorder = False  # keep the order below, not "most tests first"
+    return LoadFileScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """On xdist workers: slowest files first (a stable sort keeps each file's own order)."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: -_file_seconds(item))
+
 
 # =============================================================================================
 # 1. Running playbooks
