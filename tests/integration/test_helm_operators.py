@@ -19,6 +19,7 @@ import base64
 import gzip
 import json
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -30,7 +31,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvidia_ope
 from ansible_collections.gpu_ops.cluster.tests.doubles.gpu_hosts import gpu_host
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT
 from ansible_collections.gpu_ops.cluster.tests.doubles.nvidia_operators import DRIVER_DAEMONSET, FakeOperators
-from ansible_collections.gpu_ops.cluster.tests.integration.conftest import chart_path
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import chart_path, helm_binary
 
 GPU_NAMESPACE = "gpu-operator"
 HELM_TASK = "Install release %s"
@@ -117,6 +118,9 @@ def test_the_test_charts_have_every_key_the_catalog_allows():
     assert [k for k in sorted(ops.gpu_operator_keys(version)) if not _schema_accepts(schema, k)] == []
     v25_only = ("driver.kernelModuleType", "driver.secretEnv", "dcgmExporter.hostPID", "dcgmExporter.service")
     assert [k for k in v25_only if _schema_accepts(schema, k)] == []
+    refused = subprocess.run([helm_binary(), "template", "x", chart_path("gpu-operator-v24.9.2"), "--set",
+                              "driver.kernelModuleType=open"], capture_output=True, text=True, check=False)
+    assert refused.returncode != 0 and "additional properties 'kernelModuleType' not allowed" in refused.stderr, refused.stderr
     version, schema = _chart("network-operator")
     assert [k for k in sorted(ops.network_operator_keys(version)) if not _schema_accepts(schema, k)] == []
     assert not _schema_accepts(schema, "deployCR") and not _schema_accepts(schema, "nfd.deployCR")
