@@ -71,6 +71,14 @@ def _read(path):
         return None
 
 
+def _listdir(path, key=None):
+    """The sorted entries of folder ``path``; none where it is missing or unreadable."""
+    try:
+        return sorted(os.listdir(path), key=key)
+    except OSError:
+        return []
+
+
 # --------------------------------------------------------------------------------------------
 # nvidia-smi
 # --------------------------------------------------------------------------------------------
@@ -184,28 +192,17 @@ def _rate_gbps(text):
 def rdma_devices(sys_root):
     """RDMA devices of /sys/class/infiniband: [dict(name, netdevs, state, link_layer, rate_gbps, ports)]."""
     base = os.path.join(sys_root, "class", "infiniband")
-    try:
-        names = sorted(os.listdir(base))
-    except OSError:
-        return []
     devices = []
-    for name in names:
+    for name in _listdir(base):
         ports = []
-        try:
-            port_numbers = sorted(os.listdir(os.path.join(base, name, "ports")), key=lambda p: int(p) if p.isdigit() else 0)
-        except OSError:
-            port_numbers = []
-        for number in port_numbers:
+        for number in _listdir(os.path.join(base, name, "ports"), key=lambda p: int(p) if p.isdigit() else 0):
             folder = os.path.join(base, name, "ports", number)
             state = (_read(os.path.join(folder, "state")) or "").strip()
             ports.append(dict(port=int(number) if number.isdigit() else number,
                               state=re.sub(r"^\d+:\s*", "", state) or None,
                               link_layer=(_read(os.path.join(folder, "link_layer")) or "").strip() or None,
                               rate_gbps=_rate_gbps(_read(os.path.join(folder, "rate")))))
-        try:
-            netdevs = sorted(os.listdir(os.path.join(base, name, "device", "net")))
-        except OSError:
-            netdevs = []
+        netdevs = _listdir(os.path.join(base, name, "device", "net"))
         first = ports[0] if ports else dict(state=None, link_layer=None, rate_gbps=None)
         devices.append(dict(name=name, netdevs=netdevs, state=first["state"], link_layer=first["link_layer"],
                             rate_gbps=first["rate_gbps"], ports=ports))
@@ -217,12 +214,8 @@ def pci_gpus(sys_root):
 
     They are listed before any NVIDIA driver is installed (the kernel enumerates the bus)."""
     base = os.path.join(sys_root, "bus", "pci", "devices")
-    try:
-        addresses = sorted(os.listdir(base))
-    except OSError:
-        return []
     found = []
-    for address in addresses:
+    for address in _listdir(base):
         if (_read(os.path.join(base, address, "vendor")) or "").strip().lower() != NVIDIA_PCI_VENDOR:
             continue
         if (_read(os.path.join(base, address, "class")) or "").strip().lower().startswith("0x03"):

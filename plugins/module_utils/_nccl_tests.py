@@ -136,6 +136,23 @@ def _finish(run):
     return run
 
 
+# Header lines that open the next run: seen after the current run's rows, they conclude it.
+_NEXT_RUN_FACTS = (
+    ("nccl_tests_version", _VERSION, lambda match: match.group(1)),
+    ("collective", _STARTING, lambda match: match.group(1)),
+    ("params", _PARAMS, lambda match: _parse_params(match.string)),
+)
+
+
+def _next_run_fact(line):
+    """(key, value) of a header line that belongs to the next run, or None."""
+    for key, pattern, value in _NEXT_RUN_FACTS:
+        match = pattern.match(line)
+        if match:
+            return key, value(match)
+    return None
+
+
 def parse_all(text):
     """Every nccl-tests run in ``text`` (one per column header), in order."""
     if not isinstance(text, str):
@@ -160,25 +177,13 @@ def parse_all(text):
                 header = (leading, groups)
                 current["columns"] = list(leading) + [n for g in groups for n in g]
                 continue
-            match = _VERSION.match(line)
-            if match:
+            fact = _next_run_fact(line)
+            if fact:
                 if current is not None and current["rows"]:
                     current["concluded"] = True
                     target = pending
-                target["nccl_tests_version"] = match.group(1)
-                continue
-            match = _STARTING.match(line)
-            if match:
-                if current is not None and current["rows"]:
-                    current["concluded"] = True
-                    target = pending
-                target["collective"] = match.group(1)
-                continue
-            if _PARAMS.match(line):
-                if current is not None and current["rows"]:
-                    current["concluded"] = True
-                    target = pending
-                target["params"] = _parse_params(line)
+                key, value = fact
+                target[key] = value
                 continue
             match = _RANK.match(line)
             if match:

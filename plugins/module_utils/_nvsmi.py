@@ -56,6 +56,13 @@ def _nothing_or_error(lines, what):
     raise NvsmiError("no %s in the nvidia-smi output: %s" % (what, " ".join(meaningful)[:300]))
 
 
+def _matched_rows(text, pattern, row, what):
+    """row(match) of every line ``pattern`` finds in a table of nvidia-smi; see _nothing_or_error when none."""
+    lines = _lines(text)
+    rows = [row(match) for match in (pattern.search(line.strip()) for line in lines) if match]
+    return rows or _nothing_or_error(lines, what)
+
+
 def _value(text):
     text = (text or "").strip()
     return None if text.lower() in _NOT_AVAILABLE else text
@@ -186,15 +193,12 @@ _LGIPP_ROW = re.compile(
 
 def parse_gi_placements(text):
     """Possible placements of ``nvidia-smi mig -lgipp``: [dict(gpu, profile_id, starts, size)]."""
-    rows = []
-    lines = _lines(text)
-    for line in lines:
-        match = _LGIPP_ROW.search(line)
-        if match:
-            starts = [int(s) for s in re.split(r"[,\s]+", match.group("starts").strip()) if s]
-            rows.append(dict(gpu=int(match.group("gpu")), profile_id=int(match.group("id")), starts=starts,
-                             size=int(match.group("size"))))
-    return rows or _nothing_or_error(lines, "GPU instance placement")
+    def row(match):
+        starts = [int(s) for s in re.split(r"[,\s]+", match.group("starts").strip()) if s]
+        return dict(gpu=int(match.group("gpu")), profile_id=int(match.group("id")), starts=starts,
+                    size=int(match.group("size")))
+
+    return _matched_rows(text, _LGIPP_ROW, row, "GPU instance placement")
 
 
 _LGI_ROW = re.compile(
@@ -204,15 +208,12 @@ _LGI_ROW = re.compile(
 
 def parse_gi(text):
     """GPU instances of ``nvidia-smi mig -lgi``: [dict(gpu, profile, profile_id, instance_id, start, size)]."""
-    rows = []
-    lines = _lines(text)
-    for line in lines:
-        match = _LGI_ROW.match(line.strip())
-        if match:
-            rows.append(dict(gpu=int(match.group("gpu")), profile=_mig_name(match.group("name")),
-                             profile_id=int(match.group("profile_id")), instance_id=int(match.group("instance_id")),
-                             start=int(match.group("start")), size=int(match.group("size"))))
-    return rows or _nothing_or_error(lines, "GPU instance")
+    def row(match):
+        return dict(gpu=int(match.group("gpu")), profile=_mig_name(match.group("name")),
+                    profile_id=int(match.group("profile_id")), instance_id=int(match.group("instance_id")),
+                    start=int(match.group("start")), size=int(match.group("size")))
+
+    return _matched_rows(text, _LGI_ROW, row, "GPU instance")
 
 
 _LCI_ROW = re.compile(
@@ -226,17 +227,14 @@ def parse_ci(text):
     [dict(gpu, gpu_instance_id, profile, profile_id, instance_id, start, size)]; start/size are
     None on drivers without the Placement column.
     """
-    rows = []
-    lines = _lines(text)
-    for line in lines:
-        match = _LCI_ROW.match(line.strip())
-        if match:
-            rows.append(dict(gpu=int(match.group("gpu")), gpu_instance_id=int(match.group("gi")),
-                             profile=_mig_name(match.group("name")), profile_id=int(match.group("profile_id")),
-                             instance_id=int(match.group("instance_id")),
-                             start=int(match.group("start")) if match.group("start") else None,
-                             size=int(match.group("size")) if match.group("size") else None))
-    return rows or _nothing_or_error(lines, "compute instance")
+    def row(match):
+        return dict(gpu=int(match.group("gpu")), gpu_instance_id=int(match.group("gi")),
+                    profile=_mig_name(match.group("name")), profile_id=int(match.group("profile_id")),
+                    instance_id=int(match.group("instance_id")),
+                    start=int(match.group("start")) if match.group("start") else None,
+                    size=int(match.group("size")) if match.group("size") else None)
+
+    return _matched_rows(text, _LCI_ROW, row, "compute instance")
 
 
 # --------------------------------------------------------------------------------------------
