@@ -251,6 +251,14 @@ def _require(condition, message, *args):
         raise OperatorInputError(message % args if args else message)
 
 
+def _catalog_chart(catalog, chart, version, shown=lambda series: series):
+    """(series, entry) of chart ``version`` in ``catalog``; refuses a version outside it, listing the known series."""
+    series = _series(version)
+    _require(series in catalog, "chart_version: %s chart %r is not in the catalog (known: %s)", chart, version,
+             ", ".join("%s.x (pinned %s)" % (shown(s), e["pinned"]) for s, e in catalog.items()))
+    return series, catalog[series]
+
+
 def _dns_label(option, value):
     """A namespace or short name, checked by the collection's one name check (_k8s_names)."""
     why = _k8s_names.check("dns1123_label", value)
@@ -320,11 +328,7 @@ def _pinned(version, pinned, prefix=""):
 
 def gpu_operator_chart(version):
     """(series, catalog entry) of a gpu-operator chart version; refuses versions outside the catalog."""
-    series = _series(version)
-    _require(series in GPU_OPERATOR_CHARTS,
-             "chart_version: GPU Operator chart %r is not in the catalog (known: %s)", version,
-             ", ".join("%s.x (pinned %s)" % (s, e["pinned"]) for s, e in GPU_OPERATOR_CHARTS.items()))
-    return series, GPU_OPERATOR_CHARTS[series]
+    return _catalog_chart(GPU_OPERATOR_CHARTS, "GPU Operator", version)
 
 
 def gpu_operator_keys(version):
@@ -680,12 +684,8 @@ def gpu_operator_chart_versions():
 # --------------------------------------------------------------------------------------------
 
 def network_operator_chart(version):
-    match = re.match(r"^v?(\d+)\.(\d+)(?:\.\d+)?$", str(version).strip())
-    series = "v%s.%s" % match.groups() if match else None
-    _require(series in NETWORK_OPERATOR_CHARTS,
-             "chart_version: Network Operator chart %r is not in the catalog (known: %s)", version,
-             ", ".join("%s.x (pinned %s)" % (s.lstrip("v"), e["pinned"]) for s, e in NETWORK_OPERATOR_CHARTS.items()))
-    return series, NETWORK_OPERATOR_CHARTS[series]
+    """(series, catalog entry) of a network-operator chart version; refuses versions outside the catalog."""
+    return _catalog_chart(NETWORK_OPERATOR_CHARTS, "Network Operator", version, shown=lambda series: series.lstrip("v"))
 
 
 def network_operator_keys(version):
