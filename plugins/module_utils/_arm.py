@@ -47,7 +47,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     parse_retry_after,
     scrub,
 )
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import NOT_READ, Waiter, WaitTimeout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import NOT_READ, WaitTimeout
 
 try:
     import requests
@@ -56,15 +56,13 @@ try:
 except ImportError:  # pragma: no cover - reported through missing_required_lib
     _SessionBase = object
 
+AZURE_IDENTITY_IMPORT_ERROR = None
 try:
     import azure.core.exceptions
     import azure.identity
-
-    HAS_AZURE_IDENTITY = True
-    AZURE_IDENTITY_IMPORT_ERROR = None
 except ImportError as import_error:  # pragma: no cover - reported through missing_required_lib
-    HAS_AZURE_IDENTITY = False
     AZURE_IDENTITY_IMPORT_ERROR = import_error
+HAS_AZURE_IDENTITY = AZURE_IDENTITY_IMPORT_ERROR is None
 
 
 Cloud = collections.namedtuple("Cloud", ["arm_endpoint", "audience", "authority_host"])
@@ -271,13 +269,7 @@ class ArmSession(CloudSession):
         endpoint = arm_endpoint or CLOUDS[cloud].arm_endpoint
         self.arm_endpoint = endpoint if endpoint.endswith("/") else endpoint + "/"
         self.scope = CLOUDS[cloud].audience + ".default"
-        self.operation_timeout = operation_timeout
-        self.render = bool(render_dir)
-        self.render_dir = render_dir
-        self.sleep = sleep
-        self.clock = clock
-        self.waiter = Waiter(clock=clock, sleep=sleep)
-        self.log = log
+        self._keep_run_settings(operation_timeout, render_dir, sleep, clock, log)
         self.poll_interval = poll_interval
         self._bearer = None
         if self.render:

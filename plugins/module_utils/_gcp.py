@@ -35,20 +35,18 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     clean_credential,
     scrub,
 )
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import NOT_READ, Backoff, Waiter, WaitTimeout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import NOT_READ, Backoff, WaitTimeout
 
+GOOGLE_AUTH_IMPORT_ERROR = None
 try:
     import google.auth
     import google.auth.exceptions
     import google.auth.transport.requests
     import google.oauth2.credentials
     import google.oauth2.service_account
-
-    HAS_GOOGLE_AUTH = True
-    GOOGLE_AUTH_IMPORT_ERROR = None
 except ImportError as import_error:  # pragma: no cover - reported through missing_required_lib
-    HAS_GOOGLE_AUTH = False
     GOOGLE_AUTH_IMPORT_ERROR = import_error
+HAS_GOOGLE_AUTH = GOOGLE_AUTH_IMPORT_ERROR is None
 
 try:
     from requests.adapters import HTTPAdapter
@@ -215,13 +213,7 @@ class GcpSession(CloudSession):
         self.container_endpoint = _endpoint(container_endpoint or DEFAULT_CONTAINER_ENDPOINT)
         self.compute_endpoint = _endpoint(compute_endpoint or DEFAULT_COMPUTE_ENDPOINT)
         self.request_timeout = request_timeout
-        self.operation_timeout = operation_timeout
-        self.render = bool(render_dir)
-        self.render_dir = render_dir
-        self.sleep = sleep
-        self.clock = clock
-        self.waiter = Waiter(clock=clock, sleep=sleep)
-        self.log = log
+        self._keep_run_settings(operation_timeout, render_dir, sleep, clock, log)
         self.poll_initial = poll_initial
         self.poll_max = poll_max
         self.auth_kind = auth_kind

@@ -417,6 +417,16 @@ class CloudSession:
     log = None
     render = False
 
+    def _keep_run_settings(self, operation_timeout, render_dir, sleep, clock, log):
+        """What every session keeps of its run: the operation deadline, render mode, the waiter's clock, the log."""
+        self.operation_timeout = operation_timeout
+        self.render = bool(render_dir)
+        self.render_dir = render_dir
+        self.sleep = sleep
+        self.clock = clock
+        self.waiter = Waiter(clock=clock, sleep=sleep)
+        self.log = log
+
     def _http_client(self, session, max_retries, sleep, timeout, unauthorized_hint=None):
         return HttpClient(session, retry=RetryPolicy(max_retries=max_retries, sleep=sleep), timeout=timeout,
                           on_retry=self._log, secrets=self.secrets, unauthorized_hint=unauthorized_hint)
