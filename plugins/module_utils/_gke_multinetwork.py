@@ -425,12 +425,17 @@ class FabricEngine:
                               "Delete the fabric (state: absent) and create it again, or change the options to "
                               "match." % "; ".join(self.drift.refused), self.drift.refused)
 
+    def _existing(self, kind, name, body):
+        """The current ``kind`` named ``name``; None where there is none, once its creation is planned."""
+        current = self.current.get((kind, name))
+        if current is None:
+            self.plan.create(kind, name, body, request=("POST", body))
+        return current
+
     def _plan_network(self, nic):
         name = nic[NETWORK]
-        body = network_body(self.fabric, nic)
-        current = self.current.get((NETWORK, name))
+        current = self._existing(NETWORK, name, network_body(self.fabric, nic))
         if current is None:
-            self.plan.create(NETWORK, name, body, request=("POST", body))
             return
         if current.get("autoCreateSubnetworks") is not False:
             self.drift.add(NETWORK, name, "autoCreateSubnetworks", current.get("autoCreateSubnetworks"), False, False,
@@ -445,10 +450,8 @@ class FabricEngine:
 
     def _plan_subnetwork(self, nic):
         name = nic[SUBNETWORK]
-        body = subnetwork_body(self.fabric, nic)
-        current = self.current.get((SUBNETWORK, name))
+        current = self._existing(SUBNETWORK, name, subnetwork_body(self.fabric, nic))
         if current is None:
-            self.plan.create(SUBNETWORK, name, body, request=("POST", body))
             return
         option = "networks[%d].cidr" % (nic["index"] - 1)
         network = common.last_segment(current.get("network"))
@@ -470,9 +473,8 @@ class FabricEngine:
     def _plan_firewall(self, nic):
         name = nic[FIREWALL]
         body = firewall_body(self.fabric, nic)
-        current = self.current.get((FIREWALL, name))
+        current = self._existing(FIREWALL, name, body)
         if current is None:
-            self.plan.create(FIREWALL, name, body, request=("POST", body))
             return
         want, have = firewall_view(body), firewall_view(current)
         if have["network"] != want["network"]:
