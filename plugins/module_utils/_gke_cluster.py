@@ -30,7 +30,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gcp_offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_versions as versions
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gpudirect import version_gate_error
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields, resulting_document
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, as_given, differing_fields, resulting_document
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import WaitTimeout
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
@@ -294,19 +294,11 @@ def desired_view(params):
     """The options this module compares, shaped like the options (None: not set, not compared)."""
     ip = params.get("ip_allocation") or {}
     view = dict(
-        network=params.get("network"),
-        subnetwork=params.get("subnetwork"),
+        as_given(params, "network", "subnetwork", "datapath", "release_channel", "private_nodes"),
         multi_networking=True if params.get("multi_networking") else None,
-        datapath=params.get("datapath"),
-        ip_allocation=dict(
-            cluster_secondary_range_name=ip.get("cluster_secondary_range_name"),
-            services_secondary_range_name=ip.get("services_secondary_range_name"),
-            cluster_ipv4_cidr=ip.get("cluster_ipv4_cidr"),
-            services_ipv4_cidr=ip.get("services_ipv4_cidr"),
-        ),
-        release_channel=params.get("release_channel"),
+        ip_allocation=as_given(ip, "cluster_secondary_range_name", "services_secondary_range_name",
+                               "cluster_ipv4_cidr", "services_ipv4_cidr"),
         node_locations=sorted(params["node_locations"]) if params.get("node_locations") else None,
-        private_nodes=params.get("private_nodes"),
         master_ipv4_cidr=params.get("master_ipv4_cidr") if params.get("private_nodes") else None,
         master_authorized_networks=(sorted(e["cidr_block"] for e in params["master_authorized_networks"])
                                     if params.get("master_authorized_networks") is not None else None),

@@ -38,7 +38,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiEr
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import NodePoolEngine, PoolError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import foreign_option_problems
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import run as run_engine
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import differing_fields
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import as_given, differing_fields
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems, check_labels
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import WaitTimeout
 
@@ -380,31 +380,19 @@ def desired_view(params):
     affinity = values.get("reservation_affinity")
     taints = _taints(values)
     view = dict(
-        machine_type=values.get("machine_type"),
-        accelerator_type=values.get("accelerator_type"),
-        accelerator_count=values.get("accelerator_count"),
-        gpu_driver_version=values.get("gpu_driver_version"),
-        gpu_partition_size=values.get("gpu_partition_size"),
+        as_given(values, "machine_type", "accelerator_type", "accelerator_count", "gpu_driver_version",
+                 "gpu_partition_size", "gvnic", "image_type", "host_maintenance_interval", "service_account",
+                 "disk_size_gb", "disk_type", "spot", "auto_upgrade", "auto_repair", "node_version"),
         gpu_sharing=dict(strategy=sharing["strategy"], max_shared_clients_per_gpu=sharing["max_shared_clients_per_gpu"])
         if sharing else None,
         additional_node_networks=[dict(network=n["network"], subnetwork=n["subnetwork"])
                                   for n in values["additional_node_networks"]]
         if values.get("additional_node_networks") is not None else None,
-        gvnic=values.get("gvnic"),
-        image_type=values.get("image_type"),
         placement_policy=dict(type=placement.get("type") or "COMPACT", policy_name=placement.get("policy_name"))
         if placement else None,
         reservation_affinity=dict(consume=affinity["consume"], reservation=affinity.get("reservation"))
         if affinity else None,
-        host_maintenance_interval=values.get("host_maintenance_interval"),
-        service_account=values.get("service_account"),
         oauth_scopes=sorted(values["oauth_scopes"]) if values.get("oauth_scopes") else None,
-        disk_size_gb=values.get("disk_size_gb"),
-        disk_type=values.get("disk_type"),
-        spot=values.get("spot"),
-        auto_upgrade=values.get("auto_upgrade"),
-        auto_repair=values.get("auto_repair"),
-        node_version=values.get("node_version"),
         node_locations=sorted(values["node_locations"]) if values.get("node_locations") else None,
         # compared as a whole: the API replaces the pool's labels
         node_labels=sorted("%s=%s" % (k, v) for k, v in values["node_labels"].items())

@@ -22,6 +22,12 @@ RECREATE = "recreate"
 ACTIONS = (CREATE, UPDATE, DELETE, RECREATE)
 
 
+def as_given(values, *names):
+    """The options ``names`` of ``values`` as the user gave them (None: not set): the part of a desired
+    view that needs no reshaping."""
+    return {name: values.get(name) for name in names}
+
+
 def differing_fields(desired, current, prefix=""):
     """Dotted paths of the fields set in ``desired`` whose value differs in ``current``.
 
