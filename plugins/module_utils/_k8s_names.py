@@ -61,30 +61,34 @@ def _text(value):
     return value, None
 
 
+def _bounded(text, maximum, pattern, too_long, refused, shown=None, what=None):
+    """None when ``text`` has at most ``maximum`` characters and ``pattern`` matches it; else the message
+    ``too_long`` or ``refused``, formatted with {shown} (``text`` as messages show it, unless given), {length},
+    {maximum} and {what}."""
+    facts = dict(shown=shown if shown is not None else show(text), length=len(text), maximum=maximum, what=what)
+    if len(text) > maximum:
+        return too_long.format(**facts)
+    if not pattern.match(text):
+        return refused.format(**facts)
+    return None
+
+
 def dns1123_label(value):
     """None when ``value`` is a DNS-1123 label (namespaces, Service and most short names), else why not."""
     text, why = _text(value)
-    if why:
-        return why
-    if len(text) > DNS1123_LABEL_MAX:
-        return "%s is %d characters long, a DNS-1123 label has at most %d" % (show(text), len(text), DNS1123_LABEL_MAX)
-    if not _DNS1123_LABEL.match(text):
-        return ("%s is not a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter "
-                "or digit)" % show(text))
-    return None
+    return why or _bounded(text, DNS1123_LABEL_MAX, _DNS1123_LABEL,
+                           "{shown} is {length} characters long, a DNS-1123 label has at most {maximum}",
+                           "{shown} is not a DNS-1123 label (lowercase letters, digits and '-', starting and ending "
+                           "with a letter or digit)")
 
 
 def dns1123_subdomain(value, maximum=DNS1123_SUBDOMAIN_MAX, what="a DNS-1123 subdomain"):
     """None when ``value`` is a DNS-1123 subdomain (most object names), else why not."""
     text, why = _text(value)
-    if why:
-        return why
-    if len(text) > maximum:
-        return "%s is %d characters long, %s has at most %d" % (show(text), len(text), what, maximum)
-    if not _DNS1123_SUBDOMAIN.match(text):
-        return ("%s is not %s (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)"
-                % (show(text), what))
-    return None
+    return why or _bounded(text, maximum, _DNS1123_SUBDOMAIN,
+                           "{shown} is {length} characters long, {what} has at most {maximum}",
+                           "{shown} is not {what} (lowercase letters, digits, '-' and '.', starting and ending with a "
+                           "letter or digit)", what=what)
 
 
 def helm_release(value):
@@ -106,25 +110,20 @@ def label_key(value):
             return "the prefix of %s: %s" % (show(text), why)
     if not name:
         return "%s has no name after the prefix" % show(text)
-    if len(name) > LABEL_NAME_MAX:
-        return "the name part of %s is %d characters long, at most %d" % (show(text), len(name), LABEL_NAME_MAX)
-    if not _QUALIFIED_NAME.match(name):
-        return ("%s is not a label key (name: letters, digits, '-', '_' and '.', starting and ending with a letter "
-                "or digit; optional DNS subdomain prefix and '/')" % show(text))
-    return None
+    return _bounded(name, LABEL_NAME_MAX, _QUALIFIED_NAME,
+                    "the name part of {shown} is {length} characters long, at most {maximum}",
+                    "{shown} is not a label key (name: letters, digits, '-', '_' and '.', starting and ending with a "
+                    "letter or digit; optional DNS subdomain prefix and '/')", shown=show(text))
 
 
 def label_value(value):
     """None when ``value`` is a label value (may be empty)."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return "must be a string, got %s" % type(value).__name__
-    text = str(value)
-    if len(text) > LABEL_VALUE_MAX:
-        return "%s is %d characters long, a label value has at most %d" % (show(text), len(text), LABEL_VALUE_MAX)
-    if not _LABEL_VALUE.match(text):
-        return ("%s is not a label value (letters, digits, '-', '_' and '.', starting and ending with a letter "
-                "or digit)" % show(text))
-    return None
+    return _bounded(str(value), LABEL_VALUE_MAX, _LABEL_VALUE,
+                    "{shown} is {length} characters long, a label value has at most {maximum}",
+                    "{shown} is not a label value (letters, digits, '-', '_' and '.', starting and ending with a "
+                    "letter or digit)")
 
 
 def labels(value):
@@ -191,12 +190,9 @@ def path_segment(value):
         return "%s holds a path separator; it must be a single name inside the render folder" % show(text)
     if text in (".", ".."):
         return "%s would leave its folder" % show(text)
-    if len(text) > PATH_SEGMENT_MAX:
-        return "%s is %d characters long, at most %d" % (show(text), len(text), PATH_SEGMENT_MAX)
-    if not _PATH_SEGMENT.match(text):
-        return ("%s is not a plain name (ASCII letters, digits, '.', '_' and '-', starting with a letter or digit)"
-                % show(text))
-    return None
+    return _bounded(text, PATH_SEGMENT_MAX, _PATH_SEGMENT, "{shown} is {length} characters long, at most {maximum}",
+                    "{shown} is not a plain name (ASCII letters, digits, '.', '_' and '-', starting with a letter or "
+                    "digit)")
 
 
 # Kinds whose names follow apimachinery's path segment rule instead of DNS-1123 (RBAC: system:...).
