@@ -58,6 +58,16 @@ def mps_ack_daemon_coverage(nodes, daemon_pods):
                                         _documents("mps_ack_daemon_coverage", daemon_pods, "Pod"))
 
 
+def mps_ack_label_patches(targets, nodes, schedule, every=False):
+    """Node patches for the ACK schedule label, only where it differs (all when ``every``)."""
+    if not isinstance(targets, (list, tuple)) or not all(isinstance(t, str) for t in targets):
+        raise AnsibleFilterError("mps_ack_label_patches: the input must be a list of node names, got %r" % (targets,))
+    if not isinstance(schedule, str) or not schedule:
+        raise AnsibleFilterError("mps_ack_label_patches: schedule must be the label value, got %r" % (schedule,))
+    return _mps_k8s.ack_label_patches(list(targets), _documents("mps_ack_label_patches", nodes, "Node"), schedule,
+                                      every=bool(every))
+
+
 def mps_gpudirect_conflicts(nodes):
     """Nodes whose GPUDirect fabric refuses MPS."""
     return _mps_k8s.gpudirect_conflicts(_documents("mps_gpudirect_conflicts", nodes, "Node"))
@@ -85,6 +95,7 @@ class FilterModule:
             "mps_server_list": mps_server_list,
             "mps_ack_findings": mps_ack_findings,
             "mps_ack_daemon_coverage": mps_ack_daemon_coverage,
+            "mps_ack_label_patches": mps_ack_label_patches,
             "mps_gpudirect_conflicts": mps_gpudirect_conflicts,
             "gpu_allocation": gpu_allocation,
             "gpu_allocation_table": gpu_allocation_table,

@@ -216,6 +216,17 @@ def ack_daemon_coverage(nodes, daemon_pods):
     return dict(ok=not problems, nodes=mps_nodes, missing=missing, problems=problems)
 
 
+def ack_label_patches(targets, nodes, schedule, every=False):
+    """Node patches that set ``ack.node.gpu.schedule`` to ``schedule`` on the ``targets`` (node names).
+
+    Only the nodes (read as ``nodes``) whose label differs get a patch: a patch is a write even when it
+    changes nothing, so a re-run sends none. ``every`` (render mode: nothing was read) patches them all.
+    """
+    current = dict((_meta(n).get("name"), _labels(n).get(ACK_MPS_LABEL)) for n in nodes or [])
+    return [dict(apiVersion="v1", kind="Node", metadata=dict(name=name, labels={ACK_MPS_LABEL: schedule}))
+            for name in targets if every or current.get(name) != schedule]
+
+
 # --------------------------------------------------------------------------------------------
 # GPU allocation report (what ``kubectl inspect cgpu`` shows, for any cluster)
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ FILTER_DIR = pathlib.Path(mps.__file__).parent
 
 def test_every_filter_has_a_doc_file_naming_it():
     names = list(mps.FilterModule().filters())
-    assert len(names) == 7
+    assert len(names) == 8
     for name in names:
         doc = yaml.safe_load((FILTER_DIR / (name + ".yml")).read_text())
         assert doc["DOCUMENTATION"]["name"] == name
@@ -34,7 +34,29 @@ def test_report_and_table_through_the_filters():
     assert mps.gpu_allocation_table(report).splitlines()[1].split() == ["n", "-", "nvidia.com/gpu", "none", "0/2", "0/32"]
 
 
+def _node(name, schedule=None, **labels):
+    if schedule is not None:
+        labels["ack.node.gpu.schedule"] = schedule
+    return {"metadata": {"name": name, "labels": labels}}
+
+
+def test_label_patches_only_where_the_schedule_label_differs():
+    nodes = [_node("a", "mps"), _node("b", "default"), _node("c", other="x"), _node("d", "mps")]
+    patches = mps.mps_ack_label_patches(["a", "b", "c"], nodes, "mps")
+    assert patches == [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+        "ack.node.gpu.schedule": "mps"}}} for name in ("b", "c")]
+    # a re-run after the patches: nothing left to send
+    assert mps.mps_ack_label_patches(["a", "b", "c"], [_node(n, "mps") for n in "abc"], "mps") == []
+    # giving MPS back patches only the MPS nodes among the targets
+    assert [p["metadata"]["name"] for p in mps.mps_ack_label_patches(["a", "b", "d"], nodes, "default")] == ["a", "d"]
+    # render mode read nothing: every target, in the given order
+    assert [p["metadata"]["name"] for p in mps.mps_ack_label_patches(["c", "a"], [], "mps", every=True)] == ["c", "a"]
+
+
 @pytest.mark.parametrize("call, message", [
+    (lambda: mps.mps_ack_label_patches("node-a", [], "mps"), "mps_ack_label_patches: the input must be a list of node names"),
+    (lambda: mps.mps_ack_label_patches(["a"], None, "mps"), "mps_ack_label_patches: nodes must be a list of Node documents"),
+    (lambda: mps.mps_ack_label_patches(["a"], [], ""), "mps_ack_label_patches: schedule must be the label value"),
     (lambda: mps.mps_host_settings("pipe"), "mps_host_settings: the input must be a dict"),
     (lambda: mps.mps_host_settings({"pipe_directory": "/a", "log_directory": "/b", "active_thread_percentage": 200}),
      "mps_host_settings: active_thread_percentage: must be a whole number from 1 to 100"),
