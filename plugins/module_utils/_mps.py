@@ -23,6 +23,9 @@ import os
 import re
 import time
 
+# the collection's one wait loop: light (standard library only), so the host module stays lean
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import Waiter, WaitTimeout
+
 
 # --------------------------------------------------------------------------------------------
 # Host settings
@@ -175,8 +178,8 @@ class Control:
 
     def __init__(self, run, sleep=None, clock=None):
         self._run = run
-        self._sleep = sleep or time.sleep
-        self._clock = clock or time.monotonic
+        # resolved at construction, so a test that patches time.sleep reaches the waiter
+        self._waiter = Waiter(clock=clock or time.monotonic, sleep=sleep or time.sleep)
 
     def command(self, *lines):
         rc, out, err = self._run("".join(line + "\n" for line in lines))
@@ -219,26 +222,38 @@ class Control:
 
     def wait_for_clients(self, policy, timeout, interval):
         """Servers that still have clients: fail (refuse) or wait until they leave (drain)."""
-        deadline = self._clock() + timeout
-        while True:
+        def busy_servers():
             busy = [s for s in self.servers() if s["clients"]]
-            if not busy:
-                return
-            described = "; ".join("server %d: clients %s" % (s["pid"], ", ".join(str(c) for c in s["clients"]))
-                                  for s in busy)
-            if policy == "refuse":
+            if busy and policy == "refuse":
                 raise ControlError("MPS clients are running (%s); stopping the daemon would end them. Stop them "
-                                   "first, or use stop_policy drain to wait for them" % described)
-            if self._clock() >= deadline:
-                raise ControlError("MPS clients still running after %ss of draining (%s)" % (timeout, described))
-            self._sleep(interval)
+                                   "first, or use stop_policy drain to wait for them" % _described(busy))
+            return busy
+
+        try:
+            self._waiter.until(busy_servers, lambda busy: not busy, timeout, lambda _busy, _attempt: interval)
+        except WaitTimeout as exc:
+            raise ControlError("MPS clients still running after %ss of draining (%s)" % (timeout, _described(exc.last)))
+
+    def wait_until(self, answering, what):
+        """Wait (START_TIMEOUT) until the daemon answers on the pipe (``answering``) or no longer does."""
+        try:
+            self._waiter.until(self.running, lambda running: running == answering, START_TIMEOUT,
+                               lambda _running, _attempt: START_POLL)
+        except WaitTimeout:
+            raise ControlError(what)
+
+
+def _described(servers):
+    return "; ".join("server %d: clients %s" % (s["pid"], ", ".join(str(c) for c in s["clients"])) for s in servers)
 
 
 # --------------------------------------------------------------------------------------------
 # The mps_control module's engine
 # --------------------------------------------------------------------------------------------
 
-START_WAIT = (20, 0.25)  # tries, seconds: how long a freshly started daemon may take to answer
+# how long (seconds) a freshly started daemon may take to answer, or a stopped one to go quiet, and the poll pause
+START_TIMEOUT = 5.0
+START_POLL = 0.25
 
 
 def _check_params(params):
@@ -257,15 +272,6 @@ def _check_params(params):
     return pipe, limits
 
 
-def _wait(predicate, tries, interval, sleep=time.sleep):
-    for attempt in range(tries):
-        if predicate():
-            return True
-        if attempt + 1 < tries:
-            sleep(interval)
-    return False
-
-
 def _stop(control, params, check_mode, result):
     if check_mode and params["stop_policy"] == "drain":
         busy = [s for s in result["servers"] if s["clients"]]
@@ -282,8 +288,7 @@ def _stop(control, params, check_mode, result):
     if check_mode:
         return
     control.command("quit")
-    if not _wait(lambda: not control.running(), *START_WAIT):
-        raise ControlError("the control daemon still answers after quit")
+    control.wait_until(False, "the control daemon still answers %ss after quit" % START_TIMEOUT)
 
 
 def _start(control, start_daemon, params, pipe, check_mode, result):
@@ -294,8 +299,7 @@ def _start(control, start_daemon, params, pipe, check_mode, result):
     if check_mode:
         return False
     start_daemon()
-    if not _wait(control.running, *START_WAIT):
-        raise ControlError("the control daemon started but does not answer on %s" % pipe)
+    control.wait_until(True, "the control daemon started but does not answer on %s after %ss" % (pipe, START_TIMEOUT))
     return True
 
 

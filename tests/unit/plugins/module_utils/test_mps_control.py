@@ -186,3 +186,25 @@ def test_present_without_the_binary_names_it(host, tmp_path):
     with pytest.raises(ValueError, match="control_binary: .* is not an executable file; install"):
         _mps.converge(host.params(control_binary=str(not_executable)), host.run_command, lambda n: None, False)
     assert host.calls == []
+
+
+def test_a_daemon_that_never_answers_fails_after_the_start_timeout(host, monkeypatch):
+    """``-d`` succeeds but nothing answers on the pipe (the daemon died at once): the start wait gives up."""
+    now = [0.0]
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+
+    def run_command(args, data=None, binary_data=False, environ_update=None):
+        if list(args)[1:] == ["-d"]:
+            return 0, "", ""  # started, and exited before it opened the pipe
+        return host.run_command(args, data=data, binary_data=binary_data, environ_update=environ_update)
+
+    monkeypatch.setattr(_mps.time, "sleep", sleep)
+    monkeypatch.setattr(_mps.time, "monotonic", lambda: now[0])
+    with pytest.raises(_mps.ControlError, match="does not answer on .* after 5.0s"):
+        _mps.converge(host.params(), run_command, lambda name: None, False)
+    assert sum(slept) == _mps.START_TIMEOUT and set(slept) == {_mps.START_POLL}
+    assert not host.info()["running"]
