@@ -14,7 +14,8 @@ seconds of ansible-playbook and its workers (``RUSAGE_CHILDREN``) and of the dou
 the reads per cluster. The NCCL test is off: it runs mpirun through k8s_exec, which the double cannot serve.
 
 Usage: ``python -m benchmarks fleet -- --clusters 50 --forks 5,10,25,50`` (the default; about an hour on
-a 2-core machine), or ``--clusters 10 --forks 2,5,10`` for a quick look. ``--mode render`` times render mode
+a 2-core machine), or ``--clusters 10 --forks 2,5,10`` for a quick look. Each timed run is printed (and the JSON saved) as it
+ends; ``--wait-for FILE`` converges first and starts timing only once FILE exists. ``--mode render`` times render mode
 instead (no doubles, nothing read).
 """
 
@@ -168,7 +169,19 @@ def timed(folder, inventory, forks, count, gcp=None, clusters=None, extra=None, 
     return best
 
 
-def measure(count, forks_list, repeat, mode):
+def _progress(text):
+    print(text, flush=True)
+
+
+def _wait_for(path):
+    """Hold the converged fleet until ``path`` exists (converge while the machine is busy, time once it is idle)."""
+    _progress("converged; the timed runs start once %s exists" % path)
+    while not os.path.exists(path):
+        time.sleep(5)
+
+
+def measure(count, forks_list, repeat, mode, wait_for=None, partial=None):
+    """The benchmark's result; ``partial(result)`` is called after each timed run (a long run killed keeps its rows)."""
     folder = tempfile.mkdtemp(prefix="gpo-fleet-")
     fleet = clusters_of(count)
     gcp, clusters = (None, None)
@@ -180,18 +193,26 @@ def measure(count, forks_list, repeat, mode):
             started = time.perf_counter()
             playbook(folder, inventory, max(forks_list), extra)
             converge_s = time.perf_counter() - started
+            _progress("first converge of %d clusters: %.0f s (load %.1f)" % (count, converge_s, os.getloadavg()[0]))
         else:
             inventory, extra, converge_s = write_inventory(folder, fleet), None, None
-        single = timed(folder, inventory, 1, 1, gcp, clusters and {fleet[0][0]: clusters[fleet[0][0]]}, extra,
-                       limit=fleet[0][0], repeat=repeat)
-        rows = []
+        if wait_for:
+            _wait_for(wait_for)
+        result = dict(mode=mode, clusters=count, converge_s=converge_s and round(converge_s, 1), runs=[],
+                      repeat=repeat, cpus=os.cpu_count(), python=platform.python_version(),
+                      load_before=os.getloadavg()[0])
+        result["single"] = timed(folder, inventory, 1, 1, gcp, clusters and {fleet[0][0]: clusters[fleet[0][0]]},
+                                 extra, limit=fleet[0][0], repeat=repeat)
+        _progress("one cluster alone: %s" % json.dumps(result["single"]))
         for forks in forks_list:
             row = timed(folder, inventory, forks, count, gcp, clusters, extra, repeat=repeat)
-            row["vs_single"] = round(row["per_cluster_s"] / single["wall_s"], 3)
-            rows.append(row)
-        return dict(mode=mode, clusters=count, converge_s=converge_s and round(converge_s, 1), single=single,
-                    runs=rows, repeat=repeat, cpus=os.cpu_count(), python=platform.python_version(),
-                    load_before=os.getloadavg()[0])
+            row["vs_single"] = round(row["per_cluster_s"] / result["single"]["wall_s"], 3)
+            row["load_after"] = round(os.getloadavg()[0], 2)
+            result["runs"].append(row)
+            _progress("forks %d: %s" % (forks, json.dumps(row)))
+            if partial:
+                partial(result)
+        return result
     finally:
         if gcp:
             gcp.stop()
@@ -222,9 +243,13 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=1, help="runs per setting; the fastest counts")
     parser.add_argument("--mode", choices=("live", "render"), default="live")
     parser.add_argument("--output", help="JSON file (default benchmarks/results/fleet-<time>.json)")
+    parser.add_argument("--wait-for", metavar="FILE",
+                        help="after the first converge, wait until FILE exists before the timed runs")
     args = parser.parse_args(argv)
     _paths.setup()
-    result = measure(args.clusters, [int(f) for f in args.forks.split(",") if f], max(1, args.repeat), args.mode)
+    output = args.output or os.path.join(_paths.RESULTS, "fleet-%s.json" % time.strftime("%Y%m%d-%H%M%S"))
+    result = measure(args.clusters, [int(f) for f in args.forks.split(",") if f], max(1, args.repeat), args.mode,
+                     args.wait_for, lambda partial: _paths.save(partial, "fleet", output))
     print(table(result))
-    print("\nJSON: %s" % os.path.relpath(_paths.save(result, "fleet", args.output)))
+    print("\nJSON: %s" % os.path.relpath(_paths.save(result, "fleet", output)))
     return 0
