@@ -5,7 +5,7 @@
 parsed as gpu_nodepool parses them (plugins/module_utils/_problems.py).
 
 Documentation: plugins/filter/k8s_name_problems.yml, k8s_manifest_problems.yml, k8s_objects.yml,
-node_taint_tolerations.yml.
+k8s_apply_batches.yml, node_taint_tolerations.yml.
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ def k8s_objects(manifests):
     return _k8s_names.flatten(plain(manifests))
 
 
+def k8s_apply_batches(objects, wait_condition=None, wait_condition_kinds=(), leave_out=()):
+    """The kubernetes.core.k8s calls (list ``definition``, ``wait_condition``, ``label``) that send ``objects`` in order."""
+    return filtered(AnsibleFilterError, "k8s_apply_batches", _k8s_names.apply_batches, plain(objects),
+                    plain(wait_condition), plain(wait_condition_kinds), plain(leave_out))
+
+
 def node_taint_tolerations(taints, option="node_taints"):
     """Tolerations for ``key=value:Effect`` node taints; a bad taint fails naming ``option`` (gpu_nodepool's rules)."""
     if not isinstance(option, str) or not option:
@@ -60,5 +66,6 @@ class FilterModule:
             "k8s_name_problems": k8s_name_problems,
             "k8s_manifest_problems": k8s_manifest_problems,
             "k8s_objects": k8s_objects,
+            "k8s_apply_batches": k8s_apply_batches,
             "node_taint_tolerations": node_taint_tolerations,
         }

@@ -288,6 +288,44 @@ def flatten(manifests):
     return objects
 
 
+def _effective_wait_condition(obj, wait_condition, wait_condition_kinds):
+    if not wait_condition or wait_condition_kinds and obj.get("kind") not in wait_condition_kinds:
+        return {}
+    return wait_condition
+
+
+def apply_batches(objects, wait_condition=None, wait_condition_kinds=(), leave_out=()):
+    """The kubernetes.core.k8s calls that send ``objects`` in their order, as few as the arguments allow.
+
+    kubernetes.core.k8s takes a list ``definition`` and sends its objects one by one, stopping at the
+    first failure; only ``wait_condition`` differs between the apply role's objects (it goes to the
+    kinds in ``wait_condition_kinds``, or to every kind when that is empty). So each run of consecutive
+    objects with the same wait condition is one call: ``{"definition": [...], "wait_condition": {} or
+    the condition, "label": "Kind/name, ..."}``. Objects equal to one in ``leave_out`` (those the API
+    server cannot take yet) are not sent; the others keep their order.
+    """
+    if not isinstance(objects, list) or not all(isinstance(o, dict) for o in objects):
+        raise TypeError("the input must be a list of Kubernetes objects")
+    if wait_condition is not None and not isinstance(wait_condition, dict):
+        raise TypeError("wait_condition must be a dict, got %s" % type(wait_condition).__name__)
+    for option, value in (("wait_condition_kinds", wait_condition_kinds), ("leave_out", leave_out)):
+        if not isinstance(value, (list, tuple)):
+            raise TypeError("%s must be a list, got %s" % (option, type(value).__name__))
+    batches = []
+    for obj in objects:
+        if obj in leave_out:
+            continue
+        condition = _effective_wait_condition(obj, wait_condition, wait_condition_kinds)
+        if batches and batches[-1]["wait_condition"] == condition:
+            batches[-1]["definition"].append(obj)
+        else:
+            batches.append({"definition": [obj], "wait_condition": condition})
+    for batch in batches:
+        batch["label"] = ", ".join("%s/%s" % (o.get("kind"), (o.get("metadata") or {}).get("name"))
+                                   for o in batch["definition"])
+    return batches
+
+
 def manifest_problems(manifests, where="apply_manifests"):
     """Why the objects cannot go through the apply role: Secrets at any depth (by path only), objects
     without apiVersion, kind or name, names that are not valid or cannot be file names."""

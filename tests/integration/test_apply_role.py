@@ -81,13 +81,25 @@ def _apply_task(result):
     return result.task("Apply the manifests of step 10-test", action="kubernetes.core.k8s")
 
 
-def _item_results(result):
-    return {r["item"]["kind"]: r for r in _apply_task(result)["result"]["results"]}
+def _calls(result):
+    """The kubernetes.core.k8s calls of the step: one per run of objects with the same wait condition."""
+    return _apply_task(result)["result"]["results"]
 
 
-def _skipped(item_result):
-    # ansible-core 2.19 marks a skipped loop item with skipped=true, 2.21 with a skip_reason only
-    return bool(item_result.get("skipped") or "skip_reason" in item_result)
+def _sent_kinds(result):
+    return [obj["kind"] for call in _calls(result) for obj in call["item"]["definition"]]
+
+
+def _object_results(result):
+    """kubernetes.core.k8s's result for each object, by kind: a call with one object returns that object's
+    result, a call with several returns result.results in the order of its definition."""
+    by_kind = {}
+    for call in _calls(result):
+        objects = call["item"]["definition"]
+        per_object = call["result"]["results"] if len(objects) > 1 else [call]
+        assert len(per_object) == len(objects), call
+        by_kind.update({obj["kind"]: r for obj, r in zip(objects, per_object)})
+    return by_kind
 
 
 def _live(double):
@@ -101,7 +113,10 @@ def test_creates_every_object_in_list_order(run_playbook, k8s_double):
 
     writes = k8s_double.writes()
     assert [(w.verb, w.kind) for w in writes] == [("create", kind) for kind in KINDS]
-    assert all(r["changed"] and r["method"] == "apply" for r in _item_results(result).values())
+    assert len(_calls(result)) == 1, "objects with the same arguments go in one kubernetes.core.k8s call"
+    results = _object_results(result)
+    assert list(results) == KINDS
+    assert all(r["changed"] and r["method"] == "apply" for r in results.values())
     for manifest, live in zip(MANIFESTS, _live(k8s_double)):
         assert live is not None, manifest
         assert live["metadata"]["uid"] and live["metadata"]["resourceVersion"]
@@ -121,7 +136,8 @@ def test_rerun_changes_nothing_and_writes_nothing(run_playbook, k8s_double):
     result = _apply(run_playbook, k8s_double).assert_ok()
 
     assert not result.changed, [r["task"] for r in result.changed]
-    assert not any(r["changed"] for r in _item_results(result).values())
+    results = _object_results(result)
+    assert list(results) == KINDS and not any(r["changed"] for r in results.values())
     requests = [r for r in k8s_double.requests() if r.verb != "discovery"]
     assert requests, "the role did not contact the API double"
     assert not [r for r in requests if r.verb in ("create", "update", "delete", "deletecollection")]
@@ -153,7 +169,7 @@ def test_drift_is_corrected_and_only_drifted_objects_change(run_playbook, k8s_do
 
     result = _apply(run_playbook, k8s_double).assert_ok()
 
-    changed = {kind for kind, r in _item_results(result).items() if r["changed"]}
+    changed = {kind for kind, r in _object_results(result).items() if r["changed"]}
     assert changed == {"ConfigMap", "DaemonSet", "GKENetworkParamSet"}
     assert {w.kind for w in k8s_double.writes() if w.changed} == changed
     daemonset = k8s_double.get("DaemonSet", "nic-installer", NAMESPACE)
@@ -175,7 +191,7 @@ def test_a_field_removed_from_the_manifest_is_removed_from_the_object(run_playbo
 
     result = _apply(run_playbook, k8s_double, manifests=manifests).assert_ok()
 
-    assert _item_results(result)["ConfigMap"]["changed"]
+    assert _object_results(result)["ConfigMap"]["changed"]
     assert k8s_double.get("ConfigMap", "nccl-env", NAMESPACE)["data"] == {"NCCL_DEBUG": "INFO"}
 
 
@@ -218,7 +234,8 @@ def test_absent_deletes_in_reverse_order_then_converges(run_playbook, k8s_double
     result = _apply(run_playbook, k8s_double, test_state="absent").assert_ok()
 
     assert [(w.verb, w.kind) for w in k8s_double.writes()] == [("delete", kind) for kind in reversed(KINDS)]
-    assert all(r["changed"] for r in _item_results(result).values())
+    results = _object_results(result)
+    assert list(results) == KINDS[::-1] and all(r["changed"] and r["method"] == "delete" for r in results.values())
     assert _live(k8s_double) == [None] * len(MANIFESTS)
     assert k8s_double.list("Pod", NAMESPACE) == []
 
@@ -233,9 +250,9 @@ def test_absent_skips_kinds_the_cluster_no_longer_serves(run_playbook, tmp_path)
         result = _apply(run_playbook, double, test_state="absent").assert_ok()
 
         assert double.writes() == []
-        kinds = {r["item"]["kind"]: r for r in _apply_task(result)["result"]["results"]}
-        assert _skipped(kinds["GKENetworkParamSet"]), "an unserved kind was sent to kubernetes.core"
-        assert not _skipped(kinds["Network"])
+        sent = _sent_kinds(result)
+        assert "GKENetworkParamSet" not in sent, "an unserved kind was sent to kubernetes.core"
+        assert sent == ["Network", "DaemonSet", "ConfigMap", "Namespace"]
 
 
 def test_wait_for_network_ready_condition(run_playbook):
@@ -246,7 +263,11 @@ def test_wait_for_network_ready_condition(run_playbook):
                         test_wait_condition={"type": "Ready", "status": "True"},
                         test_wait_condition_kinds=["Network", "GKENetworkParamSet"]).assert_ok()
 
-        items = _item_results(result)
+        # the kinds that wait for Ready go in a call of their own
+        assert [call["item"]["definition"] for call in _calls(result)] == [MANIFESTS[:3], MANIFESTS[3:]]
+        assert [(call["invocation"]["module_args"].get("wait_condition") or {}).get("type") for call in _calls(result)] == \
+            [None, "Ready"]
+        items = _object_results(result)
         assert items["Network"]["duration"] >= 1, "the role did not wait for the Network to become Ready"
         ready = [c for c in items["Network"]["result"]["status"]["conditions"] if c["type"] == "Ready"]
         assert ready and ready[0]["status"] == "True" and ready[0]["reason"] == "NetworkReady"
@@ -293,24 +314,32 @@ def test_check_mode_on_an_empty_cluster_reports_changes_and_stores_nothing(run_p
     assert k8s_double.get("Namespace", NAMESPACE) is None
 
 
-def test_invalid_manifest_is_rejected_before_anything_after_it(run_playbook, k8s_double):
+# in one call (no wait condition), and in a call of its own between two others
+@pytest.mark.parametrize("wait_kinds", [[], ["GKENetworkParamSet"]])
+def test_invalid_manifest_is_rejected_before_anything_after_it(run_playbook, k8s_double, wait_kinds):
     manifests = copy.deepcopy(MANIFESTS)
     manifests[3]["spec"]["deviceMode"] = "RDMA-X"
 
-    result = _apply(run_playbook, k8s_double, manifests=manifests).assert_failed()
+    result = _apply(run_playbook, k8s_double, manifests=manifests, test_wait_condition_kinds=wait_kinds,
+                    test_wait_condition={"type": "Ready", "status": "True"}).assert_failed()
 
     assert "deviceMode" in result.output and "RDMA-X" in result.output
     assert k8s_double.get("GKENetworkParamSet", "vpc1") is None
     assert k8s_double.get("ConfigMap", "nccl-env", NAMESPACE) is not None
+    # stop at the first failure: the Network after it is never sent
+    assert not [r for r in k8s_double.requests(kind="Network") if r.verb != "discovery"]
 
 
-@pytest.mark.parametrize("code", [429, 500])
-def test_transient_api_errors_fail_the_task_without_partial_state(run_playbook, k8s_double, code):
+@pytest.mark.parametrize("code, wait_kinds", [(429, []), (500, ["Network"])])
+def test_transient_api_errors_fail_the_task_without_partial_state(run_playbook, k8s_double, code, wait_kinds):
     # kubernetes.core does not retry: the role fails, and a re-run converges
     k8s_double.fail(verb="create", kind="DaemonSet", code=code, times=1, retry_after=1)
 
-    _apply(run_playbook, k8s_double).assert_failed()
+    _apply(run_playbook, k8s_double, test_wait_condition_kinds=wait_kinds,
+           test_wait_condition={"type": "Ready", "status": "True"}).assert_failed()
     assert k8s_double.get("DaemonSet", "nic-installer", NAMESPACE) is None
+    # stop at the first failure, in the DaemonSet's call and before the next call
+    assert k8s_double.get("GKENetworkParamSet", "vpc1") is None and k8s_double.get("Network", "vpc1") is None
 
     _apply(run_playbook, k8s_double).assert_ok()
     assert all(obj is not None for obj in _live(k8s_double))

@@ -10,6 +10,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.filter.k8s_names import (
+    k8s_apply_batches,
     k8s_manifest_problems,
     k8s_name_problems,
     k8s_objects,
@@ -186,6 +187,59 @@ def test_valid_objects_and_lists_pass_and_flatten():
         k8s_objects({"kind": "List"})
     with pytest.raises(AnsibleFilterError, match="where must be a non-empty string"):
         k8s_manifest_problems([], where="")
+
+
+# ------------------------------------------------------------------ apply batches (one kubernetes.core.k8s call each)
+
+READY = {"type": "Ready", "status": "True"}
+
+
+def _obj(kind, name):
+    return {"apiVersion": "v1", "kind": kind, "metadata": {"name": name}}
+
+
+def _names(batches):
+    return [[o["metadata"]["name"] for o in b["definition"]] for b in batches]
+
+
+def test_apply_batches_without_a_wait_condition_send_everything_in_one_call():
+    objects = [_obj("Namespace", "a"), _obj("ConfigMap", "b"), _obj("Network", "c")]
+    assert k8s_apply_batches(objects) == [{"definition": objects, "wait_condition": {},
+                                           "label": "Namespace/a, ConfigMap/b, Network/c"}]
+    # a condition for no kind in particular goes to every object: still one call
+    assert k8s_apply_batches(objects, READY, []) == [{"definition": objects, "wait_condition": READY,
+                                                      "label": "Namespace/a, ConfigMap/b, Network/c"}]
+
+
+def test_apply_batches_split_where_the_wait_condition_changes_and_keep_the_order():
+    objects = [_obj("Namespace", "ns"), _obj("GKENetworkParamSet", "p1"), _obj("GKENetworkParamSet", "p2"),
+               _obj("Network", "n1"), _obj("Network", "n2"), _obj("ConfigMap", "cm"), _obj("Network", "n3")]
+    batches = k8s_apply_batches(objects, READY, ["Network"])
+    assert _names(batches) == [["ns", "p1", "p2"], ["n1", "n2"], ["cm"], ["n3"]]
+    assert [b["wait_condition"] for b in batches] == [{}, READY, {}, READY]
+    assert [o for b in batches for o in b["definition"]] == objects
+    # a deletion hands the objects reversed: the batches follow that order
+    assert _names(k8s_apply_batches(objects[::-1], READY, ["Network"])) == \
+        [["n3"], ["cm"], ["n2", "n1"], ["p2", "p1", "ns"]]
+
+
+def test_apply_batches_leave_out_unserved_objects_and_join_their_neighbours():
+    objects = [_obj("Namespace", "ns"), _obj("ConfigMap", "cm"), _obj("Network", "n1")]
+    assert _names(k8s_apply_batches(objects, {}, [], [objects[1]])) == [["ns", "n1"]]
+    assert k8s_apply_batches(objects, None, [], objects) == []
+    assert k8s_apply_batches([]) == []
+
+
+@pytest.mark.parametrize("args, words", [
+    (({"kind": "List"},), "the input must be a list of Kubernetes objects"),
+    (([42],), "the input must be a list of Kubernetes objects"),
+    (([], "Ready"), "wait_condition must be a dict, got str"),
+    (([], {}, "Network"), "wait_condition_kinds must be a list, got str"),
+    (([], {}, [], {"kind": "ConfigMap"}), "leave_out must be a list, got dict"),
+])
+def test_apply_batches_refuse_malformed_input(args, words):
+    with pytest.raises(AnsibleFilterError, match="k8s_apply_batches: " + words):
+        k8s_apply_batches(*args)
 
 
 # ------------------------------------------------------------------ node taints -> tolerations
