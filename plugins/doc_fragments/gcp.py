@@ -43,6 +43,10 @@ options:
         White space around the JSON and around C(client_email), C(token_uri), C(private_key_id), C(client_id) and
         C(project_id) is stripped; a control character inside one of those, or one other than a line break in
         C(private_key), is refused with an error naming the option and the field, never the value.
+      - Give it as the JSON text (for example C(lookup('ansible.builtin.file', 'key.json')), which stays a string).
+        Given as a mapping, Ansible masks every value in it (the project id, the client e-mail, C(googleapis.com))
+        wherever it appears in the task's result, before the module runs, so returned links and names show
+        C(********) in their place. No secret is shown either way; O(service_account_file) avoids the question.
       - If not set, the environment variable E(GCP_SERVICE_ACCOUNT_CONTENTS).
     type: jsonarg
   access_token:

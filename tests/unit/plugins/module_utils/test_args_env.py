@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -113,3 +114,22 @@ def test_awx_azure_credential_makes_a_service_principal_of_its_cloud(environment
     assert made == [(("tenant-id", "app-id", "s3cr3t-from-awx"), dict(authority=CLOUDS["usgovernment"].authority_host))]
     assert session.subscription_id == AWX_AZURE["AZURE_SUBSCRIPTION_ID"]
     assert session.arm_endpoint == CLOUDS["usgovernment"].arm_endpoint
+
+
+KEY = {"type": "service_account", "project_id": "demo-project", "private_key_id": "abc123",
+       "private_key": "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n",
+       "client_email": "sa@demo-project.iam.gserviceaccount.com", "token_uri": "https://oauth2.googleapis.com/token",
+       "universe_domain": "googleapis.com"}
+
+
+@pytest.mark.parametrize("given, masked", [
+    (KEY, set(KEY.values())),  # a mapping: Ansible lists every value in it before the jsonarg conversion
+    (json.dumps(KEY), {json.dumps(KEY)}),  # the JSON text: only the text (the session adds the private key)
+])
+def test_service_account_contents_as_a_mapping_masks_every_value(environment, given, masked):
+    """What docs/behaviour-contract.md and the gcp doc fragment say of service_account_contents given as a mapping."""
+    result = ArgumentSpecValidator(GCP_COMMON_SPEC).validate(
+        dict(auth_kind="serviceaccount", project="p", service_account_contents=given))
+    assert result.error_messages == []
+    assert isinstance(result.validated_parameters["service_account_contents"], str)
+    assert result._no_log_values == masked  # pylint: disable=protected-access
