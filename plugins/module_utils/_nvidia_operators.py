@@ -142,6 +142,13 @@ SHARING_STRATEGIES = ("none", "time-slicing", "mps")
 RDMA_MODES = ("auto", "dmabuf", "peermem", "off")
 SANDBOX_WORKLOADS = ("container", "vm-passthrough", "vm-vgpu")
 DRIVER_TYPES = ("gpu", "vgpu", "vgpu-host-manager")
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+# The rdma / gds / gdrcopy fields of an NVIDIADriver spec and their kinds (CRD nvidia.com_nvidiadrivers.yaml, the same
+# from v24.9.2 to v25.10): a driver pool's settings go into the resource as given, so they are checked against it here.
+_SIDECAR_FIELDS = {"enabled": "bool", "repository": "str", "image": "str", "version": "str", "imagePullPolicy": "pull_policy",
+                   "imagePullSecrets": "strings", "env": "env", "args": "strings"}
+DRIVER_FEATURE_FIELDS = {"rdma": {"enabled": "bool", "useHostMofed": "bool"}, "gds": _SIDECAR_FIELDS,
+                         "gdrcopy": _SIDECAR_FIELDS}
 
 GPU_OPERATOR_REPO_URL = "https://helm.ngc.nvidia.com/nvidia"
 GPU_OPERATOR_CHART = "gpu-operator"
@@ -228,6 +235,10 @@ NETWORK_KINDS = {"macvlan": "MacvlanNetwork", "hostdevice": "HostDeviceNetwork",
 MACVLAN_MODES = ("bridge", "private", "vepa", "passthru")
 RDMA_SHARED_RESOURCE = "rdma_shared_device_a"
 RDMA_RESOURCE_PREFIX = "rdma"
+# The selectors the RDMA shared device plugin reads (k8s-rdma-shared-dev-plugin pkg/types Selectors). Its JSON decoding
+# ignores any other key: pciAddresses or rootDevices (SR-IOV device plugin selectors) would be dropped, and the resource
+# would take every device the remaining selectors match.
+RDMA_SHARED_SELECTORS = ("vendors", "deviceIDs", "drivers", "ifNames", "linkTypes")
 MELLANOX_VENDOR = "15b3"
 NV_IPAM_API = "nv-ipam.nvidia.com/v1alpha1"
 # NicClusterPolicy status.appliedStates names per component (pkg/state).
@@ -503,6 +514,8 @@ def _driver_crs(options, version, entry, kernel_values, driver_on):
         selector = pool.get("node_selector") or {}
         _require(isinstance(selector, dict) and bool(selector),
                  "%s.node_selector must name the pool's node labels (disjoint from the other pools)", option)
+        why = _k8s_names.check("labels", selector)
+        _require(why is None, "%s.node_selector: %s", option, why)
         _require(selector not in selectors, "%s.node_selector repeats another pool's selector %s", option,
                  json.dumps(selector, sort_keys=True))
         selectors.append(selector)
@@ -520,13 +533,44 @@ def _driver_crs(options, version, entry, kernel_values, driver_on):
             spec["kernelModuleType"] = module
         else:
             spec.update(kernel_values)
-        for key in ("rdma", "gds", "gdrcopy"):
+        for key in DRIVER_FEATURE_FIELDS:
             if pool.get(key) is not None:
-                spec[key] = pool[key]
+                spec[key] = _driver_feature("%s.%s" % (option, key), key, pool[key])
         objects.append({"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver",
                         "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "gpu_ops.cluster"}},
                         "spec": spec})
     return objects
+
+
+def _field_problem(kind, value):
+    """Why ``value`` is not of ``kind`` (a kind of DRIVER_FEATURE_FIELDS), or None."""
+    if kind == "bool":
+        return None if isinstance(value, bool) else "must be true or false"
+    if kind == "str":
+        return None if isinstance(value, str) and value else "must be a non-empty string"
+    if kind == "pull_policy":
+        return None if value in PULL_POLICIES else "must be one of: %s" % ", ".join(PULL_POLICIES)
+    if kind == "strings":
+        return None if isinstance(value, list) and all(isinstance(v, str) and v for v in value) else \
+            "must be a list of non-empty strings"
+    entries = value if isinstance(value, list) else [None]
+    if all(isinstance(e, dict) and set(e) <= {"name", "value"} and isinstance(e.get("name"), str) and e["name"]
+           and isinstance(e.get("value", ""), str) for e in entries):
+        return None
+    return "must be a list of {name, value} (strings)"
+
+
+def _driver_feature(option, key, value):
+    """A driver pool's rdma / gds / gdrcopy settings, checked against the NVIDIADriver CRD before they go into it."""
+    fields = DRIVER_FEATURE_FIELDS[key]
+    _require(isinstance(value, dict), "%s: must be a dict of %s, got %s", option, ", ".join(fields), type(value).__name__)
+    unknown = sorted(set(value) - set(fields), key=str)
+    _require(not unknown, "%s: unknown field %s (the NVIDIADriver %s fields: %s)", option,
+             ", ".join(str(u) for u in unknown), key, ", ".join(fields))
+    for field, field_value in value.items():
+        why = _field_problem(fields[field], field_value)
+        _require(why is None, "%s.%s %s, got %s", option, field, why, _k8s_names.show(field_value))
+    return dict(value)
 
 
 def _hosts_with(hosts, test):
@@ -734,7 +778,7 @@ def _image(name, tag, overrides=None):
 
 def _selectors(option, selectors):
     selectors = dict(selectors or {})
-    allowed = ("vendors", "deviceIDs", "drivers", "ifNames", "linkTypes", "pciAddresses", "rootDevices")
+    allowed = RDMA_SHARED_SELECTORS
     unknown = sorted(set(selectors) - set(allowed))
     _require(not unknown, "%s: unknown selector %s (allowed: %s)", option, ", ".join(unknown), ", ".join(allowed))
     for key, value in selectors.items():

@@ -49,6 +49,12 @@ def cluster(**changes):
     return role("gke_gpu_cluster", **dict(CLUSTER, **changes))
 
 
+def driver_pool(**settings):
+    """gpu_operator with one NVIDIADriver pool holding ``settings``."""
+    return role("gpu_operator", gpu_operator_driver_pools=[dict({"name": "h100", "node_selector": {"pool": "h100"}},
+                                                                **settings)])
+
+
 # (title, (role, entry point, vars), words every one of which the message must hold)
 CASES = [
     # --- apply: Secrets at any depth, never printed
@@ -199,6 +205,23 @@ CASES = [
      ["nvidia_device_plugin_sharing_config_name: 'my config'"]),
     ("names: unknown rule", ("apply", "names", dict(apply_names=[dict(option="x", rule="hostname", value="x")])),
      ["rule", "hostname"]),
+    # --- gpu_operator / network_operator: the operators' structured settings carry suboptions
+    ("gpu_operator: typo in a driver pool's rdma", driver_pool(rdma={"enabled": True, "useHostMOFED": True}),
+     ["useHostMOFED", "gpu_operator_driver_pools", "rdma"]),
+    ("gpu_operator: GDRCopy pull policy not a choice", driver_pool(gdrcopy={"enabled": True, "imagePullPolicy": "always"}),
+     ["imagePullPolicy", "Always, IfNotPresent, Never"]),
+    ("gpu_operator: GDS env entry without a name", driver_pool(gds={"enabled": True, "env": [{"value": "1"}]}),
+     ["name", "gpu_operator_driver_pools", "env"]),
+    ("gpu_operator: driver pool selector value with a space", driver_pool(node_selector={"pool": "h100 sxm"}),
+     ["driver_pools[0].node_selector: pool: 'h100 sxm'"]),
+    ("gpu_operator: typo in the MIG settings", role("gpu_operator", gpu_operator_mig={"stratgy": "mixed"}),
+     ["stratgy", "gpu_operator_mig"]),
+    ("network_operator: SR-IOV selector for the RDMA shared plugin", role(
+        "network_operator", network_operator_rdma_shared_device_plugin={"selectors": {"rootDevices": ["0000:18:00.0"]}}),
+     ["rootDevices", "selectors"]),
+    ("network_operator: selector vendors as a number", role(
+        "network_operator", network_operator_rdma_shared_device_plugin={"selectors": {"vendors": [{"id": "15b3"}]}}),
+     ["vendors"]),
 ]
 
 

@@ -156,6 +156,19 @@ def test_driver_pools_become_nvidiadriver_resources():
     assert "kernelModuleType" not in crs[0]["spec"] and crs[1]["spec"]["kernelModuleType"] == "proprietary" and crs[1]["spec"]["usePrecompiled"] is True
 
 
+def pool_options(**pool):
+    """One driver pool with the given settings (a name and a node selector unless given)."""
+    return options("v25.10.1", driver_pools=[dict({"name": "a", "node_selector": {"p": "x"}}, **pool)])
+
+
+def test_driver_pool_features_go_into_the_resource_as_the_crd_names_them():
+    features = {"rdma": {"enabled": True, "useHostMofed": False},
+                "gds": {"enabled": True, "version": "2.20.5", "imagePullPolicy": "IfNotPresent", "args": ["-v"]},
+                "gdrcopy": {"enabled": True, "env": [{"name": "GDRCOPY_DEBUG", "value": "1"}], "imagePullSecrets": ["ngc"]}}
+    spec = ops.gpu_operator_plan(pool_options(**features))["objects"][0]["spec"]
+    assert {key: spec[key] for key in features} == features
+
+
 def test_a_series_resolves_to_its_pinned_release():
     assert ops.gpu_operator_plan(options("v25.3"))["chart"]["chart_version"] == "v25.3.4"
     assert ops.gpu_operator_plan(options("25.3.2"))["chart"]["chart_version"] == "v25.3.2"
@@ -205,6 +218,15 @@ BAD = [
     (options("v25.10.1", driver_pools=[{"name": "Bad_Name", "node_selector": {"p": "x"}}]), {}, "driver_pools[0].name"),
     (options("v24.9.2", driver_pools=[{"name": "a", "node_selector": {"p": "x"}, "kernel_module_type": "auto"}]), {},
      "driver_pools[0].kernel_module_type"),
+    (pool_options(node_selector={"pool": "h100 sxm"}), {}, "driver_pools[0].node_selector: pool: 'h100 sxm'"),
+    (pool_options(rdma={"enabled": True, "useHostMOFED": True}), {},
+     "driver_pools[0].rdma: unknown field useHostMOFED (the NVIDIADriver rdma fields: enabled, useHostMofed)"),
+    (pool_options(rdma={"enabled": "yes"}), {}, "driver_pools[0].rdma.enabled must be true or false, got 'yes'"),
+    (pool_options(gds=True), {}, "driver_pools[0].gds: must be a dict of enabled, repository"),
+    (pool_options(gdrcopy={"enabled": True, "imagePullPolicy": "always"}), {},
+     "driver_pools[0].gdrcopy.imagePullPolicy must be one of: Always, IfNotPresent, Never"),
+    (pool_options(gdrcopy={"env": [{"value": "1"}]}), {}, "driver_pools[0].gdrcopy.env must be a list of {name, value}"),
+    (pool_options(gds={"args": "--verbose"}), {}, "driver_pools[0].gds.args must be a list of non-empty strings"),
 ]
 
 
@@ -327,6 +349,9 @@ NET_BAD = [
      "networks[0].mode"),
     (net_options("25.10.0", ip_pools=[{"name": "p", "subnet": "10.0.0.0"}]), "ip_pools[0].subnet"),
     (net_options("25.10.0", rdma_shared_device_plugin={"selectors": {"vendor": ["15b3"]}}), "rdma_shared_device_plugin.selectors"),
+    # an SR-IOV device plugin selector: the RDMA shared device plugin would drop it and take every Mellanox device
+    (net_options("25.10.0", rdma_shared_device_plugin={"selectors": {"vendors": ["15b3"], "rootDevices": ["0000:18:00.0"]}}),
+     "unknown selector rootDevices (allowed: vendors, deviceIDs, drivers, ifNames, linkTypes)"),
     (net_options("25.10.0", namespace="nvidia network"), "namespace"),
 ]
 

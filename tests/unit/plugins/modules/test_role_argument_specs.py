@@ -45,6 +45,10 @@ FREE_FORM = {
     "mps_ack_exempt_labels": "labels, checked by the names rule",
     "mig_manager_node_selector": "labels, checked by the names rule",
     "mig_manager_parted_config": "a mig-parted document (or a mig_profile result), checked by mig_manager_problems",
+    "gpu_operator_values": "chart values, checked against the chart version's keys",
+    "gpu_operator_mig.config": "a mig-parted document, checked by gpu_operator_plan",
+    "gpu_operator_driver_pools.node_selector": "labels, checked by the names rule in gpu_operator_plan",
+    "network_operator_values": "chart values, checked against the chart version's keys",
 }
 
 
@@ -61,16 +65,9 @@ def _walk(options, prefix=""):
         yield from _walk(spec.get("options") or {}, prefix + name + ".")
 
 
-# every role is held to this rule except these two, whose operator settings (driver pools' rdma/gds/gdrcopy,
-# the MIG config) still wait for their suboption specs
-NOT_YET_STRICT = ("gpu_operator", "network_operator")
-
-
 def test_every_structured_option_has_suboptions():
     missing = []
     for role, entry, options in _specs():
-        if role in NOT_YET_STRICT:
-            continue
         for name, spec in _walk(options):
             structured = spec.get("type") == "dict" or (spec.get("type") == "list" and spec.get("elements") == "dict")
             if structured and not spec.get("options") and name not in FREE_FORM:
