@@ -73,6 +73,10 @@ NOT_CARRIED_ON_RECREATE = ("nodeImageVersion", "powerState", "status", "creation
 SETTLED_STATES = ("succeeded", "failed", "canceled", "cancelled")
 
 SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+# The path parameters' rules of the ContainerService REST API (the older generated SDKs carried them as
+# validation): a resource group 1-90 characters (common-types ResourceGroupNameParameter, not ending with '.'),
+# a managed cluster 1-63 (ResourceNameParameter), an agent pool ^[a-z][a-z0-9]{0,11}$ (AgentPoolNameParameter; a
+# Windows pool has at most 6 characters, and this engine creates Linux pools only).
 RESOURCE_GROUP = re.compile(r"^[-\w._()]{0,89}[-\w_()]$", re.UNICODE)
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9](?:[-_A-Za-z0-9]{0,61}[A-Za-z0-9])?$")
 POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
