@@ -4,11 +4,43 @@
 
 from __future__ import annotations
 
+import json
+
+import yaml
+
+
+def compose(*fragments):
+    """One fragment from several YAML texts, the later one winning, as a module's own fields win over its
+    fragments': mappings merge key by key, top-level lists (notes, requirements) are joined, other values
+    are replaced.
+
+    Doc fragments are read on the controller only (ansible-doc, ansible-test), where PyYAML is always
+    present. A module then lists one fragment for what it is, not five it must remember to combine.
+    """
+    merged = {}
+    for text in fragments:
+        for key, value in yaml.safe_load(text).items():
+            if isinstance(value, list) and isinstance(merged.get(key), list):
+                merged[key] = merged[key] + [item for item in value if item not in merged[key]]
+            else:
+                merged[key] = _merged(merged.get(key), value)
+    return json.dumps(merged)  # JSON is YAML
+
+
+def _merged(old, new):
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return new
+    result = dict(old)
+    for key, value in new.items():
+        result[key] = _merged(old.get(key), value)
+    return result
+
 
 class ModuleDocFragment:
     """The behaviour contract every module declares (see docs/behaviour-contract.md)."""
 
-    # Every module extends this one: the collection's author and the attribute descriptions, written once.
+    # The collection's author and the attribute descriptions, written once; CHANGES and INFO_MODULE add
+    # each attribute's support to them.
     DOCUMENTATION = r"""
 options: {}
 author:
@@ -25,7 +57,7 @@ attributes:
 """
 
     # For modules that change something: full check mode, diff and idempotence.
-    CHANGES = r"""
+    _CHANGES_SUPPORT = r"""
 options: {}
 attributes:
   check_mode:
@@ -37,7 +69,7 @@ attributes:
 """
 
     # For read-only modules.
-    INFO_MODULE = r"""
+    _INFO_SUPPORT = r"""
 options: {}
 attributes:
   check_mode:
@@ -52,6 +84,7 @@ attributes:
     support: full
 """
 
+    # The action groups, which the cloud fragments (gcp, azure) add.
     ACTIONGROUP_GCP = r"""
 options: {}
 attributes:
@@ -75,3 +108,8 @@ attributes:
       - gpu_ops.cluster.gcp
       - gpu_ops.cluster.azure
 """
+
+
+# Composed after the class: ansible-test's yamllint reads every assignment in the class body as a YAML literal.
+ModuleDocFragment.CHANGES = compose(ModuleDocFragment.DOCUMENTATION, ModuleDocFragment._CHANGES_SUPPORT)
+ModuleDocFragment.INFO_MODULE = compose(ModuleDocFragment.DOCUMENTATION, ModuleDocFragment._INFO_SUPPORT)

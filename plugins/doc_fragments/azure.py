@@ -4,11 +4,21 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpu_ops.cluster.plugins.doc_fragments.attributes import ModuleDocFragment as Attributes
+from ansible_collections.gpu_ops.cluster.plugins.doc_fragments.attributes import compose
+from ansible_collections.gpu_ops.cluster.plugins.doc_fragments.gcp import ModuleDocFragment as Gcp
+from ansible_collections.gpu_ops.cluster.plugins.doc_fragments.session import ModuleDocFragment as Session
+
 
 class ModuleDocFragment:
-    """Options shared by every module that talks to Azure Resource Manager (see module_utils/_args.py)."""
+    """The account options of every module that talks to Azure Resource Manager (module_utils/_args.py
+    AZURE_COMMON_SPEC).
 
-    DOCUMENTATION = r"""
+    WITH_GCP is what a module for both clouds extends: both accounts, the session options and both action
+    groups.
+    """
+
+    ACCOUNT = r"""
 options:
   subscription_id:
     description:
@@ -75,3 +85,31 @@ notes:
   - The AWX/AAP credential's user-name form (E(AZURE_AD_USER), E(AZURE_PASSWORD)) is not supported;
     use a service principal, a managed identity or workload identity.
 """
+
+    # module_utils/_args.py TWO_CLOUD_SPEC: O(provider), and each account option required for its own cloud only
+    _PROVIDER = r"""
+options:
+  provider:
+    description:
+      - The cloud that hosts the cluster.
+    type: str
+    required: true
+    choices: [gke, aks]
+  project:
+    description:
+      - GKE. The Google Cloud project ID. Required with O(provider=gke).
+      - If not set, the environment variable E(GCP_PROJECT), then E(GCE_PROJECT) (AWX/AAP C(Google Compute Engine) credential).
+    type: str
+    required: false
+  subscription_id:
+    description:
+      - AKS. The Azure subscription ID. Required with O(provider=aks).
+      - If not set, the environment variable E(AZURE_SUBSCRIPTION_ID) (AWX/AAP C(Microsoft Azure Resource Manager) credential).
+    type: str
+    required: false
+"""
+
+
+# Composed after the class: ansible-test's yamllint reads every assignment in the class body as a YAML literal.
+ModuleDocFragment.WITH_GCP = compose(Gcp.ACCOUNT, ModuleDocFragment.ACCOUNT, Session.DOCUMENTATION,
+                                     Attributes.ACTIONGROUP_GCP_AZURE, ModuleDocFragment._PROVIDER)

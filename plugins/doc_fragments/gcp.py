@@ -4,11 +4,16 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpu_ops.cluster.plugins.doc_fragments.attributes import ModuleDocFragment as Attributes
+from ansible_collections.gpu_ops.cluster.plugins.doc_fragments.attributes import compose
+from ansible_collections.gpu_ops.cluster.plugins.doc_fragments.session import ModuleDocFragment as Session
+
 
 class ModuleDocFragment:
-    """Options shared by every module that talks to Google Cloud (see module_utils/_args.py)."""
+    """What every module that talks to Google Cloud extends: the account options (module_utils/_args.py
+    GCP_COMMON_SPEC), the session options and the gcp action group."""
 
-    DOCUMENTATION = r"""
+    ACCOUNT = r"""
 options:
   project:
     description:
@@ -92,3 +97,7 @@ notes:
   - With O(auth_kind=serviceaccount) or O(auth_kind=application) the module obtains a token before its first API
     request; a failure is reported as a login failure at the key's C(token_uri) (or the ADC source).
 """
+
+
+# Composed after the class: ansible-test's yamllint reads every assignment in the class body as a YAML literal.
+ModuleDocFragment.DOCUMENTATION = compose(ModuleDocFragment.ACCOUNT, Session.DOCUMENTATION, Attributes.ACTIONGROUP_GCP)

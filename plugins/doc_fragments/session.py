@@ -8,7 +8,7 @@ from __future__ import annotations
 class ModuleDocFragment:
     """The options of every cloud API session: timeouts, retries, render mode (module_utils/_args.py SESSION_SPEC).
 
-    A module that extends gpu_ops.cluster.gcp or gpu_ops.cluster.azure extends this one too.
+    The gcp fragment and azure's WITH_GCP include it; a module does not list it.
     """
 
     DOCUMENTATION = r"""

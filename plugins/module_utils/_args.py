@@ -80,19 +80,31 @@ AZURE_ACCOUNT_SPEC = dict(
     authority_host=dict(type="str", fallback=_env("AZURE_AUTHORITY_HOST")),
 )
 
-# matches plugins/doc_fragments/gcp.py + session.py
+# documented by the doc fragment gcp (its ACCOUNT options plus session.py)
 GCP_COMMON_SPEC = dict(GCP_ACCOUNT_SPEC, **SESSION_SPEC)
 
-# matches plugins/doc_fragments/azure.py + session.py
+# documented by doc_fragments/azure.py ACCOUNT plus session.py
 AZURE_COMMON_SPEC = dict(AZURE_ACCOUNT_SPEC, **SESSION_SPEC)
 
 
 def with_common(common, own):
     """A module's argument spec: a deep copy of a shared spec plus the module's own options."""
     spec = copy.deepcopy(common)
-    spec.update(own)
+    spec.update(copy.deepcopy(own))
     return spec
 
+
+# A module for both clouds (doc fragment azure.WITH_GCP): O(provider) picks the cloud, and each cloud's
+# account option is required only for that provider (PROVIDER_REQUIRED_IF, with the option that names
+# where the cluster is).
+TWO_CLOUD_SPEC = with_common(GCP_COMMON_SPEC, AZURE_COMMON_SPEC)
+TWO_CLOUD_SPEC["project"]["required"] = False
+TWO_CLOUD_SPEC["subscription_id"]["required"] = False
+TWO_CLOUD_SPEC["provider"] = dict(type="str", required=True, choices=["gke", "aks"])
+PROVIDER_REQUIRED_IF = [
+    ("provider", "gke", ("project", "location")),
+    ("provider", "aks", ("subscription_id", "resource_group")),
+]
 
 # The defaults of the session options, for the sessions' constructors.
 SESSION_DEFAULTS = dict((option, spec.get("default")) for option, spec in SESSION_SPEC.items())

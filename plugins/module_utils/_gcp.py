@@ -365,6 +365,16 @@ class GcpSession(CloudSession):
     def delete(self, url, body=None, params=None):
         return self.http.request("DELETE", url, body=body, params=params).body or {}
 
+    def delete_if_present(self, url):
+        """``delete(url)``'s operation, or None when the resource is already gone (404): a re-run after an
+        interrupted delete converges instead of failing."""
+        try:
+            return self.delete(url)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            return None
+
     # ---------------------------------------------------------------- operations
 
     def wait_container_operation(self, op, timeout=None):

@@ -549,11 +549,8 @@ class ClusterEngine:
         self.wait(operation)
 
     def _delete(self, final):
-        try:
-            operation = self.session.delete(self.url)
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+        operation = self.session.delete_if_present(self.url)
+        if operation is None:
             return
         self.wait(operation, final=final)
         if not final and not self.session.render:

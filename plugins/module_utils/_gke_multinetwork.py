@@ -68,6 +68,20 @@ FIREWALL_ALLOWED = [{"IPProtocol": "tcp"}, {"IPProtocol": "udp"}, {"IPProtocol":
 # a create refused with one of these is not "invalid input": no rollback (auth, quota, conflict, rate)
 NOT_INVALID = (401, 403, 409, 429)
 
+# The options that name a fabric's resources (doc fragment gke_multinetwork): gke_multinetwork and
+# gke_multinetwork_info take the same ones, so the info module finds what the resource module made.
+NAMING_SPEC = dict(
+    cluster=dict(type="str", required=True),
+    nic_count=dict(type="int"),
+    # one entry per GPU NIC; every field falls back to the derived default
+    networks=dict(type="list", elements="dict", options=dict(
+        name=dict(type="str"), subnetwork=dict(type="str"), firewall=dict(type="str"), k8s_network=dict(type="str"),
+        cidr=dict(type="str"), mtu=dict(type="int"),
+    )),
+    name_prefix=dict(type="str"),
+    k8s_network_prefix=dict(type="str", default="vpc"),
+)
+
 
 class FabricError(Exception):
     """Input or state the module refuses, with a message naming the option or the resource field."""

@@ -760,7 +760,7 @@ class PoolEngine(NodePoolEngine):
             dummy, operation = self.session.settle(attempt, lambda outcome: outcome[0], "the cluster stayed busy")
         except WaitTimeout as exc:
             raise exc.last[1] from None  # the last "cluster busy" answer
-        if self.params.get("wait") or not final:
+        if operation is not None and (self.params.get("wait") or not final):
             return self.session.wait_container_operation(operation)
         return operation
 
@@ -779,11 +779,7 @@ class PoolEngine(NodePoolEngine):
             self.settled_pool()
 
     def _delete(self, final):
-        try:
-            self._mutate(lambda: self.session.delete(self.url(self.pool_path)), final)
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+        self._mutate(lambda: self.session.delete_if_present(self.url(self.pool_path)), final)
 
     def _update(self, fields, current):
         params = effective(self.params)

@@ -60,62 +60,40 @@ GPU_SHARING_LABELS = (
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
-def _profile_entry(machine_type, **fields):
+def _profile_entry(fabric, machine_type, min_versions=(), **fields):
+    """A profile: its own facts, its default machine's, and the minimum patch version of each GKE minor."""
     machine = MACHINES[machine_type]
     entry = dict(
+        fabric=fabric,
         machine_type=machine_type,
         accelerator_type=machine["accelerator_type"],
         gpus_per_node=machine["gpus_per_node"],
+        min_versions=dict((".".join(version.split(".")[:2]), version) for version in min_versions),
     )
     entry.update(fields)
-    entry["machine_types"] = sorted(m for m, f in MACHINES.items() if f["fabric"] == fields["fabric"])
+    entry["machine_types"] = sorted(m for m, f in MACHINES.items() if f["fabric"] == fabric)
     entry["accelerator_types"] = sorted(set(MACHINES[m]["accelerator_type"] for m in entry["machine_types"]))
     return entry
 
 
 # profile -> GKE facts. ``machine_type`` / ``accelerator_type`` name the profile's default machine;
-# ``machine_types`` / ``accelerator_types`` list every machine of the profile.
+# ``machine_types`` / ``accelerator_types`` list every machine of the profile. ``first_gpu_interface``:
+# the pods' first GPU NIC is eth<n>. ``min_versions``: the oldest patch of each minor that works
+# (none verified for RDMA, so its gate accepts every version).
 PROFILES = {
     "tcpx": _profile_entry(
-        "a3-highgpu-8g",
-        fabric="tcpx",
-        description="GPUDirect-TCPX on A3 High",
-        gpu_nic_count=4,
-        device_mode="NetDevice",
-        first_gpu_interface=1,          # eth1..eth4
-        # minor -> minimum patch version
-        min_versions={
-            "1.27": "1.27.7-gke.1121000",
-            "1.28": "1.28.8-gke.1095000",
-            "1.29": "1.29.3-gke.1093000",
-            "1.30": "1.30.2-gke.1023000",
-        },
-    ),
+        "tcpx", "a3-highgpu-8g", description="GPUDirect-TCPX on A3 High",
+        gpu_nic_count=4, device_mode="NetDevice", first_gpu_interface=1,
+        min_versions=("1.27.7-gke.1121000", "1.28.8-gke.1095000", "1.29.3-gke.1093000", "1.30.2-gke.1023000")),
     "tcpxo": _profile_entry(
-        "a3-megagpu-8g",
-        fabric="tcpxo",
-        description="GPUDirect-TCPXO on A3 Mega",
-        gpu_nic_count=8,
-        device_mode="NetDevice",
-        first_gpu_interface=1,          # eth1..eth8
-        min_versions={
-            "1.28": "1.28.11-gke.1289000",
-            "1.29": "1.29.6-gke.1254000",
-            "1.30": "1.30.4-gke.1129000",
-            "1.31": "1.31.1-gke.2008000",
-            "1.32": "1.32.2-gke.1489001",
-        },
-    ),
+        "tcpxo", "a3-megagpu-8g", description="GPUDirect-TCPXO on A3 Mega",
+        gpu_nic_count=8, device_mode="NetDevice", first_gpu_interface=1,
+        min_versions=("1.28.11-gke.1289000", "1.29.6-gke.1254000", "1.30.4-gke.1129000", "1.31.1-gke.2008000",
+                      "1.32.2-gke.1489001")),
+    # eth1 is the node's second gVNIC; upstream pods attach eth2..eth9 to the RDMA networks
     "rdma": _profile_entry(
-        "a3-ultragpu-8g",
-        fabric="rdma",
-        description="GPUDirect-RDMA (RoCE, gIB NCCL plugin) on A3 Ultra and A4",
-        gpu_nic_count=8,
-        device_mode="RDMA",
-        # eth1 is the node's second gVNIC; upstream pods attach eth2..eth9 to the RDMA networks
-        first_gpu_interface=2,
-        min_versions={},
-    ),
+        "rdma", "a3-ultragpu-8g", description="GPUDirect-RDMA (RoCE, gIB NCCL plugin) on A3 Ultra and A4",
+        gpu_nic_count=8, device_mode="RDMA", first_gpu_interface=2),
 }
 
 PROFILE_NAMES = sorted(PROFILES)
@@ -137,53 +115,43 @@ NCCL_BANDWIDTH_THRESHOLDS = {"tcpx": 25.0, "tcpxo": 30.0}
 
 DEFAULT_REGISTRY = "us-docker.pkg.dev/gce-ai-infra"
 
+
+def _release(name, installer, daemon, **facts):
+    """One release: ``installer`` and ``daemon`` are ``repository:tag`` under the default registry."""
+    def image(reference):
+        repository, tag = reference.rsplit(":", 1)
+        return dict(repository=repository, tag=tag)
+    entry = dict(name=name, installer=image(installer), daemon=image(daemon) if daemon else None)
+    if "test" in facts:
+        facts["test"] = image(facts["test"])
+    entry.update(facts)
+    return entry
+
+
 # Coupled installer (NCCL plugin) + RxDM daemon pairs: the daemon version follows the installer's;
 # upgrade the installer first; all pods of one workload use the same pair.
 # ``gke_from``: first GKE minor the release is for (None: baseline). The newest release whose
 # ``gke_from`` the cluster reaches is chosen.
 RELEASES = {
     "tcpx": (
-        dict(
-            name="tcpx-v3.1.9",
-            released="2024-02-15",
-            gke_from=None,
-            installer=dict(repository="gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev", tag="v3.1.9"),
-            daemon=dict(repository="gpudirect-tcpx/tcpgpudmarxd-dev", tag="v2.0.12"),
-            nccl="2.19.3",
-            nccl_env="classic",
-        ),
-        dict(
-            name="tcpx-v3.1.12",
-            released="2026-06-22",
-            gke_from="1.34",            # COS 125, kernel 6.12, upstream devmem-TCP
-            installer=dict(repository="gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev", tag="v3.1.12"),
-            daemon=dict(repository="gpudirect-tcpx/tcpgpudmarxd-dev", tag="v2.0.15"),
-            nccl="2.19.4",
-            nccl_env="devmem",
-        ),
+        _release("tcpx-v3.1.9", "gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
+                 "gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
+                 released="2024-02-15", gke_from=None, nccl="2.19.3", nccl_env="classic"),
+        # GKE 1.34: COS 125, kernel 6.12, upstream devmem-TCP
+        _release("tcpx-v3.1.12", "gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.12",
+                 "gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.15",
+                 released="2026-06-22", gke_from="1.34", nccl="2.19.4", nccl_env="devmem"),
     ),
     "tcpxo": (
-        dict(
-            name="tcpxo-v1.0.15",
-            released="2026-01-09",
-            gke_from=None,
-            installer=dict(repository="gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev", tag="v1.0.15"),
-            daemon=dict(repository="gpudirect-tcpxo/tcpgpudmarxd-dev", tag="v1.0.21"),
-            nccl="2.28.7-1",
-            nccl_env="default",
-        ),
+        _release("tcpxo-v1.0.15", "gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
+                 "gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21",
+                 released="2026-01-09", gke_from=None, nccl="2.28.7-1", nccl_env="default"),
     ),
     "rdma": (
-        dict(
-            name="gib-v1.1.1",
-            released=None,              # not stated upstream
-            gke_from=None,
-            installer=dict(repository="gpudirect-gib/nccl-plugin-gib", tag="v1.1.1"),
-            daemon=None,                # RDMA needs no RxDM sidecar
-            test=dict(repository="gpudirect-gib/nccl-plugin-gib-diagnostic", tag="v1.1.1"),
-            nccl=None,                  # not stated upstream
-            nccl_env="default",
-        ),
+        # RDMA needs no RxDM sidecar; upstream states neither a release date nor the NCCL version
+        _release("gib-v1.1.1", "gpudirect-gib/nccl-plugin-gib:v1.1.1", None,
+                 test="gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1",
+                 released=None, gke_from=None, nccl=None, nccl_env="default"),
     ),
 }
 
@@ -501,29 +469,28 @@ NCCL_ENVS = {
     },
 }
 
+
+def _refuse(value, reason):
+    return dict(action="refuse", value=value, reason=reason)
+
+
+def _warn(reason):
+    return dict(action="warn", value=None, reason=reason)
+
+
 # Keys that, overridden on a fabric, conflict with what that fabric's plugin enforces.
 # action "refuse": the TCPXO guest config checker aborts the workload, so an override is an error.
 # action "warn": the override is kept and a warning says why it is risky.
+_CHECKER_DROPPED = "removed from the TCPXO profile in Aug 2025; the guest config checker flags it as unexpected"
 GUEST_CONFIG_CONSTRAINTS = {
     "tcpxo": {
-        "NCCL_NVLSTREE_MAX_CHUNKSIZE": dict(
-            action="refuse", value="131072",
-            reason="the TCPXO guest config checker aborts the workload unless it is 131072"),
-        "NCCL_TUNER_CONFIG_PATH": dict(
-            action="warn", value=None,
-            reason="the TCPXO guest config checker aborts the workload when the file does not exist"),
-        "NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE": dict(
-            action="warn", value=None,
-            reason="the guest config checker reads its rules from this file; keep the installed one"),
-        "NCCL_PROTO": dict(
-            action="warn", value=None,
-            reason="the guest config checker flags NCCL_PROTO values that differ from the installed profile"),
-        "NCCL_ALGO": dict(
-            action="warn", value=None,
-            reason="removed from the TCPXO profile in Aug 2025; the guest config checker flags it as unexpected"),
-        "NCCL_NVLS_ENABLE": dict(
-            action="warn", value=None,
-            reason="removed from the TCPXO profile in Aug 2025; the guest config checker flags it as unexpected"),
+        "NCCL_NVLSTREE_MAX_CHUNKSIZE": _refuse("131072", "the TCPXO guest config checker aborts the workload unless it is 131072"),
+        "NCCL_TUNER_CONFIG_PATH": _warn("the TCPXO guest config checker aborts the workload when the file does not exist"),
+        "NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE": _warn(
+            "the guest config checker reads its rules from this file; keep the installed one"),
+        "NCCL_PROTO": _warn("the guest config checker flags NCCL_PROTO values that differ from the installed profile"),
+        "NCCL_ALGO": _warn(_CHECKER_DROPPED),
+        "NCCL_NVLS_ENABLE": _warn(_CHECKER_DROPPED),
     },
 }
 

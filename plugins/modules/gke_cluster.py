@@ -27,11 +27,8 @@ description:
     and a O(default_node_pool.image_type) it does not list, and reads each zone of O(node_locations) once. A run with
     nothing to change reads only the cluster.
 extends_documentation_fragment:
-  - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES
-  - gpu_ops.cluster.attributes.ACTIONGROUP_GCP
   - gpu_ops.cluster.gcp
-  - gpu_ops.cluster.session
 options:
   name:
     description:
@@ -275,7 +272,10 @@ resolved_version:
   type: dict
   sample: {"alias": "1.30", "version": "1.30.4-gke.1129000"}
 changes:
-  description: What was (or, in check mode, would be) done, in order.
+  description:
+    - What was done to the cluster, in order (in check mode, what would be done).
+    - Each entry has C(action) (V(create), V(update), V(recreate) or V(delete)), C(kind) V(cluster), C(name), and for an
+      update or a recreate the C(fields) that change.
   returned: always
   type: list
   elements: dict

@@ -35,18 +35,10 @@ description:
     RV(rolled_back) names them; an operation that fails after its request was accepted (quota, capacity) keeps what
     was created, so that a re-run converges.
 extends_documentation_fragment:
-  - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES
-  - gpu_ops.cluster.attributes.ACTIONGROUP_GCP
   - gpu_ops.cluster.gcp
-  - gpu_ops.cluster.session
+  - gpu_ops.cluster.gke_multinetwork
 options:
-  cluster:
-    description:
-      - Name of the GKE cluster the fabric belongs to. It is part of the default names (O(name_prefix)) and of the
-        resources' descriptions.
-    type: str
-    required: true
   location:
     description:
       - Where the cluster runs, as in M(gpu_ops.cluster.gke_cluster) and M(gpu_ops.cluster.gpu_nodepool), a region (for
@@ -67,52 +59,10 @@ options:
       - The GPUDirect profile, named as in M(gpu_ops.cluster.gke_cluster) and M(gpu_ops.cluster.gpu_nodepool).
         V(tcpx) (A3 High) has 4 GPU NICs and V(tcpxo) (A3 Mega) has 8, as the collection's GPUDirect catalog says. It
         also sets the GKENetworkParamSet C(deviceMode) and the pod interface names.
-      - One of O(gpudirect), O(nic_count) or O(networks) is required. When more than one is set, they must agree.
       - The alias O(profile) is deprecated and will be removed in version 2.0.0.
     type: str
     choices: [tcpx, tcpxo]
     aliases: [profile]
-  nic_count:
-    description:
-      - Number of GPU NICs, 1 to 8, when there is no O(gpudirect).
-    type: int
-  networks:
-    description:
-      - One entry per GPU NIC, in NIC order (the first entry is C(eth1) in the pods). Every field is optional and
-        falls back to the derived default.
-    type: list
-    elements: dict
-    suboptions:
-      name:
-        description: VPC network name. Default C(<name_prefix>-<n>).
-        type: str
-      subnetwork:
-        description: Subnet name. Default C(<name_prefix>-<n>-sub).
-        type: str
-      firewall:
-        description: Firewall rule name. Default C(<name_prefix>-<n>-internal).
-        type: str
-      cidr:
-        description: Subnet range, for example C(192.168.7.0/24). Default is the next free block of O(cidr_base).
-        type: str
-      mtu:
-        description: MTU of this network. Default O(mtu).
-        type: int
-      k8s_network:
-        description: Name of the Kubernetes C(Network) and C(GKENetworkParamSet) objects. Default
-          C(<k8s_network_prefix><n>).
-        type: str
-  name_prefix:
-    description:
-      - Prefix of the derived names. The default is C(<cluster>-gpunic), which gives networks C(<cluster>-gpunic-1),
-        subnets C(<cluster>-gpunic-1-sub) and firewall rules C(<cluster>-gpunic-1-internal).
-    type: str
-  k8s_network_prefix:
-    description:
-      - Prefix of the Kubernetes C(Network) object names, numbered from 1. The default V(vpc) gives C(vpc1) to
-        C(vpcN), the names the upstream GPUDirect pod manifests use.
-    type: str
-    default: vpc
   mtu:
     description:
       - MTU of the networks, 1300 to 8896. When unset, the GPUDirect catalog's MTU (8244) is used.
@@ -291,27 +241,17 @@ state:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_COMMON_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gke_multinetwork import NAMING_SPEC
 
 
 def argument_spec():
     return with_common(GCP_COMMON_SPEC, dict(
-        cluster=dict(type="str", required=True),
+        NAMING_SPEC,
         location=dict(type="str", required=True, aliases=["region"],
                       deprecated_aliases=[dict(name="region", version="2.0.0", collection_name="gpu_ops.cluster")]),
         state=dict(type="str", default="present", choices=["present", "absent"]),
         gpudirect=dict(type="str", choices=["tcpx", "tcpxo"], aliases=["profile"],
                        deprecated_aliases=[dict(name="profile", version="2.0.0", collection_name="gpu_ops.cluster")]),
-        nic_count=dict(type="int"),
-        networks=dict(type="list", elements="dict", options=dict(
-            name=dict(type="str"),
-            subnetwork=dict(type="str"),
-            firewall=dict(type="str"),
-            cidr=dict(type="str"),
-            mtu=dict(type="int"),
-            k8s_network=dict(type="str"),
-        )),
-        name_prefix=dict(type="str"),
-        k8s_network_prefix=dict(type="str", default="vpc"),
         mtu=dict(type="int"),
         cidr_base=dict(type="str", default="192.168.0.0/16"),
         subnet_prefix_length=dict(type="int", default=24),

@@ -11,24 +11,17 @@ short_description: What Google Cloud has of a GKE cluster's GPU NIC fabric
 version_added: 0.1.0
 description:
   - Reads the VPC networks, subnets and firewall rules that M(gpu_ops.cluster.gke_multinetwork) manages for a
-    cluster (named the same way, from O(cluster), O(gpudirect) or O(nic_count) and O(name_prefix)), and the
-    cluster's multi-networking settings.
+    cluster, and the cluster's multi-networking settings. The resources are named from the same options as there
+    (O(cluster), O(gpudirect), O(nic_count), O(networks), O(name_prefix), O(k8s_network_prefix)), so the same
+    variables find what that module created, custom names included.
   - Returns each resource as the Compute Engine API has it (null where it does not exist) and the names later
     steps use (node pool networks, Kubernetes C(Network) objects, pod annotations).
   - Reads only; nothing changes.
-author:
-  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
-  - gpu_ops.cluster.attributes
-  - gpu_ops.cluster.attributes.info_module
-  - gpu_ops.cluster.attributes.ACTIONGROUP_GCP
+  - gpu_ops.cluster.attributes.INFO_MODULE
   - gpu_ops.cluster.gcp
-  - gpu_ops.cluster.session
+  - gpu_ops.cluster.gke_multinetwork
 options:
-  cluster:
-    description: Name of the GKE cluster the fabric belongs to.
-    type: str
-    required: true
   location:
     description: Region or zone of the cluster (the fabric's subnets are in its region).
     type: str
@@ -37,16 +30,6 @@ options:
     description: GPUDirect profile; sets the number of GPU NICs and the interface names.
     type: str
     choices: [tcpx, tcpxo]
-  nic_count:
-    description: Number of GPU NICs, without O(gpudirect).
-    type: int
-  name_prefix:
-    description: Prefix of the network, subnet and firewall names (default C(<cluster>-gpunic)).
-    type: str
-  k8s_network_prefix:
-    description: Prefix of the Kubernetes C(Network) object names.
-    type: str
-    default: vpc
 seealso:
   - module: gpu_ops.cluster.gke_multinetwork
 """
@@ -114,16 +97,14 @@ pod_annotations:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_COMMON_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gke_multinetwork import NAMING_SPEC
 
 
 def argument_spec():
     return with_common(GCP_COMMON_SPEC, dict(
-        cluster=dict(type="str", required=True),
+        NAMING_SPEC,
         location=dict(type="str", required=True),
         gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
-        nic_count=dict(type="int"),
-        name_prefix=dict(type="str"),
-        k8s_network_prefix=dict(type="str", default="vpc"),
     ))
 
 

@@ -15,14 +15,9 @@ description:
   - With O(gpudirect), also the offered control-plane versions that meet the profile's minimum GKE version (the
     table of the collection's GPUDirect catalog, the same one M(gpu_ops.cluster.gke_cluster) checks).
   - Reads only; nothing changes. Render mode (O(render_dir)) reads nothing, so the module fails there.
-author:
-  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
-  - gpu_ops.cluster.attributes
-  - gpu_ops.cluster.attributes.info_module
-  - gpu_ops.cluster.attributes.ACTIONGROUP_GCP
+  - gpu_ops.cluster.attributes.INFO_MODULE
   - gpu_ops.cluster.gcp
-  - gpu_ops.cluster.session
 options:
   location:
     description:

@@ -24,7 +24,6 @@ description:
   - Reads only, with the Python standard library; runs nvidia-smi twice (the GPU table, and C(-q -d COMPUTE) for the
     CUDA version) and C(ofed_info -s) when it exists.
 extends_documentation_fragment:
-  - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.INFO_MODULE
 attributes:
   facts:

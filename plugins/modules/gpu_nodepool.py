@@ -28,31 +28,9 @@ description:
     each zone of the pool, plus O(image_type) and O(node_version) in the server config of O(location). For an
     update, only what changes. A run with nothing to change reads only the cluster and the pool.
 extends_documentation_fragment:
-  - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES
-  - gpu_ops.cluster.attributes.ACTIONGROUP_GCP_AZURE
-  - gpu_ops.cluster.gcp
-  - gpu_ops.cluster.azure
-  - gpu_ops.cluster.session
+  - gpu_ops.cluster.azure.WITH_GCP
 options:
-  provider:
-    description:
-      - The cloud that hosts the cluster.
-    type: str
-    required: true
-    choices: [gke, aks]
-  project:
-    description:
-      - GKE. The Google Cloud project ID. Required with O(provider=gke).
-      - If not set, the environment variable E(GCP_PROJECT), then E(GCE_PROJECT) (AWX/AAP C(Google Compute Engine) credential).
-    type: str
-    required: false
-  subscription_id:
-    description:
-      - AKS. The Azure subscription ID. Required with O(provider=aks).
-      - If not set, the environment variable E(AZURE_SUBSCRIPTION_ID) (AWX/AAP C(Microsoft Azure Resource Manager) credential).
-    type: str
-    required: false
   name:
     description:
       - Name of the node pool (AKS agent pool names are 1 to 12 lowercase letters and digits).
@@ -331,7 +309,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changes:
-  description: What was (or, in check mode, would be) done, in order.
+  description:
+    - What was done to the pool, in order (in check mode, what would be done).
+    - Each entry has C(action) (V(create), V(update), V(recreate) or V(delete)), C(kind) (V(nodePool) on GKE,
+      V(agentPool) on AKS), C(name), and for an update or a recreate the C(fields) that change.
   returned: always
   type: list
   elements: dict
@@ -349,20 +330,11 @@ expected_resources:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import (
-    AZURE_COMMON_SPEC,
-    GCP_COMMON_SPEC,
-    with_common,
-)
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common
 
 
 def argument_spec():
-    spec = with_common(GCP_COMMON_SPEC, AZURE_COMMON_SPEC)
-    # each provider's account option is required only for that provider (required_if below)
-    spec["project"]["required"] = False
-    spec["subscription_id"]["required"] = False
-    spec.update(
-        provider=dict(type="str", required=True, choices=["gke", "aks"]),
+    return with_common(TWO_CLOUD_SPEC, dict(
         name=dict(type="str", required=True),
         cluster=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"]),
@@ -419,19 +391,14 @@ def argument_spec():
         mig_strategy=dict(type="str", default="single", choices=["single", "mixed"]),
         orchestrator_version=dict(type="str"),
         gpu_driver=dict(type="str", choices=["Install", "None"]),
-    )
-    return spec
+    ))
 
 
 def main():
     module = AnsibleModule(
         argument_spec=argument_spec(),
         supports_check_mode=True,
-        required_if=[
-            ("provider", "gke", ("project", "location")),
-            ("provider", "aks", ("subscription_id", "resource_group")),
-            ("enable_autoscaling", True, ("min_count", "max_count")),
-        ],
+        required_if=PROVIDER_REQUIRED_IF + [("enable_autoscaling", True, ("min_count", "max_count"))],
         mutually_exclusive=[("gpu_sharing", "gpudirect")],
     )
     if module.params["provider"] == "gke":

@@ -16,33 +16,10 @@ description:
     M(gpu_ops.cluster.gpu_nodepool) uses - the GPUDirect profile of the machine type and whether the pool has its
     GPU NICs, the MIG profile of an AKS GPU instance profile, and the extended resources every node should advertise.
   - Reads only; nothing changes.
-author:
-  - gpu_ops.cluster maintainers (@gpu-ops)
 extends_documentation_fragment:
-  - gpu_ops.cluster.attributes
-  - gpu_ops.cluster.attributes.info_module
-  - gpu_ops.cluster.attributes.ACTIONGROUP_GCP_AZURE
-  - gpu_ops.cluster.gcp
-  - gpu_ops.cluster.azure
-  - gpu_ops.cluster.session
+  - gpu_ops.cluster.attributes.INFO_MODULE
+  - gpu_ops.cluster.azure.WITH_GCP
 options:
-  provider:
-    description: Which cloud.
-    type: str
-    required: true
-    choices: [gke, aks]
-  project:
-    description:
-      - GKE. The Google Cloud project ID. Required with O(provider=gke).
-      - If not set, the environment variable E(GCP_PROJECT), then E(GCE_PROJECT).
-    type: str
-    required: false
-  subscription_id:
-    description:
-      - AKS. The Azure subscription ID. Required with O(provider=aks).
-      - If not set, the environment variable E(AZURE_SUBSCRIPTION_ID).
-    type: str
-    required: false
   cluster:
     description: Name of the cluster.
     type: str
@@ -107,30 +84,21 @@ node_pools:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import AZURE_COMMON_SPEC, GCP_COMMON_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common
 
 
 def argument_spec():
-    spec = with_common(GCP_COMMON_SPEC, AZURE_COMMON_SPEC)
-    # each provider's account option is required only for that provider (required_if below)
-    spec["project"]["required"] = False
-    spec["subscription_id"]["required"] = False
-    spec.update(
-        provider=dict(type="str", required=True, choices=["gke", "aks"]),
+    return with_common(TWO_CLOUD_SPEC, dict(
         cluster=dict(type="str", required=True),
         name=dict(type="str"),
         location=dict(type="str"),
         resource_group=dict(type="str"),
         mig_strategy=dict(type="str", default="single", choices=["single", "mixed"]),
-    )
-    return spec
+    ))
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_if=[
-        ("provider", "gke", ("project", "location")),
-        ("provider", "aks", ("subscription_id", "resource_group")),
-    ])
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_if=PROVIDER_REQUIRED_IF)
     from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nodepool_info as info
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
 

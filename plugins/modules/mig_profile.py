@@ -27,7 +27,6 @@ description:
   - Returns the MIG device UUIDs, the resulting geometry, and the geometry as a mig-parted config so the same layout
     can be handed to nvidia-mig-parted or the GPU Operator's MIG manager.
 extends_documentation_fragment:
-  - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES
 attributes:
   check_mode:

@@ -24,7 +24,6 @@ description:
     without a change - no daemon can run there, so there is nothing to stop. V(present) fails there, naming the binary.
   - The health check (C(get_server_list) answered through the pipe) is M(gpu_ops.cluster.mps_control_info).
 extends_documentation_fragment:
-  - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES
 attributes:
   check_mode:
@@ -123,7 +122,9 @@ servers:
   elements: dict
   sample: [{"pid": 4242, "clients": [4250, 4261]}]
 default_active_thread_percentage:
-  description: The daemon's default active thread percentage (null when it does not run).
+  description:
+    - The daemon's default active thread percentage, read back after any change (null when no daemon runs).
+    - In check mode the current value, not the one O(active_thread_percentage) would set.
   returned: always
   type: float
 actions:

@@ -14,8 +14,7 @@ description:
     C(get_default_active_thread_percentage), and C(get_client_list) for every server.
   - A daemon that does not answer is reported as not running; nothing fails and nothing changes.
 extends_documentation_fragment:
-  - gpu_ops.cluster.attributes
-  - gpu_ops.cluster.attributes.info_module
+  - gpu_ops.cluster.attributes.INFO_MODULE
 options:
   pipe_directory:
     description: The daemon's C(CUDA_MPS_PIPE_DIRECTORY) (absolute).

@@ -28,7 +28,6 @@ description:
     non-NCCL keys (C(LD_LIBRARY_PATH), C(CUDA_VISIBLE_DEVICES)) are left out of the file.
   - Talks to no cloud.
 extends_documentation_fragment:
-  - gpu_ops.cluster.attributes
   - gpu_ops.cluster.attributes.CHANGES
 attributes:
   diff_mode:

@@ -78,6 +78,30 @@ def test_info_modules_read_only_and_alias_resolves(run_playbook, gcp_double, gcp
     assert gcp_double.mutating_requests() == [] and gcp_double.read_counts()
 
 
+def test_fabric_info_finds_custom_names_from_the_same_options(run_playbook, gcp_double, gcp_defaults):
+    # one set of variables for both modules: the info module takes every naming option the resource module takes
+    fabric = dict(cluster="custom", location=LOCATION, nic_count=2, name_prefix="fab", k8s_network_prefix="gpu",
+                  networks=[dict(name="nic-a", subnetwork="nic-a-sub", cidr="10.8.0.0/24"),
+                            dict(firewall="nic-b-fw", k8s_network="second", mtu=1500)])
+    tasks = [
+        {"name": "create fabric", "gpu_ops.cluster.gke_multinetwork": fabric},
+        {"name": "read it back", "register": "info", "gpu_ops.cluster.gke_multinetwork_info": fabric},
+        {"name": "check", "ansible.builtin.assert": {"that": [
+            "info.exists and info.missing == [] and info is not changed",
+            "info.nics | map(attribute='network.name') | list == ['nic-a', 'fab-2']",
+            "info.nics | map(attribute='subnetwork.name') | list == ['nic-a-sub', 'fab-2-sub']",
+            "info.nics | map(attribute='firewall.name') | list == ['fab-1-internal', 'nic-b-fw']",
+            "info.nics[0].subnetwork.ipCidrRange == '10.8.0.0/24' and info.nics[1].network.mtu == 1500",
+            "info.k8s_network_names == ['gpu1', 'second']",
+        ]}},
+    ]
+    run_playbook(play(gcp_defaults, tasks)).assert_ok()
+    writes = gcp_double.mutating_requests()
+    gcp_double.clear_log()
+    run_playbook(play(gcp_defaults, tasks[1:])).assert_ok()
+    assert len(writes) == 6 and gcp_double.mutating_requests() == []
+
+
 def test_info_modules_refuse_bad_input_naming_the_option(run_playbook, gcp_double, gcp_defaults):
     tasks = [{"name": "no size", "register": "nosize", "ignore_errors": True,
               "gpu_ops.cluster.gke_multinetwork_info": dict(cluster="x", location=LOCATION)},

@@ -62,13 +62,29 @@ def test_member_accepts_the_whole_shared_spec_of_its_group(group, name):
         assert spec[option].get("no_log", False) == shared.get("no_log", False), (name, option)
 
 
+def fragment_docs(name):
+    """The documentation the module's doc fragments add, each read as ansible-doc reads it (slug -> var)."""
+    for slug in yaml.safe_load(module_named(name).DOCUMENTATION)["extends_documentation_fragment"]:
+        parts = slug.split(".")
+        fragment = importlib.import_module("ansible_collections.gpu_ops.cluster.plugins.doc_fragments.%s" % parts[2])
+        yield yaml.safe_load(getattr(fragment.ModuleDocFragment, parts[3].upper() if len(parts) > 3 else "DOCUMENTATION"))
+
+
 @pytest.mark.parametrize("group, name", members())
 def test_member_documents_its_membership(group, name):
-    fragments = yaml.safe_load(module_named(name).DOCUMENTATION)["extends_documentation_fragment"]
-    documented = [f for f in fragments if ".ACTIONGROUP_" in f]
+    documented = [doc["attributes"]["action_group"] for doc in fragment_docs(name)
+                  if "action_group" in doc.get("attributes", {})]
     assert len(documented) == 1, name
-    wanted = sorted(g for g, modules in GROUPS.items() if name in modules)
-    assert sorted(documented[0].rsplit("ACTIONGROUP_", 1)[1].lower().split("_")) == wanted
+    wanted = sorted("gpu_ops.cluster.%s" % g for g, modules in GROUPS.items() if name in modules)
+    assert sorted(documented[0]["membership"]) == wanted
+
+
+@pytest.mark.parametrize("group, name", members())
+def test_member_documents_every_shared_option_of_its_group(group, name):
+    documented = set()
+    for doc in fragment_docs(name):
+        documented.update(doc.get("options") or {})
+    assert set(GROUP_SPECS[group]) <= documented, sorted(set(GROUP_SPECS[group]) - documented)
 
 
 def test_account_specs_are_disjoint_and_session_options_shared():
