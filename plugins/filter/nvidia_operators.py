@@ -81,8 +81,9 @@ def rdma_threshold(hosts, device=None, fraction=0.8, threshold=None):
     return {"threshold_gbps": value, "link_rate_gbps": link, "device": chosen}
 
 
-def kube_version_refusal(kube_version, server_version, chart="the chart"):
-    """Why helm would refuse a chart's kubeVersion on this server version (a pre-release one); "" when not."""
+def kube_version_refusal(kube_version, server_version=None, chart="the chart"):
+    """Why helm would refuse a chart's kubeVersion on this server version (a pre-release one), or without one on
+    any pre-release version; "" when not."""
     return _guard("kube_version_refusal", ops.kube_version_refusal, chart, kube_version, server_version) or ""
 
 

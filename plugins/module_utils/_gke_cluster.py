@@ -104,7 +104,7 @@ def validate(params):
         if params.get("cluster_version") is None:
             problems.add("cluster_version", "gpudirect=%s needs a pinned cluster_version (MAJOR.MINOR.PATCH-gke.BUILD) "
                                             "so that the minimum GKE version of the profile can be checked" % profile)
-        elif version is not None and not alias:
+        elif version is not None:
             gate = version_gate_error(profile, params["cluster_version"])
             if gate:
                 problems.add("cluster_version", gate)

@@ -744,18 +744,27 @@ _PRERELEASE_SERVER = re.compile(r"^v?\d+\.\d+\.\d+-[0-9A-Za-z.-]+(?:\+[0-9A-Za-z
 _PRERELEASE_COMPARATOR = re.compile(r"\d+(?:\.\d+){0,2}-[0-9A-Za-z]")
 
 
-def kube_version_refusal(chart, kube_version, server_version):
-    """Why helm would refuse ``chart`` (its Chart.yaml ``kubeVersion``) on a cluster of ``server_version``; None
-    when it would not for that reason.
+def refuses_prerelease(kube_version):
+    """Whether helm refuses a chart of this ``kubeVersion`` on every cluster that reports a pre-release version:
+    none of its comparators carries a pre-release itself (the "-0" idiom)."""
+    return bool(kube_version) and not _PRERELEASE_COMPARATOR.search(str(kube_version))
+
+
+def kube_version_refusal(chart, kube_version, server_version=None):
+    """Why helm would refuse ``chart`` (its Chart.yaml ``kubeVersion``) on a cluster of ``server_version``, or
+    without one on a cluster that reports any pre-release version; None when it would not for that reason.
 
     helm checks kubeVersion with Masterminds/semver, whose constraints never match a pre-release version unless
     one of their comparators carries a pre-release itself (the "-0" idiom); managed clusters report pre-release
     versions (GKE v1.33.5-gke.1234, EKS v1.34.3-eks-ac2d5a0), so ``>= 1.21.0`` refuses them however new they
     are. Only that rule is judged here: the range itself is helm's to check.
     """
-    if not kube_version or not server_version or not _PRERELEASE_SERVER.match(str(server_version).strip()):
+    if not refuses_prerelease(kube_version):
         return None
-    if _PRERELEASE_COMPARATOR.search(str(kube_version)):
+    if server_version is None:
+        return ("%s declares kubeVersion '%s', which helm never matches with a pre-release Kubernetes version such as "
+                "GKE's v1.33.5-gke.1234 or EKS's v1.34.3-eks-ac2d5a0" % (chart, kube_version))
+    if not server_version or not _PRERELEASE_SERVER.match(str(server_version).strip()):
         return None
     return ("%s declares kubeVersion '%s', which helm never matches with a pre-release Kubernetes version such as "
             "this cluster's %s (helm: 'chart requires kubeVersion: %s which is incompatible with Kubernetes %s')"

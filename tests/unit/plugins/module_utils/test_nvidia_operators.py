@@ -495,6 +495,16 @@ def test_kube_version_refusal_is_helms_prerelease_rule(constraint, server, refus
         assert "network-operator 25.10.0 declares kubeVersion '%s'" % constraint in message and server in message
 
 
+@pytest.mark.parametrize("constraint,refused", [(">= 1.21.0", True), (">= 1.21.0-0", False), ("", False),
+                                               (">=1.16.0-0 <1.40.0-0", False), ("^1.28.0", True)])
+def test_kube_version_refusal_without_a_server_judges_any_prerelease(constraint, refused):
+    assert ops.refuses_prerelease(constraint) is refused
+    message = ops.kube_version_refusal("network-operator 25.10.0", constraint)
+    assert bool(message) is refused
+    if refused:
+        assert "declares kubeVersion '%s'" % constraint in message and "pre-release" in message
+
+
 def test_network_operator_charts_before_26_1_declare_no_prerelease():
     """Upstream Chart.yaml kubeVersion per series: '>= 1.21.0' up to 25.10.0, '>= 1.21.0-0' from 26.1.0."""
     plans = {v: ops.network_operator_plan({"chart_version": v}, {}) for v in ("25.4.0", "25.10.0", "26.4.1")}
