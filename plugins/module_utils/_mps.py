@@ -71,6 +71,14 @@ def mem_limit(field, value):
     return "%s%s" % (match.group("n"), match.group("unit").upper())
 
 
+def mem_limit_mb(limit):
+    """A limit as ``mem_limit`` spells it, in MB (``10G`` -> 10240), so that the daemon's answer compares
+    equal to the wanted limit whichever unit it prints; None for None."""
+    if limit is None:
+        return None
+    return int(limit[:-1]) * (1024 if limit.endswith("G") else 1)
+
+
 def _device(field, value, problems):
     text = str(value).strip()
     if isinstance(value, bool) or not _DEVICE.match(text):
@@ -316,7 +324,7 @@ def _configure(control, params, limits, check_mode, result):
             have = control.default_percentage()
     result["default_active_thread_percentage"] = have
     for device, limit in sorted(limits.items()):
-        if control.default_limit(device) != limit:
+        if mem_limit_mb(control.default_limit(device)) != mem_limit_mb(limit):
             result["actions"].append("set_default_device_pinned_mem_limit %s %s" % (device, limit))
             result["changed"] = True
             if not check_mode:

@@ -248,3 +248,9 @@ def test_allocation_bad_input(nodes, pods, message):
     with pytest.raises(ValueError) as err:
         _mps_k8s.allocation_report(nodes, pods)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("spelled, megabytes", [("10G", 10240), ("10240M", 10240), ("512M", 512), (None, None)])
+def test_mem_limits_compare_in_megabytes_whatever_the_unit(spelled, megabytes):
+    limit = None if spelled is None else _mps.mem_limit("limit", spelled)
+    assert _mps.mem_limit_mb(limit) == megabytes

@@ -73,6 +73,9 @@ def test_start_configure_and_converge(host):
     again = host.converge(active_thread_percentage=40, pinned_device_mem_limit={"0": "8G", "1": "512M"})
     assert not again["changed"] and again["actions"] == [] and again["servers"] == []
     assert "Startup" in (host.log / "control.log").read_text()
+    # the same limit spelled in the other unit is no change
+    same = host.converge(active_thread_percentage=40, pinned_device_mem_limit={"0": "8192M", "1": "512M"})
+    assert not same["changed"] and same["actions"] == []
 
 
 def test_daemon_environment_is_the_default_and_check_mode_changes_nothing(host):
