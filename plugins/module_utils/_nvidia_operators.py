@@ -364,12 +364,20 @@ def _gke_version(option, text):
     return int(match.group(1)), int(match.group(2))
 
 
-def _host_verdicts(hosts, planned):
+# What a host without MOFED has once the Network Operator's DOCA-OFED driver container runs there.
+CONTAINER_OFED = dict(present=True, kind="the Network Operator's DOCA-OFED", version="container")
+
+
+def _host_verdicts(hosts, planned, container_ofed=False):
     """{host: gpudirect_rdma verdict} and notes: the facts' own verdict, or for a host without a driver where the
-    operator installs one (``planned``: version, kernel_module_type, chart) the verdict for that driver."""
+    operator installs one (``planned``: version, kernel_module_type, chart) the verdict for that driver. With
+    ``container_ofed`` a host without MOFED is judged as it will be with the Network Operator's OFED container."""
     verdicts, notes = {}, []
     for host, facts in sorted(hosts.items()):
         facts = facts or {}
+        borrowed = container_ofed and not (facts.get("ofed") or {}).get("present")
+        if borrowed:
+            facts = dict(facts, ofed=CONTAINER_OFED)
         if planned and not _gpu_host.driver_loaded(facts):
             verdict = _gpu_host.gpudirect_rdma_planned(facts, planned["version"], planned.get("kernel_module_type"))
             chosen = verdict["mode"] if verdict["mode"] != "unsupported" else "off"
@@ -378,17 +386,22 @@ def _host_verdicts(hosts, planned):
                 "; not chosen: " + "; ".join(verdict["reasons"]) if verdict["reasons"] else ""))
             verdicts[host] = verdict
         elif isinstance(facts.get("gpudirect_rdma"), dict):
-            verdicts[host] = facts["gpudirect_rdma"]
+            verdicts[host] = _gpu_host.gpudirect_rdma(facts) if borrowed else facts["gpudirect_rdma"]
+            if borrowed:
+                notes.append("%s: judged with the Network Operator's DOCA-OFED container (rdma.use_host_mofed false; "
+                             "the host has no MOFED): %s" % (host, verdicts[host]["mode"]))
     return verdicts, notes
 
 
-def resolve_rdma_mode(requested, hosts, planned=None):
+def resolve_rdma_mode(requested, hosts, planned=None, container_ofed=False):
     """The GPUDirect RDMA mode for ``requested`` (auto|dmabuf|peermem|off) on the GPU hosts' facts.
 
     ``hosts`` maps host name -> gpu_host facts. auto takes the mode every host's verdict agrees on
     (unsupported -> off); a forced mode must be supported on every host. ``planned`` (dict version,
     kernel_module_type, chart) is the driver the GPU Operator installs: a host without a driver is judged
-    for it (its facts cannot show a driver that is not there yet), and the notes say why. Returns (mode, notes).
+    for it (its facts cannot show a driver that is not there yet), and the notes say why. ``container_ofed``:
+    MOFED comes from the Network Operator's driver container, so a host without it is judged with it.
+    Returns (mode, notes).
     """
     _choice("rdma.mode", requested, RDMA_MODES)
     if requested == "off":
@@ -397,7 +410,7 @@ def resolve_rdma_mode(requested, hosts, planned=None):
         return "off", ["GPUDirect RDMA is off: no GPU host facts to choose a mode from (gpu_host_facts)"]
     _require(bool(hosts), "rdma.mode %s needs the GPU hosts' gpu_host facts (gpu_host_facts), and none were given",
              requested)
-    verdicts, notes = _host_verdicts(hosts, planned)
+    verdicts, notes = _host_verdicts(hosts, planned, container_ofed)
     missing = sorted(set(hosts) - set(verdicts))
     _require(not missing, "rdma.mode %s: no gpu_host.gpudirect_rdma facts for %s (run gpu_host_facts on them)",
              requested, ", ".join(missing))
@@ -611,7 +624,9 @@ def gpu_operator_plan(options, hosts=None):
     if driver_on:  # hosts without a driver yet are judged for the driver the operator will install
         planned = {"version": str(driver.get("version") or entry["driver_version"]), "chart": version,
                    "kernel_module_type": driver.get("kernel_module_type")}
-    mode, notes = resolve_rdma_mode(rdma.get("mode") or "auto", hosts, planned)
+    # use_host_mofed false: MOFED comes from the Network Operator's OFED container (ofed.source operator)
+    mode, notes = resolve_rdma_mode(rdma.get("mode") or "auto", hosts, planned,
+                                    container_ofed=rdma.get("use_host_mofed") is False)
     gds = bool(options.get("gds"))
     gdrcopy = bool(options.get("gdrcopy"))
     for name, wanted in (("gds", gds), ("gdrcopy", gdrcopy), ("rdma.mode peermem", mode == "peermem")):

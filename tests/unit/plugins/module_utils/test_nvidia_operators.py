@@ -301,6 +301,41 @@ def test_forced_dmabuf_on_a_fresh_host_is_judged_for_the_operators_driver():
     assert plan["rdma"]["mode"] == "dmabuf" and plan["chart"]["values"]["driver"]["kernelModuleType"] == "open"
 
 
+# ---- MOFED from the Network Operator's container (rdma.use_host_mofed false) -------------------------
+
+def running_without_ofed():
+    """A host with the proprietary driver running (DMA-BUF is out) and no MOFED: peermem waits for an OFED."""
+    facts = host(mode="unsupported", ofed=False, module="proprietary", dmabuf=False)
+    facts["gpudirect_rdma"]["reasons"] = ["dmabuf: the NVIDIA kernel modules are proprietary",
+                                          "peermem: neither MOFED nor DOCA-OFED is installed (nvidia-peermem needs one)"]
+    return facts
+
+
+@pytest.mark.parametrize("hosts", [{"gpu-a": running_without_ofed()}, {"gpu-a": fresh(kernel="5.4.0-150-generic")}],
+                         ids=["driver-running", "fresh"])
+def test_container_ofed_makes_peermem_possible_on_hosts_without_mofed(hosts):
+    # the host's own MOFED decides while use_host_mofed is unset: none, so auto turns RDMA off
+    plan = ops.gpu_operator_plan(options("v25.10.1", rdma={"mode": "auto"}), hosts)
+    assert plan["rdma"]["mode"] == "off"
+    # use_host_mofed false: the Network Operator brings the OFED driver container, so peermem fits
+    plan = ops.gpu_operator_plan(options("v25.10.1", rdma={"mode": "auto", "use_host_mofed": False}), hosts)
+    assert plan["rdma"]["mode"] == "peermem", plan["rdma"]
+    assert plan["chart"]["values"]["driver"]["rdma"] == {"enabled": True, "useHostMofed": False}
+    assert any("Network Operator's DOCA-OFED" in note for note in plan["rdma"]["notes"]), plan["rdma"]["notes"]
+    # and a forced peermem is accepted for the same reason, refused without it
+    forced = ops.gpu_operator_plan(options("v25.10.1", rdma={"mode": "peermem", "use_host_mofed": False}), hosts)
+    assert forced["rdma"]["mode"] == "peermem"
+    with pytest.raises(ops.OperatorInputError, match="rdma.mode peermem is not supported on gpu-a"):
+        ops.gpu_operator_plan(options("v25.10.1", rdma={"mode": "peermem"}), hosts)
+
+
+def test_container_ofed_does_not_invent_rdma_devices():
+    facts = running_without_ofed()
+    facts["rdma_devices"] = []
+    plan = ops.gpu_operator_plan(options("v25.10.1", rdma={"mode": "auto", "use_host_mofed": False}), {"gpu-a": facts})
+    assert plan["rdma"]["mode"] == "off" and "no RDMA device" in plan["rdma"]["notes"][0]
+
+
 # ---- Network Operator -----------------------------------------------------------------------------
 
 def net_options(version, **extra):
