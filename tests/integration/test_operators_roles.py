@@ -13,6 +13,8 @@ tests; refusals), many checks each.
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 
 import pytest
@@ -91,8 +93,9 @@ def _play(name, roles, extra=None, rescue=False):
 
 # ---- the whole path works --------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def success(run_playbook_module, tmp_path_factory):
+@contextlib.contextmanager
+def whole_path(run_playbook, tmp_path, hosts, gpu_vars, network_vars=None):
+    """network_operator, gpu_operator and rdma_test against a seeded K8s double: (result, double) while it runs."""
     from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import K8sDouble  # pylint: disable=import-outside-toplevel
 
     k8s = K8sDouble().start()
@@ -102,15 +105,33 @@ def success(run_playbook_module, tmp_path_factory):
         k8s.script_exec("rdma-test-server", r"^sh -c .*ib_write_bw --use_cuda=0 -d mlx5_0 -a -F --report_gbits -q 1 >", "")
         k8s.script_exec("rdma-test-client", r"^ib_write_bw -n 5000 --use_cuda=0 -d mlx5_0 .* 192\.168\.2\.\d+$", GUIDE_CLIENT)
         k8s.clear_requests()
-        play = _play("operators", ["network_operator", "gpu_operator", "rdma_test"], dict(NETWORK_VARS, **GPU_VARS))
+        play = _play("operators", ["network_operator", "gpu_operator", "rdma_test"],
+                     dict(NETWORK_VARS, **dict(network_vars or {}, **gpu_vars)))
         play["tasks"].append({"name": "Keep the results", "ansible.builtin.debug": {"msg": {
             "gpu": "{{ gpu_operator_result }}", "network": "{{ network_operator_result }}", "rdma": "{{ rdma_test_result }}"}}})
         with FakeOperators(k8s):
-            result = run_playbook_module([play], env=k8s.env(), extra_args=inventory(
-                tmp_path_factory.mktemp("inv"), {"gpu_hosts": PEERMEM_HOSTS}))
+            result = run_playbook([play], env=k8s.env(), extra_args=inventory(tmp_path, {"gpu_hosts": hosts}))
         yield result, k8s
     finally:
         k8s.stop()
+
+
+@pytest.fixture(scope="module")
+def success(run_playbook_module, tmp_path_factory):
+    with whole_path(run_playbook_module, tmp_path_factory.mktemp("inv"), PEERMEM_HOSTS, GPU_VARS) as outcome:
+        yield outcome
+
+
+def test_peermem_with_the_network_operators_ofed_reaches_the_rdma_test(run_playbook, tmp_path):
+    # proprietary driver running (no DMA-BUF) and no MOFED on the hosts: the OFED comes from the Network Operator
+    hosts = {name: (node, gpu_host(mode="unsupported", ofed=False, module="proprietary", dmabuf=False))
+             for name, node in (("gpu-a", "nvnode1"), ("gpu-b", "nvnode2"))}
+    with whole_path(run_playbook, tmp_path, hosts, dict(GPU_VARS, gpu_operator_rdma={"mode": "auto", "use_host_mofed": False}),
+                    {"network_operator_ofed": {"source": "operator", "version": "doca3.1.0-25.07-0.9.7.0-0"}}) as (result, dummy):
+        result.assert_ok()
+    outcome = result.task("Keep the results")["result"]["msg"]
+    assert outcome["gpu"]["rdma"]["mode"] == "peermem" and outcome["gpu"]["rdma"]["use_host_mofed"] is False
+    assert outcome["rdma"]["mode"] == "peermem" and outcome["rdma"]["passed"] is True
 
 
 def _check_the_whole_path_succeeds(success):
