@@ -530,8 +530,8 @@ def test_kube_version_refusal_is_helms_prerelease_rule(constraint, server, refus
         assert "network-operator 25.10.0 declares kubeVersion '%s'" % constraint in message and server in message
 
 
-@pytest.mark.parametrize("constraint,refused", [(">= 1.21.0", True), (">= 1.21.0-0", False), ("", False),
-                                               (">=1.16.0-0 <1.40.0-0", False), ("^1.28.0", True)])
+@pytest.mark.parametrize("constraint,refused", [
+    (">= 1.21.0", True), (">= 1.21.0-0", False), ("", False), (">=1.16.0-0 <1.40.0-0", False), ("^1.28.0", True)])
 def test_kube_version_refusal_without_a_server_judges_any_prerelease(constraint, refused):
     assert ops.refuses_prerelease(constraint) is refused
     message = ops.kube_version_refusal("network-operator 25.10.0", constraint)
