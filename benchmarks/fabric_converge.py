@@ -38,9 +38,9 @@ SCENARIOS = (("concurrent", 16, 2), ("parallelism-10", 10, 3), ("one-at-a-time",
 def _imports():
     _paths.setup()
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_multinetwork as fabric
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork as fabric
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
     from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
 
     return fabric, gpudirect, GcpSession, GcpDouble

@@ -54,7 +54,7 @@ def _ansible(module, args, env):
 def _replay_nvidia_smi(fake_smi, env, work):
     """A /bin/sh nvidia-smi that replays what the strict fake answers to the module's commands."""
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpu_host
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as _gpu_host
 
     commands = (["--query-gpu=" + ",".join(_gpu_host.GPU_FIELDS), "--format=csv,noheader,nounits"], ["-q", "-d", "COMPUTE"])
     branches = []
@@ -73,7 +73,7 @@ def _replay_nvidia_smi(fake_smi, env, work):
 
 def _engine_ms(fake_smi, env, repeat):
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpu_host
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as _gpu_host
 
     def run(argv):
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)

@@ -11,7 +11,7 @@ from ansible_collections.gpu_ops.cluster.plugins.doc_fragments.session import Mo
 
 
 class ModuleDocFragment:
-    """The account options of every module that talks to Azure Resource Manager (module_utils/_args.py
+    """The account options of every module that talks to Azure Resource Manager (module_utils/_core/argspec.py
     AZURE_COMMON_SPEC).
 
     WITH_GCP is what a module for both clouds extends: both accounts, the session options and both action
@@ -86,7 +86,7 @@ notes:
     use a service principal, a managed identity or workload identity.
 """
 
-    # module_utils/_args.py TWO_CLOUD_SPEC: O(provider), and each account option required for its own cloud only
+    # module_utils/_core/argspec.py TWO_CLOUD_SPEC: O(provider), and each account option required for its own cloud only
     _PROVIDER = r"""
 options:
   provider:

@@ -10,7 +10,7 @@ from ansible_collections.gpu_ops.cluster.plugins.doc_fragments.session import Mo
 
 
 class ModuleDocFragment:
-    """What every module that talks to Google Cloud extends: the account options (module_utils/_args.py
+    """What every module that talks to Google Cloud extends: the account options (module_utils/_core/argspec.py
     GCP_COMMON_SPEC), the session options and the gcp action group."""
 
     ACCOUNT = r"""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    """The options that name a GPU NIC fabric's resources (module_utils/_gke_multinetwork.py NAMING_SPEC).
+    """The options that name a GPU NIC fabric's resources (module_utils/_gcp/multinetwork.py NAMING_SPEC).
 
     gke_multinetwork and gke_multinetwork_info both extend it, so the info module finds what the resource
     module created under the same options.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    """The options of every cloud API session: timeouts, retries, render mode (module_utils/_args.py SESSION_SPEC).
+    """The options of every cloud API session: timeouts, retries, render mode (module_utils/_core/argspec.py SESSION_SPEC).
 
     The gcp fragment and azure's WITH_GCP include it; a module does not list it.
     """

@@ -3,14 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """awx_survey_spec: an AWX job template survey generated from roles' argument specs.
 
-Documentation: plugins/filter/awx_survey_spec.yml; the mapping rules: plugins/module_utils/_survey.py.
+Documentation: plugins/filter/awx_survey_spec.yml; the mapping rules: plugins/plugin_utils/_awx_survey.py.
 """
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _survey
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _awx_survey as _survey
 
 
 def awx_survey_spec(sources, name, description="", role_specs=None):

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kubernetes naming rules for roles: the checks in plugins/module_utils/_k8s_names.py, and node taints
-parsed as gpu_nodepool parses them (plugins/module_utils/_problems.py).
+"""Kubernetes naming rules for roles: the checks in plugins/plugin_utils/_k8s_names.py, and node taints
+parsed as gpu_nodepool parses them (plugins/module_utils/_core/problems.py).
 
 Documentation: plugins/filter/k8s_name_problems.yml, k8s_manifest_problems.yml, k8s_objects.yml,
 k8s_apply_batches.yml, node_taint_tolerations.yml.
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _k8s_names, _problems
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core import problems as _problems
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
 
 
 def k8s_name_problems(checks):

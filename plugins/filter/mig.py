@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""MIG filters: the catalog in plugins/module_utils/_mig.py, exposed to roles and playbooks.
+"""MIG filters: the catalog in plugins/module_utils/_catalog/mig.py, exposed to roles and playbooks.
 
 Documentation: plugins/filter/<filter name>.yml.
 """
@@ -13,9 +13,9 @@ import re
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _inputs
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
 
 
 def _target(name, gpu_model, gpus, layout):

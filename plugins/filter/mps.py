@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""MPS filters: host settings, ACK MPS checks and the GPU allocation report (engines: module_utils/_mps.py, _mps_k8s.py).
+"""MPS filters: host settings, ACK MPS checks and the GPU allocation report (engines: module_utils/_host/mps.py, _mps_k8s.py).
 
 Documentation: plugins/filter/<filter name>.yml.
 """
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mps, _mps_k8s
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as _mps
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpu_sharing as _mps_k8s
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
 
 
 def _documents(name, value, what):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _inputs
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nccl_tests
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _nccl_tests
 
 
 @_inputs.errors_as(AnsibleFilterError)

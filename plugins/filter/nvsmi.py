@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""nvidia-smi filters: the parsers in plugins/module_utils/_nvsmi.py.
+"""nvidia-smi filters: the parsers in plugins/module_utils/_parsers/nvsmi.py.
 
 Documentation: plugins/filter/nvsmi_parse.yml, nvsmi_listing_problems.yml.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _inputs
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 
 
 @_inputs.errors_as(AnsibleFilterError)

@@ -302,7 +302,7 @@ multi_networking:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_COMMON_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, with_common
 
 
 def argument_spec():
@@ -356,7 +356,7 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_cluster as engine
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import cluster as engine
 
     engine.run(module)
 

@@ -240,8 +240,8 @@ state:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_COMMON_SPEC, with_common
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gke_multinetwork import NAMING_SPEC
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.multinetwork import NAMING_SPEC
 
 
 def argument_spec():
@@ -263,7 +263,7 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_multinetwork as engine  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork as engine  # pylint: disable=import-outside-toplevel
 
     engine.run(module)
 

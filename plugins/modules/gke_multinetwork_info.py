@@ -96,8 +96,8 @@ pod_annotations:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_COMMON_SPEC, with_common
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gke_multinetwork import NAMING_SPEC
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.multinetwork import NAMING_SPEC
 
 
 def argument_spec():
@@ -110,11 +110,11 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _fabric_info
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gke_common import operation_error_text
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gke_multinetwork import FabricError
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork_info as _fabric_info
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.checks import operation_error_text
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.multinetwork import FabricError
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
 
     try:
         module.exit_json(**_fabric_info.describe(GcpSession.from_module(module), module.params))

@@ -90,7 +90,7 @@ gpudirect:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_COMMON_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, with_common
 
 
 def argument_spec():
@@ -102,10 +102,10 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_versions as versions
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import versions
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
 
     session = GcpSession.from_module(module)
     try:

@@ -184,7 +184,7 @@ def main():
         if not os.path.isdir(module.params[option]):
             module.fail_json(msg="%s: %s is not a folder (where %s is mounted)"
                              % (option, module.params[option], option.split("_", maxsplit=1)[0]))
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpu_host as engine
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as engine
 
     def find(option, name):
         path = module.params[option]

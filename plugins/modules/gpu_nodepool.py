@@ -330,7 +330,7 @@ expected_resources:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common
 
 
 def argument_spec():
@@ -402,9 +402,9 @@ def main():
         mutually_exclusive=[("gpu_sharing", "gpudirect")],
     )
     if module.params["provider"] == "gke":
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_nodepool as engine
+        from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as engine
     else:
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils import _aks_nodepool as engine
+        from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as engine
     engine.run(module)
 
 

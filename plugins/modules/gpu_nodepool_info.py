@@ -84,7 +84,7 @@ node_pools:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common
 
 
 def argument_spec():
@@ -99,15 +99,15 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_if=PROVIDER_REQUIRED_IF)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nodepool_info as info
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import info
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
 
     try:
         if module.params["provider"] == "gke":
-            from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
+            from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
             pools, exists = info.gke_pools(GcpSession.from_module(module), module.params)
         else:
-            from ansible_collections.gpu_ops.cluster.plugins.module_utils._arm import ArmSession
+            from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session import ArmSession
             pools, exists = info.aks_pools(ArmSession.from_module(module), module.params)
     except ApiError as exc:
         module.fail_json(msg="request failed: %s" % exc.describe(), status=exc.status)

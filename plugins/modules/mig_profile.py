@@ -223,7 +223,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig_host as engine
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mig as engine
 
     params = dict(module.params)
     params["gpus"] = [{k: v for k, v in entry.items() if v is not None} for entry in params["gpus"]]

@@ -137,7 +137,7 @@ actions:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mps
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as _mps
 
 
 def _argument_spec():

@@ -55,7 +55,7 @@ default_active_thread_percentage:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mps
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as _mps
 
 
 def main():

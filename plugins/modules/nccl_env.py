@@ -188,7 +188,7 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nccl_env as engine
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import nccl_conf as engine
 
     engine.run(module)
 

@@ -7,7 +7,7 @@ The executable ``tests/fakes/nvidia-smi`` calls ``main()``. State lives in the J
 ``FAKE_NVIDIA_SMI_STATE`` (created from ``FAKE_NVIDIA_SMI_PRESET`` on first use); every call is
 appended to ``FAKE_NVIDIA_SMI_LOG`` (JSON lines: argv, write, rc) so tests can prove that nothing
 was written. Profiles, placements and limits come from the collection's MIG catalog
-(plugins/module_utils/_mig.py): one table per fact, the fake keeps no copy.
+(plugins/module_utils/_catalog/mig.py): one table per fact, the fake keeps no copy.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_MIG_PATH = os.path.join(os.path.dirname(os.path.dirname(HERE)), "plugins", "module_utils", "_mig.py")
+_MIG_PATH = os.path.join(os.path.dirname(os.path.dirname(HERE)), "plugins", "module_utils", "_catalog", "mig.py")
 
 
 def _load_catalog():

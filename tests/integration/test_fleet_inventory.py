@@ -19,7 +19,7 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_ROOT
 
 FLEET = REPO_ROOT / "inventories" / "fleet"

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT, collections_path
 
 NICS = gpudirect.profile("tcpxo")["gpu_nic_count"]

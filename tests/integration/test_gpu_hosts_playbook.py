@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 from ansible_collections.gpu_ops.cluster.tests.fakes import fake_nvidia_smi as fake
 
 from .conftest import REPO_ROOT

@@ -4,7 +4,7 @@
 """GPUDirect roles against the Kubernetes API double and in render mode.
 
 tcpx_installer / tcpxo_installer (one shared gpudirect_installer role), nri_device_injector and
-nccl_test. Expected values come from the catalog (module_utils/_gpudirect.py) through its public
+nccl_test. Expected values come from the catalog (module_utils/_catalog/gke_gpudirect.py) through its public
 functions, never from copies.
 
 The double cannot serve ``kubernetes.core.k8s_exec`` (no websocket upgrade), so the nccl-tests run
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
 from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT, K8sDouble
 

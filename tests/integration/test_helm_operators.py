@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvidia_operators as ops
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import gpu_operator_plan as ops
 from ansible_collections.gpu_ops.cluster.tests.doubles.gpu_hosts import gpu_host
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT
 from ansible_collections.gpu_ops.cluster.tests.doubles.nvidia_operators import DRIVER_DAEMONSET, FakeOperators

@@ -19,7 +19,9 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _aks_nodepool, _args, _gke_nodepool
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as _aks_nodepool
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core import argspec as _args
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as _gke_nodepool
 from ansible_collections.gpu_ops.cluster.plugins.modules import gpu_nodepool
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

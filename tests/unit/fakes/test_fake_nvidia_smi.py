@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig, _nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 from ansible_collections.gpu_ops.cluster.tests.fakes import fake_nvidia_smi as fake
 
 FAKES = pathlib.Path(fake.__file__).parent

@@ -21,7 +21,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.filter.gpudirect import (
     gpudirect_profile, gpudirect_workload, nccl_env)
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as g
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as g
 from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
 
 NETWORKS = {

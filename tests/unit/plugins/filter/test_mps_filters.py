@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""MPS filters: the engine in plugins/module_utils/_mps.py reaches roles through these."""
+"""MPS filters: the engine in plugins/module_utils/_host/mps.py reaches roles through these."""
 
 from __future__ import annotations
 

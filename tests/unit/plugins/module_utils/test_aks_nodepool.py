@@ -17,8 +17,8 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _aks_nodepool as engine
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import AKS_GPU_INSTANCE_PROFILES
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import AKS_GPU_INSTANCE_PROFILES
 from ansible_collections.gpu_ops.cluster.plugins.modules import gpu_nodepool
 from ansible_collections.gpu_ops.cluster.tests.contract.arm_models import API_VERSION, read_only_paths, validate
 from ansible_collections.gpu_ops.cluster.tests.doubles.arm import ArmDouble

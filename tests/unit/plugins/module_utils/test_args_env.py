@@ -14,9 +14,9 @@ import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from azure.core.credentials import AccessToken
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _arm
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import AZURE_COMMON_SPEC, GCP_COMMON_SPEC
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._arm import CLOUDS, ArmSession
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import session as _arm
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import AZURE_COMMON_SPEC, GCP_COMMON_SPEC
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session import CLOUDS, ArmSession
 
 AWX_GCE = dict(GCE_EMAIL="sa@proj-env.iam.gserviceaccount.com", GCE_PROJECT="proj-env",
                GCE_CREDENTIALS_FILE_PATH="/runner/env/tmpkey", GCP_SERVICE_ACCOUNT_FILE="/runner/env/tmpkey",

@@ -13,15 +13,15 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _arm
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import AZURE_COMMON_SPEC
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._arm import (
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import session as _arm
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import AZURE_COMMON_SPEC
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session import (
     CLOUDS,
     ArmSession,
     CredentialsError,
     LroError,
 )
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError, RenderSession
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError, RenderSession
 from ansible_collections.gpu_ops.cluster.tests.contract.arm_models import API_VERSION
 from ansible_collections.gpu_ops.cluster.tests.doubles.arm import ArmDouble, DoubleCredential
 

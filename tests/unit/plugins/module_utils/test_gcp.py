@@ -15,13 +15,13 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import GCP_COMMON_SPEC
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import (
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import (
     GcpSession,
     OperationError,
     OperationTimeoutError,
 )
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
 
 PROJECT = "unit-project"

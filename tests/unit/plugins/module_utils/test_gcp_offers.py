@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gcp_offers as offers
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
 
 PROJECT = "offers-project"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_versions as versions
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gpudirect import PROFILES
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import versions
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import PROFILES
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
 
 OFFERED = ["1.30.3-gke.1639000", "1.32.2-gke.1489001", "1.30.5-gke.1014001", "1.29.6-gke.1254000",

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gpu_host_facts engine (plugins/module_utils/_gpu_host.py) on captured outputs of several host kinds.
+"""gpu_host_facts engine (plugins/module_utils/_host/facts.py) on captured outputs of several host kinds.
 
 Each host kind is the text its tools print (nvidia-smi, ofed_info) and the files it has under /proc
 and /sys (formats: nvidia-stack.md 5.3 and 7.1; sysfs as the kernel's ib_core writes it)."""
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpu_host
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as _gpu_host
 
 QUERY = "--query-gpu=" + ",".join(_gpu_host.GPU_FIELDS)
 QUERY_OLD = "--query-gpu=" + ",".join(f for f in _gpu_host.GPU_FIELDS if f != "compute_cap")

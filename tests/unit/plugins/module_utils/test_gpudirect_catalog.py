@@ -11,7 +11,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as g
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as g
 
 SEED_GUIDE_TCPXO_ENV = """
 NCCL_FASTRAK_CTRL_DEV=eth0

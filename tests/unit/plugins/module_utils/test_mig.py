@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The MIG catalog, solver, expectations and verification (plugins/module_utils/_mig.py)."""
+"""The MIG catalog, solver, expectations and verification (plugins/module_utils/_catalog/mig.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 import jsonschema
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
 
 # --------------------------------------------------------------------------------------------
 # Catalog facts, written out from the research notes (nvidia-stack.md 5.1, 5.2, 5.4) so that a

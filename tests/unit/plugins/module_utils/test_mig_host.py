@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""mig_profile engine (plugins/module_utils/_mig_host.py) against the strict fake nvidia-smi (in-process).
+"""mig_profile engine (plugins/module_utils/_host/mig.py) against the strict fake nvidia-smi (in-process).
 
 Only nvidia-smi is faked; the engine, the catalog, the parsers and the plan helper run for real."""
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig_host, _nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mig as _mig_host
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 from ansible_collections.gpu_ops.cluster.tests.fakes import fake_nvidia_smi as fake
 
 

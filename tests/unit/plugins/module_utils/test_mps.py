@@ -11,7 +11,9 @@ import pathlib
 import pytest
 import yaml
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect, _mps, _mps_k8s
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as _mps
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpu_sharing as _mps_k8s
 
 CLUSTER = yaml.safe_load((pathlib.Path(__file__).parent / "fixtures" / "mps" / "cluster.yaml").read_text())
 GOOD = {"pipe_directory": "/run/nvidia-mps", "log_directory": "/var/log/nvidia-mps"}

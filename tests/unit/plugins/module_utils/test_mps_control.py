@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mps
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as _mps
 
 FAKE = str(pathlib.Path(__file__).parents[3] / "fakes" / "nvidia-cuda-mps-control")
 

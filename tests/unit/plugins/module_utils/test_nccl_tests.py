@@ -20,8 +20,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nccl_tests as nt
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _nccl_tests as nt
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "nccl_tests")
 

@@ -16,9 +16,11 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _aks_nodepool, _gke_nodepool, _nodepool
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import resulting_document
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as _aks_nodepool
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as _gke_nodepool
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import engine as _nodepool
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import resulting_document
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
 
 SPEC = dict(name=dict(type="str", required=True), size=dict(type="int"), zone=dict(type="str"),
             state=dict(type="str", default="present", choices=["present", "absent"]))

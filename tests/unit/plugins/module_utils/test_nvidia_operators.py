@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvidia_operators as ops
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import gpu_operator_plan as ops
 from ansible_collections.gpu_ops.cluster.tests.doubles.gpu_hosts import gpu_host as host
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")

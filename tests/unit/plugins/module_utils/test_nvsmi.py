@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""nvidia-smi parsers (plugins/module_utils/_nvsmi.py) against the samples in fixtures/nvsmi/."""
+"""nvidia-smi parsers (plugins/module_utils/_parsers/nvsmi.py) against the samples in fixtures/nvsmi/."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pathlib
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig, _nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "nvsmi"
 SAMPLES = sorted(FIXTURES.glob("*.txt"))

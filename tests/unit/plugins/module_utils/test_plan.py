@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import (
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import (
     Plan,
     differing_fields,
     pick,

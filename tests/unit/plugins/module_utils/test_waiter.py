@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one wait loop (module_utils/_waiter.py), on a fake clock: nothing here sleeps."""
+"""The one wait loop (module_utils/_core/waiter.py), on a fake clock: nothing here sleeps."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import Backoff, Waiter, WaitTimeout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import Backoff, Waiter, WaitTimeout
 
 
 class FakeClock:

@@ -14,8 +14,8 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
 from ansible_collections.gpu_ops.cluster.plugins.modules import gke_multinetwork
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
 

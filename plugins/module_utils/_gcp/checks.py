@@ -15,9 +15,9 @@ import datetime
 import ipaddress
 import re
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gpudirect import parse_gke_version
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import parse_taints as parse_node_taints
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import taint_text as node_taint_text
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import parse_gke_version
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import parse_taints as parse_node_taints
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import taint_text as node_taint_text
 
 # GKE cluster and node pool names: lowercase letters, digits and hyphens, starting with a letter,
 # not ending with a hyphen, at most 40 characters.

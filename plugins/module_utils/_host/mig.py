@@ -27,8 +27,9 @@ from __future__ import annotations
 import copy
 import re
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig, _nvsmi
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan
 
 QUERY_FIELDS = ("index", "uuid", "name", "pci.bus_id", "mig.mode.current", "mig.mode.pending")
 DISABLED_LAYOUTS = ("all-disabled", "disabled")

@@ -30,13 +30,13 @@ from __future__ import annotations
 import copy
 import re
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import NodePoolEngine, PoolError
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import foreign_option_problems
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import run as run_engine
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import differing_fields
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems, check_labels, parse_taints
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import NodePoolEngine, PoolError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import foreign_option_problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import run as run_engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import differing_fields
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems, check_labels, parse_taints
 
 # The AKS REST api-version used for agent pools: the one azure-mgmt-containerservice 41.8's models
 # describe (tests/contract/arm_models.py checks every request body against them).
@@ -313,7 +313,7 @@ class PoolEngine(NodePoolEngine):
 
     @classmethod
     def open_session(cls, module, **options):
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._arm import ArmSession  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session import ArmSession  # pylint: disable=import-outside-toplevel
 
         return ArmSession.from_module(module, **options)
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect, _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
 
 # --------------------------------------------------------------------------------------------
 # Kubernetes documents

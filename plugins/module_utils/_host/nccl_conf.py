@@ -13,8 +13,8 @@ import pwd
 import re
 import tempfile
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan
 
 
 def _read(path):

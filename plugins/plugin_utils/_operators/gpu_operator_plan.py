@@ -30,7 +30,8 @@ import copy
 import json
 import re
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpu_host, _k8s_names
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as _gpu_host
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names
 
 # --------------------------------------------------------------------------------------------
 # GPU Operator chart catalog

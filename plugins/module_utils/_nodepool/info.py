@@ -12,11 +12,11 @@ profile gives every node), through the engines' own ``expected_resources``.
 
 from __future__ import annotations
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _aks_nodepool as aks
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_nodepool as gke
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as aks
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as gke
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
 
 
 def _gpudirect_facts(machine_type, networks):

@@ -11,7 +11,7 @@ The names come from the same ``_gke_multinetwork.resolve`` the resource module u
 
 from __future__ import annotations
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_multinetwork as multinetwork
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork
 
 KINDS = (multinetwork.NETWORK, multinetwork.SUBNETWORK, multinetwork.FIREWALL)
 

@@ -28,8 +28,8 @@ from urllib import parse as urllib_parse
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import SESSION_DEFAULTS
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import Waiter, WaitTimeout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import SESSION_DEFAULTS
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import Waiter, WaitTimeout
 
 try:
     from requests import exceptions as requests_exceptions

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 
 GPU_FIELDS = ("index", "uuid", "name", "memory.total", "mig.mode.current", "mig.mode.pending", "compute_mode",
               "driver_version", "compute_cap")

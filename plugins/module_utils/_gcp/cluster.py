@@ -26,14 +26,14 @@ from __future__ import annotations
 import copy
 import datetime
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gcp_offers as offers
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_versions as versions
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gpudirect import version_gate_error
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, as_given, differing_fields, resulting_document
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import WaitTimeout
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import versions
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import version_gate_error
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan, as_given, differing_fields, resulting_document
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import WaitTimeout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
 
 KIND = "cluster"
 
@@ -611,7 +611,7 @@ def _scrub_cluster(cluster):
 
 def run(module):
     """Entry point of the gke_cluster module."""
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession  # pylint: disable=import-outside-toplevel
 
     params = module.params
     session = None

@@ -35,8 +35,8 @@ import logging
 import threading
 import time
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import AZURE_CLOUD_ENVIRONMENTS, SESSION_DEFAULTS
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import AZURE_CLOUD_ENVIRONMENTS, SESSION_DEFAULTS
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import (
     ApiError,
     CloudSession,
     CredentialsError,
@@ -47,7 +47,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     parse_retry_after,
     scrub,
 )
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import NOT_READ, WaitTimeout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import NOT_READ, WaitTimeout
 
 try:
     import requests

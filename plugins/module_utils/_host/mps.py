@@ -24,7 +24,7 @@ import re
 import time
 
 # the collection's one wait loop: light (standard library only), so the host module stays lean
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import Waiter, WaitTimeout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import Waiter, WaitTimeout
 
 
 # --------------------------------------------------------------------------------------------

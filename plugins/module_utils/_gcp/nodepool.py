@@ -31,16 +31,16 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gcp_offers as offers
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import NodePoolEngine, PoolError
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import foreign_option_problems
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import run as run_engine
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import as_given, differing_fields
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems, check_labels
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import WaitTimeout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import NodePoolEngine, PoolError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import foreign_option_problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import run as run_engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import as_given, differing_fields
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems, check_labels
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import WaitTimeout
 
 KIND = "nodePool"
 
@@ -182,7 +182,7 @@ def _validate_gpus(problems, params, values):
         if not PARTITION.match(partition):
             problems.add("gpu_partition_size", "%r is not a MIG partition size such as 1g.10gb" % (partition,))
         elif accel in GKE_ACCELERATOR_MIG_MODELS:
-            from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig  # pylint: disable=import-outside-toplevel
+            from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig  # pylint: disable=import-outside-toplevel
 
             try:
                 _mig.profile(GKE_ACCELERATOR_MIG_MODELS[accel], partition)
@@ -473,7 +473,7 @@ def expected_resources(params, pool=None):
         model = GKE_ACCELERATOR_MIG_MODELS.get(values["accelerator_type"])
         if model is None:
             return None
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils import _mig  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig  # pylint: disable=import-outside-toplevel
 
         try:
             share = dict(strategy="time-slicing", replicas=sharing["max_shared_clients_per_gpu"]) if sharing else None
@@ -506,7 +506,7 @@ class PoolEngine(NodePoolEngine):
 
     @classmethod
     def open_session(cls, module, **options):
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession  # pylint: disable=import-outside-toplevel
 
         return GcpSession.from_module(module, **options)
 

@@ -25,8 +25,8 @@ import re
 import threading
 import time
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._args import SESSION_DEFAULTS
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import SESSION_DEFAULTS
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import (
     ApiError,
     CloudSession,
     CredentialsError,
@@ -35,7 +35,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import (
     clean_credential,
     scrub,
 )
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import NOT_READ, Backoff, WaitTimeout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import NOT_READ, Backoff, WaitTimeout
 
 GOOGLE_AUTH_IMPORT_ERROR = None
 try:

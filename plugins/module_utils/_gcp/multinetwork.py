@@ -40,13 +40,13 @@ import json
 import re
 import threading
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gcp_offers as offers
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gke_common as common
-from ansible_collections.gpu_ops.cluster.plugins.module_utils import _gpudirect as gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._http import ApiError
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._plan import Plan, differing_fields
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._problems import Problems
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._waiter import WaitTimeout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan, differing_fields
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import WaitTimeout
 
 NETWORK = "network"
 SUBNETWORK = "subnetwork"
@@ -722,7 +722,7 @@ def _reason(exc):
 
 def run(module):
     """Entry point of the gke_multinetwork module."""
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import GcpSession  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession  # pylint: disable=import-outside-toplevel
 
     params = module.params
     try:
