@@ -12,6 +12,8 @@ from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpudirect_workload as workload
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
 
 display = Display()
@@ -25,7 +27,7 @@ def _warn(messages):
 
 
 def _is_workload(item):
-    return isinstance(item, dict) and item.get("kind") in _gpudirect.WORKLOAD_KINDS
+    return isinstance(item, dict) and item.get("kind") in workload.WORKLOAD_KINDS
 
 
 def _has_pod_template(item):
@@ -48,17 +50,17 @@ def gpudirect_workload(manifest, fabric, network_names, gke_version=None, sideca
             result = []
             for index, item in enumerate(manifest):
                 if not isinstance(item, dict):
-                    raise _gpudirect.WorkloadError("item %d: must be a Kubernetes object (a dict), got %s"
-                                                   % (index, type(item).__name__))
+                    raise workload.WorkloadError("item %d: must be a Kubernetes object (a dict), got %s"
+                                                 % (index, type(item).__name__))
                 if _is_workload(item):
-                    result.append(_gpudirect.patch_workload(item, fabric, network_names, warnings=warnings, **kwargs))
+                    result.append(workload.patch_workload(item, fabric, network_names, warnings=warnings, **kwargs))
                 elif _has_pod_template(item):
-                    raise _gpudirect.WorkloadError("item %d: kind %r is not supported; supported: %s" % (
-                        index, item.get("kind"), ", ".join(sorted(_gpudirect.WORKLOAD_KINDS))))
+                    raise workload.WorkloadError("item %d: kind %r is not supported; supported: %s" % (
+                        index, item.get("kind"), ", ".join(sorted(workload.WORKLOAD_KINDS))))
                 else:
                     result.append(item)  # Services, ConfigMaps, ... pass through
         else:
-            result = _gpudirect.patch_workload(manifest, fabric, network_names, warnings=warnings, **kwargs)
+            result = workload.patch_workload(manifest, fabric, network_names, warnings=warnings, **kwargs)
     except ValueError as exc:
         raise AnsibleFilterError("gpudirect_workload: %s" % exc)
     _warn(warnings)
@@ -94,18 +96,18 @@ def nccl_env(fabric, gke_version=None, machine_type=None, interfaces=None, overr
     try:
         _inputs.version_text("gke_version", gke_version)
         _check_override_values(overrides)
-        env, warnings = _gpudirect.nccl_environment(
+        env, warnings = nccl.nccl_environment(
             fabric, gke_version=gke_version, machine_type=machine_type, interfaces=interfaces,
             overrides=overrides, ctrl_interface=ctrl_interface)
     except ValueError as exc:
         raise AnsibleFilterError("nccl_env: %s" % exc)
     _warn(warnings)
     if format == "k8s":
-        return _gpudirect.as_k8s_env(env)
+        return nccl.as_k8s_env(env)
     if format == "exports":
-        return _gpudirect.as_exports(env)
+        return nccl.as_exports(env)
     if format == "conf":
-        return _gpudirect.as_nccl_conf(env)
+        return nccl.as_nccl_conf(env)
     return env
 
 

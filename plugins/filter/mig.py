@@ -15,6 +15,9 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import documents as mig_documents
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import placement as mig_placement
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
 
 
@@ -61,14 +64,14 @@ def mig_aks_profile(vm_size, gpu_instance_profile):
 def mig_expected_resources(gpu_model, gpus=None, layout=None, strategy="single", sharing=None):
     """Resource name -> count one node advertises (device plugin, MIG strategy, sharing)."""
     model, gpus, layout = _target("mig_expected_resources", gpu_model, gpus, layout)
-    return _call("mig_expected_resources", _mig.expected_node_resources, model, gpus, layout, strategy,
+    return _call("mig_expected_resources", mig_nodes.expected_node_resources, model, gpus, layout, strategy,
                  _sharing("mig_expected_resources", sharing))
 
 
 def mig_expected_labels(gpu_model, gpus=None, layout=None, strategy="single", sharing=None):
     """GFD label -> rule one node must carry."""
     model, gpus, layout = _target("mig_expected_labels", gpu_model, gpus, layout)
-    return _call("mig_expected_labels", _mig.expected_labels, model, gpus, layout, strategy,
+    return _call("mig_expected_labels", mig_nodes.expected_labels, model, gpus, layout, strategy,
                  _sharing("mig_expected_labels", sharing))
 
 
@@ -83,7 +86,7 @@ def mig_verify_nodes(nodes, resources, labels=None, selector=None, min_nodes=1):
         min_nodes = _inputs.whole_number("min_nodes", 0 if min_nodes is None else min_nodes, minimum=0)
     except ValueError as exc:
         raise AnsibleFilterError("mig_verify_nodes: %s" % exc)
-    return _call("mig_verify_nodes", _mig.verify_nodes, plain(nodes), plain(resources or {}), plain(labels or {}),
+    return _call("mig_verify_nodes", mig_nodes.verify_nodes, plain(nodes), plain(resources or {}), plain(labels or {}),
                  plain(selector or {}), min_nodes)
 
 
@@ -95,7 +98,7 @@ def mig_device_plugin_config(strategy, sharing=None, resources=None, fail_on_ini
     if resources is not None and not isinstance(resources, dict):
         raise AnsibleFilterError("mig_device_plugin_config: resources must be a dict of resource name -> count, got %s"
                                  % type(resources).__name__)
-    return _call("mig_device_plugin_config", _mig.device_plugin_config, strategy,
+    return _call("mig_device_plugin_config", mig_documents.device_plugin_config, strategy,
                  _sharing("mig_device_plugin_config", sharing), plain(resources), fail_on_init_error)
 
 
@@ -104,7 +107,7 @@ def mig_placements(gpu_model, request):
     if not isinstance(request, (dict, list, tuple, str)) or not request:
         raise AnsibleFilterError("mig_placements: request must be a non-empty profile list, profile -> count dict or "
                                  "layout name, got %r" % (request,))
-    return _call("mig_placements", _mig.place, gpu_model, plain(request))
+    return _call("mig_placements", mig_placement.place, gpu_model, plain(request))
 
 
 def mig_parted_config(gpu_model, layout, name="custom", device_filter=True, include_defaults=True):
@@ -116,7 +119,7 @@ def mig_parted_config(gpu_model, layout, name="custom", device_filter=True, incl
             raise ValueError("name: %r is not a mig-parted config name (letters, digits, '.', '_' and '-')" % (name,))
     except ValueError as exc:
         raise AnsibleFilterError("mig_parted_config: %s" % exc)
-    return _call("mig_parted_config", _mig.mig_parted_config, gpu_model, plain(layout), name=name,
+    return _call("mig_parted_config", mig_documents.mig_parted_config, gpu_model, plain(layout), name=name,
                  device_filter=bool(device_filter), include_defaults=bool(include_defaults))
 
 
@@ -173,7 +176,7 @@ def mig_manager_problems(nodes, config, config_maps=None, config_map="", parted_
         else:
             document, source, problem = None, "the GPU Operator's default config", None
         if problem is None:
-            found = _mig.parted_config_problems(document, config, model, source)
+            found = mig_nodes.parted_config_problems(document, config, model, source)
             problem = "; ".join(found) if found else None
         if problem:
             problems.append("node %s: %s" % (name, problem))
@@ -189,7 +192,7 @@ def mig_config_status(nodes, config, events=None, event_count=10):
         event_count = _inputs.whole_number("event_count", event_count, minimum=0)
     except ValueError as exc:
         raise AnsibleFilterError("mig_config_status: %s" % exc)
-    return _mig.mig_config_status(plain(nodes), config, plain(events or []), event_count)
+    return mig_nodes.mig_config_status(plain(nodes), config, plain(events or []), event_count)
 
 
 class FilterModule:

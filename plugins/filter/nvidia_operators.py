@@ -13,6 +13,9 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import gpu_operator_plan as ops
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import network_operator_plan as network_plan
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import readiness
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _perftest
 
 
 def _guard(name, func, *args, **kwargs):
@@ -46,22 +49,22 @@ def gpu_operator_plan(options, hosts=None):
 
 def network_operator_plan(options, hosts=None):
     """Chart values, NicClusterPolicy, IP pools and networks of the Network Operator."""
-    return _guard("network_operator_plan", ops.network_operator_plan, options, hosts)
+    return _guard("network_operator_plan", network_plan.network_operator_plan, options, hosts)
 
 
 def operator_readiness(policy, pods=None):
     """Readiness of a ClusterPolicy / NicClusterPolicy with the not-ready components and pods by node."""
-    return _guard("operator_readiness", ops.readiness_report, policy, pods)
+    return _guard("operator_readiness", readiness.readiness_report, policy, pods)
 
 
 def driver_pod_problems(pods, sidecars, logs=None):
     """Problems of the GPU Operator driver pods against the sidecars the options imply."""
-    return _guard("driver_pod_problems", ops.driver_pod_report, pods, sidecars, logs)
+    return _guard("driver_pod_problems", readiness.driver_pod_report, pods, sidecars, logs)
 
 
 def gpu_operator_node_problems(nodes, gpu_hosts, expect):
     """Problems of the GPU hosts' nodes against the plan's expectations (labels, allocatable GPUs)."""
-    return _guard("gpu_operator_node_problems", ops.node_report, nodes, gpu_hosts, expect)
+    return _guard("gpu_operator_node_problems", readiness.node_report, nodes, gpu_hosts, expect)
 
 
 def gpudirect_rdma_mode(hosts, requested="auto"):
@@ -72,19 +75,19 @@ def gpudirect_rdma_mode(hosts, requested="auto"):
 
 def ib_write_bw_parse(text):
     """The result table of perftest ib_write_bw output (bandwidths in Gb/s)."""
-    return _guard("ib_write_bw_parse", ops.parse_ib_write_bw, text)
+    return _guard("ib_write_bw_parse", _perftest.parse_ib_write_bw, text)
 
 
 def rdma_threshold(hosts, device=None, fraction=0.8, threshold=None):
     """{threshold_gbps, link_rate_gbps, device} of the RDMA bandwidth test."""
-    value, link, chosen = _guard("rdma_threshold", ops.rdma_threshold, hosts, device, fraction, threshold)
+    value, link, chosen = _guard("rdma_threshold", _perftest.rdma_threshold, hosts, device, fraction, threshold)
     return {"threshold_gbps": value, "link_rate_gbps": link, "device": chosen}
 
 
 def kube_version_refusal(kube_version, server_version=None, chart="the chart"):
     """Why helm would refuse a chart's kubeVersion on this server version (a pre-release one), or without one on
     any pre-release version; "" when not."""
-    return _guard("kube_version_refusal", ops.kube_version_refusal, chart, kube_version, server_version) or ""
+    return _guard("kube_version_refusal", network_plan.kube_version_refusal, chart, kube_version, server_version) or ""
 
 
 class FilterModule:

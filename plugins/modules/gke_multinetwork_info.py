@@ -114,7 +114,7 @@ def main():
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.checks import operation_error_text
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.multinetwork import FabricError
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 
     try:
         module.exit_json(**_fabric_info.describe(GcpSession.from_module(module), module.params))

@@ -105,7 +105,7 @@ def main():
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import versions
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 
     session = GcpSession.from_module(module)
     try:

@@ -330,7 +330,9 @@ expected_resources:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import (
+    PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common,
+)
 
 
 def argument_spec():

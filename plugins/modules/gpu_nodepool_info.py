@@ -84,7 +84,9 @@ node_pools:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import (
+    PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common,
+)
 
 
 def argument_spec():
@@ -100,7 +102,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_if=PROVIDER_REQUIRED_IF)
     from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import info
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 
     try:
         if module.params["provider"] == "gke":

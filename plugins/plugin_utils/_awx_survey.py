@@ -1,6 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """AWX/AAP job template surveys generated from roles' meta/argument_specs.yml.
 
 A survey answer reaches the playbook as an extra variable of the JSON type the question type gives:

@@ -34,7 +34,6 @@ _VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(.*)$")
 _PARAMS = re.compile(r"^#\s*nThread\s")
 _NCCL_VERSION = re.compile(r"^(?:#\s*)?NCCL version\s+(\S+)")
 
-LEADING = ("size", "count", "type", "redop", "root")
 TIME_COLUMNS = ("time", "cputime")
 PLACEMENTS = ("out_of_place", "in_place")
 

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT, K8sDouble
 
@@ -113,7 +114,7 @@ def test_render_mode_writes_valid_manifests_for_every_role(run_playbook, tmp_pat
         key, value = _gpudirect.device_annotation("tcpxo")
         assert pod["metadata"]["annotations"][key] == value
         env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
-        expected_env, _warnings = _gpudirect.nccl_environment("tcpxo")
+        expected_env, _warnings = nccl.nccl_environment("tcpxo")
         assert env == expected_env
         assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 8
         anti = pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
@@ -152,7 +153,7 @@ def test_render_follows_the_cluster_recorded_by_gke_gpu_cluster(run_playbook, tm
     pod = [m for m in _manifests(render / "manifests/40-nccl-test") if m["kind"] == "Pod"][0]
     assert _images(pod["spec"])["tcpx-daemon"] == images["daemon"]
     env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
-    assert env == _gpudirect.nccl_environment("tcpx", recorded["version"])[0]
+    assert env == nccl.nccl_environment("tcpx", recorded["version"])[0]
 
 
 def test_nccl_test_refuses_a_single_node(run_playbook, tmp_path):

@@ -28,6 +28,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import gpu_operator_plan as ops
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import network_operator_plan
 from ansible_collections.gpu_ops.cluster.tests.doubles.gpu_hosts import gpu_host
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT
 from ansible_collections.gpu_ops.cluster.tests.doubles.nvidia_operators import DRIVER_DAEMONSET, FakeOperators
@@ -122,7 +123,7 @@ def test_the_test_charts_have_every_key_the_catalog_allows():
                               "driver.kernelModuleType=open"], capture_output=True, text=True, check=False)
     assert refused.returncode != 0 and "additional properties 'kernelModuleType' not allowed" in refused.stderr, refused.stderr
     version, schema = _chart("network-operator")
-    assert [k for k in sorted(ops.network_operator_keys(version)) if not _schema_accepts(schema, k)] == []
+    assert [k for k in sorted(network_operator_plan.network_operator_keys(version)) if not _schema_accepts(schema, k)] == []
     assert not _schema_accepts(schema, "deployCR") and not _schema_accepts(schema, "nfd.deployCR")
 
 

@@ -31,7 +31,8 @@ import copy
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import NodePoolEngine, PoolError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import foreign_option_problems
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import run as run_engine
@@ -292,8 +293,8 @@ def expected_resources(params, pool=None):
     try:
         if profile:
             info = _mig.aks_profile(vm_size, profile)
-            return _mig.expected_node_resources(info["gpu_model"], info["gpus_per_vm"], info["layout"],
-                                                strategy or "single")
+            return mig_nodes.expected_node_resources(info["gpu_model"], info["gpus_per_vm"], info["layout"],
+                                                     strategy or "single")
         size, facts = _mig.aks_vm_size(vm_size)
         del size
         return {_mig.GPU_RESOURCE: facts["gpus"]}

@@ -35,8 +35,10 @@ import logging
 import threading
 import time
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import AZURE_CLOUD_ENVIRONMENTS, SESSION_DEFAULTS
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import (
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import (
+    AZURE_CLOUD_ENVIRONMENTS, SESSION_DEFAULTS,
+)
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import (
     ApiError,
     CloudSession,
     CredentialsError,
@@ -80,7 +82,6 @@ CLOUDS = {
 # ARM operation states (Azure-AsyncOperation "status" and properties.provisioningState).
 SUCCEEDED = "succeeded"
 FAILED_STATES = frozenset(("failed", "canceled", "cancelled"))
-TERMINAL_STATES = FAILED_STATES | frozenset((SUCCEEDED,))
 
 DEFAULT_POLL_INTERVAL = 10.0
 TOKEN_REFRESH_MARGIN = 300  # seconds before expiry at which a token is renewed

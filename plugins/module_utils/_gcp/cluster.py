@@ -30,10 +30,12 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import versions
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import version_gate_error
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan, as_given, differing_fields, resulting_document
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import (
+    Plan, as_given, differing_fields, resulting_document,
+)
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import WaitTimeout
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 
 KIND = "cluster"
 

@@ -43,7 +43,7 @@ import threading
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan, differing_fields
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import WaitTimeout

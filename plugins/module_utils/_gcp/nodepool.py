@@ -34,7 +34,7 @@ import re
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import NodePoolEngine, PoolError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import foreign_option_problems
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import run as run_engine
@@ -473,11 +473,11 @@ def expected_resources(params, pool=None):
         model = GKE_ACCELERATOR_MIG_MODELS.get(values["accelerator_type"])
         if model is None:
             return None
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes  # pylint: disable=import-outside-toplevel
 
         try:
             share = dict(strategy="time-slicing", replicas=sharing["max_shared_clients_per_gpu"]) if sharing else None
-            return _mig.expected_node_resources(model, count, partition, "single", share)
+            return mig_nodes.expected_node_resources(model, count, partition, "single", share)
         except ValueError:
             return None
     replicas = sharing["max_shared_clients_per_gpu"] if sharing else 1

@@ -17,7 +17,7 @@ where every read finds nothing.
 
 from __future__ import annotations
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 
 # answers that say "this input is wrong" rather than "you may not ask" or "try later"
 _REFUSALS = (400, 404, 422)

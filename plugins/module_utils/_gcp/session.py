@@ -26,7 +26,7 @@ import threading
 import time
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import SESSION_DEFAULTS
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import (
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import (
     ApiError,
     CloudSession,
     CredentialsError,

@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.offers import server_config_url
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import parse_gke_version, version_gate_error
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import (
+    parse_gke_version, version_gate_error,
+)
 
 LATEST = "latest"
 _MINOR = re.compile(r"^(\d+)\.(\d+)$")

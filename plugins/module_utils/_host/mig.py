@@ -15,7 +15,7 @@ Order of work, so that nothing is written before everything is known to fit:
    host's driver lists, with the host's placements. A layout that does not fit is refused with the
    reason and the nearest layout that fits.
 4. ``plan_gpu``: keep the instances that match, destroy only the others, place the new ones
-   around the kept ones (``_mig.place`` with pinned starts) and create them at explicit
+   around the kept ones (``mig_placement.place`` with pinned starts) and create them at explicit
    placements (``-cgi <id>:<start>``), largest first.
 5. ``apply``: outside check mode, the plan through nvidia-smi; a MIG mode change that stays
    pending is reset only with ``allow_reset`` and no process on the GPU, otherwise reported as
@@ -28,6 +28,9 @@ import copy
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import documents as mig_documents
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import placement as mig_placement
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan
 
@@ -192,7 +195,7 @@ def read_mig_state(smi, gpu):
     placements = _listing(smi, _nvsmi.parse_gi_placements, "mig", "-lgipp", "-i", index)
     gpu["rules"] = host_rules(gpu, profiles, placements)
     gpu["rules_source"] = "host"
-    gpu["hardware_differences"] = _mig.hardware_differences(gpu["model"], profiles, placements)
+    gpu["hardware_differences"] = mig_nodes.hardware_differences(gpu["model"], profiles, placements)
     gis = _listing(smi, _nvsmi.parse_gi, "mig", "-lgi", "-i", index)
     cis = _listing(smi, _nvsmi.parse_ci, "mig", "-lci", "-i", index) if gis else []
     uuids = {}
@@ -271,7 +274,7 @@ def _layout_instances(gpu, entry):
         return None
     if gpu["model"] is None:
         return []  # refused by resolve with the GPU named
-    layouts = _mig.standard_layouts(gpu["rules"])
+    layouts = mig_placement.standard_layouts(gpu["rules"])
     if entry["layout"] not in layouts:
         raise MigError("%s.layout: %s has no layout %r; layouts: %s" % (
             entry["where"], _label(gpu), entry["layout"], ", ".join(sorted(layouts) + ["disabled"])))
@@ -288,14 +291,14 @@ def _fit_problem(gpu, instances):
     """None when the instances fit this GPU's rules, else the reason and the nearest layout that fits."""
     rules = gpu["rules"]
     request = [spec["profile"] + ("@%d" % spec["start"] if spec["start"] is not None else "") for spec in instances]
-    result = _mig.place(rules, request)
+    result = mig_placement.place(rules, request)
     if result["fits"]:
         return None
     unpinned = [spec["profile"] for spec in instances]
-    if unpinned != request and _mig.place(rules, unpinned)["fits"]:
+    if unpinned != request and mig_placement.place(rules, unpinned)["fits"]:
         nearest = unpinned  # the same instances where the placement rules allow them
     else:
-        nearest = _mig.nearest_fit(rules, request)
+        nearest = mig_placement.nearest_fit(rules, request)
     return "%s: layout [%s] does not fit: %s; nearest layout that fits: %s" % (
         _label(gpu), ", ".join(request), result["reason"], "[%s]" % ", ".join(nearest) if nearest else "none")
 
@@ -326,7 +329,7 @@ def resolve(entries, gpus):
                 problems.append(problem)
                 continue
             found = gpu["rules"]["profiles"][_mig.parse_profile(spec["profile"])[1]]
-            split = _mig.compute_split_problems(found, spec["compute"] or [])
+            split = mig_placement.compute_split_problems(found, spec["compute"] or [])
             if split:
                 problems.append("%s: %s, profile %s: %s" % (where, _label(gpu), found["name"], "; ".join(split)))
                 continue
@@ -383,7 +386,7 @@ def _keep(gpu, wanted):
         new_specs = [s for s in wanted if not any(s is k for k in kept_specs)]
         request = ["%s@%d" % (i["profile"], i["start"]) for i, _s in pairs]
         request += [s["profile"] + ("@%d" % s["start"] if s["start"] is not None else "") for s in new_specs]
-        result = _mig.place(gpu["rules"], request)
+        result = mig_placement.place(gpu["rules"], request)
         if result["fits"]:
             return pairs, new_specs, result
         if not pairs:
@@ -561,7 +564,7 @@ def parted_differences(gpu):
     have = sorted((i["profile"], sorted((c["slices"] for c in i["compute_instances"]), reverse=True))
                   for i in gpu["instances"])
     want = sorted((name, sorted(split, reverse=True))
-                  for name, split in _mig.pack_compute_instances(gpu["rules"], parted_devices(gpu)))
+                  for name, split in mig_placement.pack_compute_instances(gpu["rules"], parted_devices(gpu)))
     if have == want:
         return []
     return ["GPU %d: mig-parted would create %s from the exported config, the GPU has %s (mig-parted counts compute "
@@ -579,7 +582,7 @@ def parted_config(gpus, name):
     if len(models) != 1 or None in models:
         return None
     layouts = [parted_devices(gpu) if gpu["mig_current"] else None for gpu in gpus]
-    return _mig.mig_parted_config(models.pop(), layouts, name=name)
+    return mig_documents.mig_parted_config(models.pop(), layouts, name=name)
 
 
 def offline_host(offline):

@@ -13,7 +13,7 @@ import pwd
 import re
 import tempfile
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan
 
 
@@ -97,17 +97,17 @@ def _write(module, path, text):
 def run(module):
     params = module.params
     try:
-        env, warnings = _gpudirect.nccl_environment(
+        env, warnings = nccl.nccl_environment(
             params["fabric"], gke_version=params["gke_version"], machine_type=params["machine_type"],
             interfaces=params["interfaces"], overrides=params["overrides"], ctrl_interface=params["ctrl_interface"])
-        variant = _gpudirect.nccl_variant(params["fabric"], params["gke_version"])
+        variant = nccl.nccl_variant(params["fabric"], params["gke_version"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    conf = _gpudirect.as_nccl_conf(env)
+    conf = nccl.as_nccl_conf(env)
     result = dict(
         env=env,
-        k8s_env=_gpudirect.as_k8s_env(env),
-        exports=_gpudirect.as_exports(env),
+        k8s_env=nccl.as_k8s_env(env),
+        exports=nccl.as_exports(env),
         nccl_conf=conf,
         variant=variant,
         nccl_warnings=list(warnings),

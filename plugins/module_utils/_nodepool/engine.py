@@ -25,7 +25,7 @@ A run is ``NodePoolEngine.execute``, the same for every cloud:
 
 from __future__ import annotations
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan, resulting_document
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import WaitTimeout
 

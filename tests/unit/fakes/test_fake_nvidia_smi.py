@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 from ansible_collections.gpu_ops.cluster.tests.fakes import fake_nvidia_smi as fake
 
@@ -58,7 +59,7 @@ def test_profile_tables_agree_with_the_catalog(kind):
     model = fake.GPU_KINDS[kind]["model"]
     profiles = _nvsmi.parse_gi_profiles(ok(state, "mig", "-lgip"))
     placements = _nvsmi.parse_gi_placements(ok(state, "mig", "-lgipp"))
-    assert _mig.hardware_differences(model, profiles, placements) == []
+    assert mig_nodes.hardware_differences(model, profiles, placements) == []
     assert {p["profile"] for p in profiles} == {n for n, p in _mig.CATALOG[model]["profiles"].items()
                                                 if p["gpu_instance_profile_id"] is not None}
 

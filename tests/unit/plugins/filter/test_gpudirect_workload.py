@@ -22,6 +22,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpu_ops.cluster.plugins.filter.gpudirect import (
     gpudirect_profile, gpudirect_workload, nccl_env)
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as g
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
 
 NETWORKS = {
@@ -136,7 +137,7 @@ def test_patch_validates_and_is_idempotent(kind, fabric):
     assert [i["network"] for i in interfaces] == ["default"] + NETWORKS[fabric]
     trainer = template["spec"]["containers"][0]
     env = env_of(trainer)
-    expected, _warnings = g.nccl_environment(fabric, GKE)
+    expected, _warnings = nccl.nccl_environment(fabric, GKE)
     assert env == expected
     assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
     volumes = dict((v["name"], v) for v in template["spec"]["volumes"])

@@ -21,7 +21,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session imp
     CredentialsError,
     LroError,
 )
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError, RenderSession
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError, RenderSession
 from ansible_collections.gpu_ops.cluster.tests.contract.arm_models import API_VERSION
 from ansible_collections.gpu_ops.cluster.tests.doubles.arm import ArmDouble, DoubleCredential
 

@@ -21,7 +21,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session impor
     OperationError,
     OperationTimeoutError,
 )
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
 
 PROJECT = "unit-project"

@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gpudirect_rdma
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as _gpu_host
 
 QUERY = "--query-gpu=" + ",".join(_gpu_host.GPU_FIELDS)
@@ -209,7 +210,7 @@ def test_unreadable_proc_and_sys(tmp_path):
      "unsupported", "dmabuf: no RDMA device in /sys/class/infiniband"),
 ])
 def test_rdma_mode_boundaries(facts, mode, reason):
-    result = _gpu_host.gpudirect_rdma(facts)
+    result = gpudirect_rdma.gpudirect_rdma(facts)
     assert result["mode"] == mode
     if reason:
         assert reason in result["reasons"]
@@ -236,9 +237,9 @@ def test_fresh_host_facts_show_the_pci_gpus_and_the_rdma_stack(tmp_path):
     facts, calls = gather(tmp_path, host, nvidia_smi=None)
     assert calls == [] and facts["gpus"] == [] and facts["kernel_module"]["type"] is None
     assert facts["pci_gpus"] == [{"address": "0000:18:00.0", "device": "0x2330"}, {"address": "0000:2a:00.0", "device": "0x2330"}]
-    assert facts["modules_loaded"]["ib_core"] is True and not _gpu_host.driver_loaded(facts)
+    assert facts["modules_loaded"]["ib_core"] is True and not gpudirect_rdma.driver_loaded(facts)
     assert facts["gpudirect_rdma"]["mode"] == "unsupported"  # what runs now: no driver
-    planned = _gpu_host.gpudirect_rdma_planned(facts, "580.105.08")
+    planned = gpudirect_rdma.gpudirect_rdma_planned(facts, "580.105.08")
     assert (planned["mode"], planned["basis"], planned["reasons"]) == ("dmabuf", "planned", [])
     assert planned["evidence"] == [
         "the NVIDIA driver is not installed yet: decided for driver 580.105.08 with the operator's choice of kernel modules",
@@ -277,7 +278,7 @@ MOFED = {"ofed": {"present": True, "kind": "mofed", "version": "24.10-1.1.4.0"}}
 ])
 def test_planned_rdma_mode_for_the_operators_driver(changes, driver, module_type, mode, fragment):
     facts = dict(FRESH, **changes)
-    result = _gpu_host.gpudirect_rdma_planned(facts, driver, module_type)
+    result = gpudirect_rdma.gpudirect_rdma_planned(facts, driver, module_type)
     assert result["mode"] == mode, result
     assert result["modes"]["dmabuf"]["supported"] == (mode == "dmabuf")
     if fragment:
@@ -289,6 +290,6 @@ def test_planned_rdma_mode_for_the_operators_driver(changes, driver, module_type
 
 def test_planned_rdma_mode_without_pci_facts_says_so():
     facts = {k: v for k, v in FRESH.items() if k != "pci_gpus"}
-    result = _gpu_host.gpudirect_rdma_planned(facts, "580.105.08")
+    result = gpudirect_rdma.gpudirect_rdma_planned(facts, "580.105.08")
     assert result["mode"] == "dmabuf"
     assert "the GPUs on the PCI bus were not gathered (gpu_host_facts of an older collection)" in result["evidence"]

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as g
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 
 SEED_GUIDE_TCPXO_ENV = """
 NCCL_FASTRAK_CTRL_DEV=eth0
@@ -120,7 +121,7 @@ def test_every_release_is_a_coupled_pair():
                 assert rel["daemon"]["repository"].split("/", 1)[0] == rel["installer"]["repository"].split("/", 1)[0]
             else:
                 assert rel["daemon"] is None
-            assert rel["nccl_env"] in g.NCCL_ENVS[fabric]
+            assert rel["nccl_env"] in nccl.NCCL_ENVS[fabric]
 
 
 def test_images_and_registry_override():
@@ -192,7 +193,7 @@ def test_interfaces_annotation():
 # ------------------------------------------------------------------ NCCL environments
 
 def test_tcpxo_set_covers_the_guides_list():
-    env, _warnings = g.nccl_environment("tcpxo")
+    env, _warnings = nccl.nccl_environment("tcpxo")
     guide = dict(line.split("=", 1) for line in SEED_GUIDE_TCPXO_ENV.split())
     assert {k: env[k] for k in guide} == guide
     # where the Jan 2026 release differs from the (older) guide list
@@ -200,45 +201,45 @@ def test_tcpxo_set_covers_the_guides_list():
 
 
 def test_every_known_key_of_every_set():
-    for fabric, variants in g.NCCL_ENVS.items():
+    for fabric, variants in nccl.NCCL_ENVS.items():
         for variant, env in variants.items():
             for key in env:
                 if key.startswith("NCCL_"):
-                    assert g.known_nccl_key(key), (fabric, variant, key)
+                    assert nccl.known_nccl_key(key), (fabric, variant, key)
 
 
 def test_tcpx_bindings_need_an_a3_high():
     with pytest.raises(ValueError, match="machine_type: machine type 'a4-highgpu-8g' does not run tcpx"):
-        g.nccl_environment("tcpx", machine_type="a4-highgpu-8g")
+        nccl.nccl_environment("tcpx", machine_type="a4-highgpu-8g")
 
 
 def test_bare_metal_ignores_machine_type():
-    env, warnings = g.nccl_environment("ib", machine_type="a3-highgpu-8g")
+    env, warnings = nccl.nccl_environment("ib", machine_type="a3-highgpu-8g")
     assert warnings == ["machine_type is ignored for the ib fabric"] and "NCCL_IB_HCA" not in env
 
 
 def test_interfaces_as_comma_string():
-    env, _w = g.nccl_environment("tcpx", "1.34", interfaces="a,b,c,d")
+    env, _w = nccl.nccl_environment("tcpx", "1.34", interfaces="a,b,c,d")
     assert env["NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"] == "a,b,c,d"
 
 
 def test_override_value_types():
-    env, _w = g.nccl_environment("socket", overrides=dict(NCCL_SOCKET_NTHREADS=2, NCCL_IB_DISABLE=True))
+    env, _w = nccl.nccl_environment("socket", overrides=dict(NCCL_SOCKET_NTHREADS=2, NCCL_IB_DISABLE=True))
     assert env["NCCL_SOCKET_NTHREADS"] == "2" and env["NCCL_IB_DISABLE"] == "1"
     with pytest.raises(ValueError, match="overrides.NCCL_DEBUG: the value must be a string"):
-        g.nccl_environment("socket", overrides=dict(NCCL_DEBUG=["INFO"]))
+        nccl.nccl_environment("socket", overrides=dict(NCCL_DEBUG=["INFO"]))
 
 
 def test_shell_quoting():
-    exports = g.as_exports({"A": "x y", "B": "it's", "C": "plain-1.0", "D": ""})
+    exports = nccl.as_exports({"A": "x y", "B": "it's", "C": "plain-1.0", "D": ""})
     assert exports == "export A='x y'\nexport B='it'\"'\"'s'\nexport C=plain-1.0\nexport D=''\n"
 
 
 def test_exports_evaluate_in_a_real_shell():
     import subprocess  # pylint: disable=import-outside-toplevel
 
-    env, _w = g.nccl_environment("tcpx", "1.34", overrides=dict(NCCL_DEBUG_FILE="/tmp/nccl log's %h.txt"))
-    script = g.as_exports(env) + 'printf "%s\\n" "$LD_LIBRARY_PATH" "$NCCL_GPUDIRECTTCPX_RX_BINDINGS" "$NCCL_DEBUG_FILE"'
+    env, _w = nccl.nccl_environment("tcpx", "1.34", overrides=dict(NCCL_DEBUG_FILE="/tmp/nccl log's %h.txt"))
+    script = nccl.as_exports(env) + 'printf "%s\\n" "$LD_LIBRARY_PATH" "$NCCL_GPUDIRECTTCPX_RX_BINDINGS" "$NCCL_DEBUG_FILE"'
     out = subprocess.run(["bash", "-c", script], env={"LD_LIBRARY_PATH": "/opt/lib", "PATH": "/usr/bin:/bin"},
                          capture_output=True, text=True, check=True).stdout.splitlines()
     assert out == ["/opt/lib:/usr/local/nvidia/lib64", env["NCCL_GPUDIRECTTCPX_RX_BINDINGS"], "/tmp/nccl log's %h.txt"]

@@ -16,7 +16,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 import requests
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.http import (
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import (
     ApiError,
     CredentialsError,
     HttpClient,

@@ -12,6 +12,9 @@ import jsonschema
 import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import documents as mig_documents
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import placement as mig_placement
 
 # --------------------------------------------------------------------------------------------
 # Catalog facts, written out from the research notes (nvidia-stack.md 5.1, 5.2, 5.4) so that a
@@ -75,7 +78,7 @@ def test_unverified_placements_are_flagged():
     assert _mig.gpu_model("B200")["placements_verified"] is False
     assert _mig.gpu_model("RTX PRO 6000")["placements_verified"] is False
     assert _mig.gpu_model("A100-40GB")["placements_verified"] is True
-    assert _mig.place("B200", {"7g.180gb": 1})["placements_verified"] is False
+    assert mig_placement.place("B200", {"7g.180gb": 1})["placements_verified"] is False
 
 
 def test_fractions_and_driver_minimums_on_a100_40gb():
@@ -154,8 +157,8 @@ def test_every_aks_profile_on_nd96asr_v4(aks_name):
     assert got["verified"] is True
     entry = _mig.profile("A100-40GB", name)
     assert (entry["sm_fraction"], entry["memory_fraction"]) == (sm, memory)
-    single = _mig.expected_resources(got["gpu_model"], got["gpus_per_vm"], got["layout"], "single")
-    mixed = _mig.expected_resources(got["gpu_model"], got["gpus_per_vm"], got["layout"], "mixed")
+    single = mig_nodes.expected_resources(got["gpu_model"], got["gpus_per_vm"], got["layout"], "single")
+    mixed = mig_nodes.expected_resources(got["gpu_model"], got["gpus_per_vm"], got["layout"], "mixed")
     assert single == {"nvidia.com/gpu": instances * 8}
     assert mixed == {"nvidia.com/mig-" + name: instances * 8}
 
@@ -163,9 +166,9 @@ def test_every_aks_profile_on_nd96asr_v4(aks_name):
 def test_aks_mig1g_gives_the_guides_56():
     got = _mig.aks_profile("standard_nd96asr_v4", "MIG1g")  # VM sizes are case-insensitive in Azure
     assert got["vm_size"] == "Standard_ND96asr_v4"
-    assert _mig.expected_resources("A100-40GB", 8, got["layout"], "single") == {"nvidia.com/gpu": 56}
-    assert _mig.expected_resources("A100-40GB", 8, got["layout"], "mixed") == {"nvidia.com/mig-1g.5gb": 56}
-    assert _mig.expected_resources("A100-40GB", 8, got["layout"], "none") == {"nvidia.com/gpu": 8}
+    assert mig_nodes.expected_resources("A100-40GB", 8, got["layout"], "single") == {"nvidia.com/gpu": 56}
+    assert mig_nodes.expected_resources("A100-40GB", 8, got["layout"], "mixed") == {"nvidia.com/mig-1g.5gb": 56}
+    assert mig_nodes.expected_resources("A100-40GB", 8, got["layout"], "none") == {"nvidia.com/gpu": 8}
 
 
 @pytest.mark.parametrize("vm_size, model, gpus, mig3g", [
@@ -237,21 +240,21 @@ INVALID_A100_40GB = [
 
 @pytest.mark.parametrize("layout", VALID_A100_40GB, ids=lambda d: "+".join("%sx%d" % kv for kv in sorted(d.items())))
 def test_solver_accepts_known_valid_a100_geometries(layout):
-    result = _mig.place("A100-40GB", layout)
+    result = mig_placement.place("A100-40GB", layout)
     assert result["fits"], result["reason"]
     _assert_sound("A100-40GB", layout, result["placements"])
 
 
 @pytest.mark.parametrize("layout, why", INVALID_A100_40GB)
 def test_solver_rejects_invalid_a100_geometries(layout, why):
-    result = _mig.place("A100-40GB", layout)
+    result = mig_placement.place("A100-40GB", layout)
     assert not result["fits"]
     assert result["placements"] == []
     assert why in result["reason"]
 
 
 def test_three_two_one_one_puts_3g_at_slot_4_and_creates_it_first():
-    result = _mig.place("A100-40GB", {"3g.20gb": 1, "2g.10gb": 1, "1g.5gb": 2})
+    result = mig_placement.place("A100-40GB", {"3g.20gb": 1, "2g.10gb": 1, "1g.5gb": 2})
     starts = {(p["profile"], p["start"]) for p in result["placements"]}
     assert ("3g.20gb", 4) in starts and ("2g.10gb", 0) in starts
     assert result["creation_order"][0]["profile"] == "3g.20gb"
@@ -259,26 +262,26 @@ def test_three_two_one_one_puts_3g_at_slot_4_and_creates_it_first():
 
 
 def test_pinned_starts():
-    ok = _mig.place("A100-40GB", ["3g.20gb@4", "4g.20gb"])
+    ok = mig_placement.place("A100-40GB", ["3g.20gb@4", "4g.20gb"])
     assert ok["fits"] and {(p["profile"], p["start"]) for p in ok["placements"]} == {("3g.20gb", 4), ("4g.20gb", 0)}
-    clash = _mig.place("A100-40GB", ["4g.20gb@0", "3g.20gb@0"])
+    clash = mig_placement.place("A100-40GB", ["4g.20gb@0", "3g.20gb@0"])
     assert not clash["fits"]
     assert "no non-overlapping placement" in clash["reason"] and "4g.20gb@0" in clash["reason"]
-    wrong = _mig.place("A100-40GB", ["3g.20gb@2"])
+    wrong = mig_placement.place("A100-40GB", ["3g.20gb@2"])
     assert not wrong["fits"] and "allowed starts: 0, 4" in wrong["reason"]
     # pinned small instances leave no room for a 3g (slot 0 and slot 4 areas are both touched)
-    blocked = _mig.place("A100-40GB", ["1g.5gb@1", "1g.5gb@5", "3g.20gb"])
+    blocked = mig_placement.place("A100-40GB", ["1g.5gb@1", "1g.5gb@5", "3g.20gb"])
     assert not blocked["fits"] and "3g.20gb takes 4 slots starting at {0,4}" in blocked["reason"]
     with pytest.raises(ValueError, match="slot number"):
-        _mig.place("A100-40GB", ["3g.20gb@x"])
+        mig_placement.place("A100-40GB", ["3g.20gb@x"])
 
 
 def test_compute_instance_prefix_in_a_list_is_one_gpu_instance_each():
-    result = _mig.place("A100-40GB", ["1c.3g.20gb", "1c.3g.20gb"])
+    result = mig_placement.place("A100-40GB", ["1c.3g.20gb", "1c.3g.20gb"])
     assert result["fits"]
     assert [(p["profile"], p["compute_instances"]) for p in result["placements"]] == [("3g.20gb", [1]), ("3g.20gb", [1])]
     with pytest.raises(ValueError, match="does not fit a 3g"):
-        _mig.place("A100-40GB", {"4c.3g.20gb": 1})
+        mig_placement.place("A100-40GB", {"4c.3g.20gb": 1})
 
 
 @pytest.mark.parametrize("counts, instances", [
@@ -294,45 +297,45 @@ def test_compute_instance_prefix_in_a_list_is_one_gpu_instance_each():
     ({"3c.3g.20gb": 1}, [("3g.20gb", [3])]),
 ])
 def test_mig_parted_counts_pack_into_gpu_instances(counts, instances):
-    assert _mig.pack_compute_instances("A100-40GB", counts) == instances
-    placed = _mig.place("A100-40GB", counts)
+    assert mig_placement.pack_compute_instances("A100-40GB", counts) == instances
+    placed = mig_placement.place("A100-40GB", counts)
     assert placed["fits"], placed["reason"]
     assert sorted((p["profile"], p.get("compute_instances", [int(p["profile"][0])])) for p in placed["placements"]) == \
         sorted(instances)
 
 
 def test_mig_parted_counts_that_do_not_fit():
-    assert "at most 2" in _mig.place("A100-40GB", {"1c.3g.20gb": 7})["reason"]  # three 3g instances
+    assert "at most 2" in mig_placement.place("A100-40GB", {"1c.3g.20gb": 7})["reason"]  # three 3g instances
     with pytest.raises(ValueError, match="compute instance size 5 is not one of 1, 2, 3, 4, 7"):
-        _mig.place("A100-40GB", {"5c.7g.40gb": 1})
+        mig_placement.place("A100-40GB", {"5c.7g.40gb": 1})
     with pytest.raises(ValueError, match="whole number"):
-        _mig.pack_compute_instances("A100-40GB", {"1c.3g.20gb": -1})
+        mig_placement.pack_compute_instances("A100-40GB", {"1c.3g.20gb": -1})
 
 
 def test_mig_parted_config_keeps_compute_instance_counts():
-    config = _mig.mig_parted_config("H100-80GB", [{"1c.3g.40gb": 3, "3g.40gb": 1}, {"2c.4g.40gb": 2, "3C.3G.40GB": 1}],
-                                    name="split", device_filter=False, include_defaults=False)
+    config = mig_documents.mig_parted_config("H100-80GB", [{"1c.3g.40gb": 3, "3g.40gb": 1}, {"2c.4g.40gb": 2, "3C.3G.40GB": 1}],
+                                             name="split", device_filter=False, include_defaults=False)
     assert config["mig-configs"]["split"] == [
         {"devices": [0], "mig-enabled": True, "mig-devices": {"1c.3g.40gb": 3, "3g.40gb": 1}},
         {"devices": [1], "mig-enabled": True, "mig-devices": {"2c.4g.40gb": 2, "3g.40gb": 1}}]
-    assert _mig.expected_resources("H100-80GB", 1, {"1c.3g.40gb": 3, "3g.40gb": 1}, "mixed") == {
+    assert mig_nodes.expected_resources("H100-80GB", 1, {"1c.3g.40gb": 3, "3g.40gb": 1}, "mixed") == {
         "nvidia.com/mig-1c.3g.40gb": 3, "nvidia.com/mig-3g.40gb": 1}
 
 
 def test_a30_geometries():
-    assert _mig.place("A30", {"2g.12gb": 2})["fits"]
-    assert _mig.place("A30", {"2g.12gb+me": 1, "2g.12gb": 1})["fits"]
-    assert _mig.place("A30", {"1g.6gb": 4})["fits"]
-    assert "media extensions" in _mig.place("A30", {"1g.6gb+me": 1, "2g.12gb+me": 1})["reason"]
-    assert "compute slices" in _mig.place("A30", {"4g.24gb": 1, "1g.6gb": 1})["reason"]
+    assert mig_placement.place("A30", {"2g.12gb": 2})["fits"]
+    assert mig_placement.place("A30", {"2g.12gb+me": 1, "2g.12gb": 1})["fits"]
+    assert mig_placement.place("A30", {"1g.6gb": 4})["fits"]
+    assert "media extensions" in mig_placement.place("A30", {"1g.6gb+me": 1, "2g.12gb+me": 1})["reason"]
+    assert "compute slices" in mig_placement.place("A30", {"4g.24gb": 1, "1g.6gb": 1})["reason"]
 
 
 def test_request_errors():
     with pytest.raises(ValueError, match="whole number"):
-        _mig.place("A100-40GB", {"1g.5gb": -1})
+        mig_placement.place("A100-40GB", {"1g.5gb": -1})
     with pytest.raises(ValueError, match="does not exist on A100-80GB"):
-        _mig.place("A100-80GB", {"1g.5gb": 1})
-    assert _mig.place("A100-40GB", {})["fits"]  # MIG enabled, no instances
+        mig_placement.place("A100-80GB", {"1g.5gb": 1})
+    assert mig_placement.place("A100-40GB", {})["fits"]  # MIG enabled, no instances
 
 
 def _assert_sound(model, layout, placements):
@@ -383,7 +386,7 @@ def test_solver_agrees_with_exhaustive_enumeration(model):
             continue
         layout = dict(zip(names, counts))
         key = tuple(sorted(itertools.chain.from_iterable([n] * c for n, c in layout.items())))
-        result = _mig.place(model, layout)
+        result = mig_placement.place(model, layout)
         assert result["fits"] == (key in feasible), (layout, result["reason"])
         if result["fits"]:
             _assert_sound(model, layout, result["placements"])
@@ -397,75 +400,75 @@ def test_solver_agrees_with_exhaustive_enumeration(model):
 
 
 def test_standard_layouts_differ_per_model():
-    assert _mig.standard_layouts("A100-40GB")["all-1g.10gb"] == {"1g.10gb": 4}
-    assert _mig.standard_layouts("A100-80GB")["all-1g.10gb"] == {"1g.10gb": 7}
-    assert _mig.standard_layouts("H100-80GB")["all-1g.10gb.me"] == {"1g.10gb+me": 1}
-    assert _mig.standard_layouts("H200")["all-balanced"] == {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}
-    assert _mig.standard_layouts("A30")["all-balanced"] == {"1g.6gb": 2, "2g.12gb": 1}
-    assert _mig.standard_layouts("A100-40GB")["all-disabled"] is None
+    assert mig_placement.standard_layouts("A100-40GB")["all-1g.10gb"] == {"1g.10gb": 4}
+    assert mig_placement.standard_layouts("A100-80GB")["all-1g.10gb"] == {"1g.10gb": 7}
+    assert mig_placement.standard_layouts("H100-80GB")["all-1g.10gb.me"] == {"1g.10gb+me": 1}
+    assert mig_placement.standard_layouts("H200")["all-balanced"] == {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}
+    assert mig_placement.standard_layouts("A30")["all-balanced"] == {"1g.6gb": 2, "2g.12gb": 1}
+    assert mig_placement.standard_layouts("A100-40GB")["all-disabled"] is None
 
 
 def test_layout_forms():
-    assert _mig.normalize_layout("A100-40GB", "3g.20gb", 2) == [{"3g.20gb": 2}, {"3g.20gb": 2}]
-    assert _mig.normalize_layout("A100-40GB", "all-balanced", 1) == [{"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}]
-    assert _mig.normalize_layout("A100-40GB", None, 2) == [None, None]
-    assert _mig.normalize_layout("A100-40GB", [{"7g.40gb": 1}, "disabled", ["3g.20gb", "3g.20gb"]], 3) == [
+    assert mig_placement.normalize_layout("A100-40GB", "3g.20gb", 2) == [{"3g.20gb": 2}, {"3g.20gb": 2}]
+    assert mig_placement.normalize_layout("A100-40GB", "all-balanced", 1) == [{"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}]
+    assert mig_placement.normalize_layout("A100-40GB", None, 2) == [None, None]
+    assert mig_placement.normalize_layout("A100-40GB", [{"7g.40gb": 1}, "disabled", ["3g.20gb", "3g.20gb"]], 3) == [
         {"7g.40gb": 1}, None, {"3g.20gb": 2}]
     with pytest.raises(ValueError, match="3 entries for 2 GPUs"):
-        _mig.normalize_layout("A100-40GB", [None, None, None], 2)
+        mig_placement.normalize_layout("A100-40GB", [None, None, None], 2)
     with pytest.raises(ValueError, match="GPU 1 .* does not fit"):
-        _mig.normalize_layout("A100-40GB", [{"7g.40gb": 1}, {"4g.20gb": 1, "3g.20gb": 1, "1g.5gb": 1}], 2)
+        mig_placement.normalize_layout("A100-40GB", [{"7g.40gb": 1}, {"4g.20gb": 1, "3g.20gb": 1, "1g.5gb": 1}], 2)
     with pytest.raises(ValueError, match="gpus must be a whole number"):
-        _mig.normalize_layout("A100-40GB", "1g.5gb", 0)
+        mig_placement.normalize_layout("A100-40GB", "1g.5gb", 0)
 
 
 def test_expected_resources_strategies():
-    assert _mig.expected_resources("H100-80GB", 8, "1g.10gb+me", "mixed") == {"nvidia.com/mig-1g.10gb.me": 8}
+    assert mig_nodes.expected_resources("H100-80GB", 8, "1g.10gb+me", "mixed") == {"nvidia.com/mig-1g.10gb.me": 8}
     layout = [{"3g.20gb": 2}, {"1g.5gb": 7}, None]
-    assert _mig.expected_resources("A100-40GB", 3, layout, "mixed") == {
+    assert mig_nodes.expected_resources("A100-40GB", 3, layout, "mixed") == {
         "nvidia.com/mig-3g.20gb": 2, "nvidia.com/mig-1g.5gb": 7, "nvidia.com/gpu": 1}
-    assert _mig.expected_resources("A100-40GB", 3, layout, "none") == {"nvidia.com/gpu": 3}
+    assert mig_nodes.expected_resources("A100-40GB", 3, layout, "none") == {"nvidia.com/gpu": 3}
     with pytest.raises(ValueError, match="homogeneous"):
-        _mig.expected_resources("A100-40GB", 1, {"3g.20gb": 1, "2g.10gb": 1}, "single")
+        mig_nodes.expected_resources("A100-40GB", 1, {"3g.20gb": 1, "2g.10gb": 1}, "single")
     with pytest.raises(ValueError, match="MIG disabled"):
-        _mig.expected_resources("A100-40GB", 2, [{"7g.40gb": 1}, None], "single")
+        mig_nodes.expected_resources("A100-40GB", 2, [{"7g.40gb": 1}, None], "single")
     with pytest.raises(ValueError, match="no MIG devices"):
-        _mig.expected_resources("A100-40GB", 2, "all-enabled", "single")
+        mig_nodes.expected_resources("A100-40GB", 2, "all-enabled", "single")
     with pytest.raises(ValueError, match="none, single, mixed"):
-        _mig.expected_resources("A100-40GB", 2, "1g.5gb", "auto")
+        mig_nodes.expected_resources("A100-40GB", 2, "1g.5gb", "auto")
 
 
 def test_sharing_multiplies_and_renames():
     ts = {"strategy": "time-slicing", "replicas": 4}
-    assert _mig.expected_node_resources("A100-40GB", 8, "1g.5gb", "single", ts) == {"nvidia.com/gpu": 224}
+    assert mig_nodes.expected_node_resources("A100-40GB", 8, "1g.5gb", "single", ts) == {"nvidia.com/gpu": 224}
     renamed = dict(ts, rename_by_default=True)
-    assert _mig.expected_node_resources("A100-40GB", 8, "1g.5gb", "single", renamed) == {
+    assert mig_nodes.expected_node_resources("A100-40GB", 8, "1g.5gb", "single", renamed) == {
         "nvidia.com/gpu": 0, "nvidia.com/gpu.shared": 224}
-    assert _mig.expected_node_resources("A100-40GB", 8, "1g.5gb", "mixed", dict(ts, replicas=2)) == {
+    assert mig_nodes.expected_node_resources("A100-40GB", 8, "1g.5gb", "mixed", dict(ts, replicas=2)) == {
         "nvidia.com/mig-1g.5gb": 112}
     mps = {"strategy": "mps", "replicas": 10}
-    assert _mig.expected_node_resources("H100-80GB", 8, None, "none", mps) == {"nvidia.com/gpu": 80}
+    assert mig_nodes.expected_node_resources("H100-80GB", 8, None, "none", mps) == {"nvidia.com/gpu": 80}
     with pytest.raises(ValueError, match="not supported for MIG devices"):
-        _mig.expected_node_resources("A100-40GB", 8, "1g.5gb", "single", mps)
+        mig_nodes.expected_node_resources("A100-40GB", 8, "1g.5gb", "single", mps)
     with pytest.raises(ValueError, match="replicas must be a whole number >= 2"):
-        _mig.expected_node_resources("A100-40GB", 8, "1g.5gb", "single", {"strategy": "time-slicing", "replicas": 1})
+        mig_nodes.expected_node_resources("A100-40GB", 8, "1g.5gb", "single", {"strategy": "time-slicing", "replicas": 1})
     with pytest.raises(ValueError, match="not advertised"):
-        _mig.expected_node_resources("A100-40GB", 8, "1g.5gb", "mixed",
-                                     dict(ts, resources=["nvidia.com/mig-2g.10gb"]))
+        mig_nodes.expected_node_resources("A100-40GB", 8, "1g.5gb", "mixed",
+                                          dict(ts, resources=["nvidia.com/mig-2g.10gb"]))
     with pytest.raises(ValueError, match="unknown sharing options: replica"):
-        _mig.expected_node_resources("A100-40GB", 8, "1g.5gb", "mixed", {"strategy": "mps", "replica": 2})
+        mig_nodes.expected_node_resources("A100-40GB", 8, "1g.5gb", "mixed", {"strategy": "mps", "replica": 2})
 
 
 def test_expected_labels():
-    single = _mig.expected_labels("A100-40GB", 8, "1g.5gb", "single")
+    single = mig_nodes.expected_labels("A100-40GB", 8, "1g.5gb", "single")
     assert single["nvidia.com/mig.strategy"] == "single"
     assert single["nvidia.com/gpu.count"] == "56"
     assert re.search(single["nvidia.com/gpu.product"]["pattern"], "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")
     assert not re.search(single["nvidia.com/gpu.product"]["pattern"], "NVIDIA-A100-SXM4-40GB-MIG-2g.10gb")
-    mixed = _mig.expected_labels("A100-40GB", 8, "1g.5gb", "mixed")
+    mixed = mig_nodes.expected_labels("A100-40GB", 8, "1g.5gb", "mixed")
     assert mixed == {"nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.product": {"gpu_model": "A100-40GB"},
                      "nvidia.com/mig-1g.5gb.count": "56"}
-    shared = _mig.expected_labels("A100-40GB", 8, "1g.5gb", "single", {"strategy": "time-slicing", "replicas": 4})
+    shared = mig_nodes.expected_labels("A100-40GB", 8, "1g.5gb", "single", {"strategy": "time-slicing", "replicas": 4})
     assert shared["nvidia.com/gpu.replicas"] == "4"
     assert shared["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
     assert re.search(shared["nvidia.com/gpu.product"]["pattern"], "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED")
@@ -512,7 +515,7 @@ MIG_PARTED_SCHEMA = {
 
 
 def test_mig_parted_config_one_layout_for_all_gpus():
-    config = _mig.mig_parted_config("A100-40GB", "all-balanced", name="balanced")
+    config = mig_documents.mig_parted_config("A100-40GB", "all-balanced", name="balanced")
     jsonschema.validate(config, MIG_PARTED_SCHEMA)
     assert config["mig-configs"]["balanced"] == [{
         "devices": "all",
@@ -526,41 +529,41 @@ def test_mig_parted_config_one_layout_for_all_gpus():
 
 def test_mig_parted_config_per_gpu_groups_identical_layouts():
     layout = [{"3g.20gb": 2}, None, {"3g.20gb": 2}, {"1g.5gb+me": 1, "1g.5gb": 6}]
-    config = _mig.mig_parted_config("A100-40GB", layout, name="mixed-pool", device_filter=False,
-                                    include_defaults=False)
+    config = mig_documents.mig_parted_config("A100-40GB", layout, name="mixed-pool", device_filter=False,
+                                             include_defaults=False)
     jsonschema.validate(config, MIG_PARTED_SCHEMA)
     assert config == {"version": "v1", "mig-configs": {"mixed-pool": [
         {"devices": [0, 2], "mig-enabled": True, "mig-devices": {"3g.20gb": 2}},
         {"devices": [1], "mig-enabled": False},
         {"devices": [3], "mig-enabled": True, "mig-devices": {"1g.5gb": 6, "1g.5gb+me": 1}},
     ]}}
-    a30 = _mig.mig_parted_config("A30", "2g.12gb")
+    a30 = mig_documents.mig_parted_config("A30", "2g.12gb")
     assert a30["mig-configs"]["custom"][0]["device-filter"] == "0x20B710DE"
     jsonschema.validate(a30, MIG_PARTED_SCHEMA)
 
 
 def test_mig_parted_config_refuses_bad_input():
     with pytest.raises(ValueError, match="does not fit"):
-        _mig.mig_parted_config("A100-40GB", {"4g.20gb": 1, "3g.20gb": 1, "1g.5gb": 1})
+        mig_documents.mig_parted_config("A100-40GB", {"4g.20gb": 1, "3g.20gb": 1, "1g.5gb": 1})
     with pytest.raises(ValueError, match="default configs"):
-        _mig.mig_parted_config("A100-40GB", "1g.5gb", name="all-disabled")
+        mig_documents.mig_parted_config("A100-40GB", "1g.5gb", name="all-disabled")
     with pytest.raises(ValueError, match="non-empty string"):
-        _mig.mig_parted_config("A100-40GB", "1g.5gb", name="")
+        mig_documents.mig_parted_config("A100-40GB", "1g.5gb", name="")
 
 
 def test_device_plugin_config():
-    assert _mig.device_plugin_config("single") == {"version": "v1", "flags": {"migStrategy": "single"}}
-    resources = _mig.expected_resources("A100-40GB", 8, "1g.5gb", "mixed")
-    config = _mig.device_plugin_config("mixed", {"strategy": "time-slicing", "replicas": 2,
-                                                 "fail_requests_greater_than_one": True}, resources)
+    assert mig_documents.device_plugin_config("single") == {"version": "v1", "flags": {"migStrategy": "single"}}
+    resources = mig_nodes.expected_resources("A100-40GB", 8, "1g.5gb", "mixed")
+    config = mig_documents.device_plugin_config("mixed", {"strategy": "time-slicing", "replicas": 2,
+                                                          "fail_requests_greater_than_one": True}, resources)
     assert config["sharing"] == {"timeSlicing": {
         "renameByDefault": False, "failRequestsGreaterThanOne": True,
         "resources": [{"name": "nvidia.com/mig-1g.5gb", "replicas": 2}]}}
-    mps = _mig.device_plugin_config("none", {"strategy": "mps", "replicas": 4})
+    mps = mig_documents.device_plugin_config("none", {"strategy": "mps", "replicas": 4})
     assert mps["sharing"] == {"mps": {"renameByDefault": False,
                                       "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}
     with pytest.raises(ValueError, match="MPS sharing is not supported for MIG"):
-        _mig.device_plugin_config("single", {"strategy": "mps", "replicas": 4})
+        mig_documents.device_plugin_config("single", {"strategy": "mps", "replicas": 4})
 
 
 # --------------------------------------------------------------------------------------------
@@ -582,18 +585,18 @@ MIXED_LABELS = {"nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.product": "N
 
 
 def test_verify_nodes_pass_and_fail():
-    resources = _mig.expected_resources("A100-40GB", 8, "1g.5gb", "mixed")
-    labels = _mig.expected_labels("A100-40GB", 8, "1g.5gb", "mixed")
+    resources = mig_nodes.expected_resources("A100-40GB", 8, "1g.5gb", "mixed")
+    labels = mig_nodes.expected_labels("A100-40GB", 8, "1g.5gb", "mixed")
     good = [_node("aks-migpool-0", {"nvidia.com/mig-1g.5gb": "56"}, MIXED_LABELS),
             _node("aks-migpool-1", {"nvidia.com/mig-1g.5gb": "56"}, MIXED_LABELS),
             _node("aks-system-0", {}, {"kubernetes.azure.com/agentpool": "system"})]
-    report = _mig.verify_nodes(good, resources, labels, {"kubernetes.azure.com/agentpool": "migpool"}, 2)
+    report = mig_nodes.verify_nodes(good, resources, labels, {"kubernetes.azure.com/agentpool": "migpool"}, 2)
     assert report["ok"], report["problems"]
     assert [n["name"] for n in report["nodes"]] == ["aks-migpool-0", "aks-migpool-1"]
 
     short = [good[0], _node("aks-migpool-1", {"nvidia.com/mig-1g.5gb": "49"},
                             dict(MIXED_LABELS, **{"nvidia.com/mig-1g.5gb.count": "49"}))]
-    report = _mig.verify_nodes(short, resources, labels, {"kubernetes.azure.com/agentpool": "migpool"})
+    report = mig_nodes.verify_nodes(short, resources, labels, {"kubernetes.azure.com/agentpool": "migpool"})
     assert not report["ok"]
     assert report["problems"] == [
         "node aks-migpool-1: allocatable nvidia.com/mig-1g.5gb=49, expected 56",
@@ -607,12 +610,12 @@ def test_verify_nodes_pass_and_fail():
 
 
 def test_verify_nodes_other_problems():
-    resources = _mig.expected_resources("A100-40GB", 8, "1g.5gb", "single")
-    labels = _mig.expected_labels("A100-40GB", 8, "1g.5gb", "single")
+    resources = mig_nodes.expected_resources("A100-40GB", 8, "1g.5gb", "single")
+    labels = mig_nodes.expected_labels("A100-40GB", 8, "1g.5gb", "single")
     # the plugin still runs the none strategy: whole GPUs, no GFD MIG labels
     node = _node("n1", {"nvidia.com/gpu": "8", "nvidia.com/mig-2g.10gb": "3"},
                  {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.count": "8"})
-    problems = _mig.node_problems(node, resources, labels)
+    problems = mig_nodes.node_problems(node, resources, labels)
     assert problems == [
         "allocatable nvidia.com/gpu=8, expected 56",
         "allocatable nvidia.com/mig-2g.10gb=3 not expected",
@@ -622,13 +625,13 @@ def test_verify_nodes_other_problems():
     ]
     wrong_gpu = _node("n2", {"nvidia.com/gpu": "8"}, {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
                                                       "nvidia.com/gpu.count": "8"})
-    assert _mig.node_problems(wrong_gpu, {"nvidia.com/gpu": 8}, _mig.expected_labels("A100-40GB", 8, None, "none")) == [
+    assert mig_nodes.node_problems(wrong_gpu, {"nvidia.com/gpu": 8}, mig_nodes.expected_labels("A100-40GB", 8, None, "none")) == [
         "label nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 is a H100-80GB, expected A100-40GB"]
     # renamed sharing: the old name may be absent or 0
     renamed = {"nvidia.com/gpu": 0, "nvidia.com/gpu.shared": 32}
-    assert _mig.node_problems(_node("n3", {"nvidia.com/gpu.shared": "32"}, {}), renamed) == []
-    assert _mig.node_problems(_node("n3", {"nvidia.com/gpu.shared": "32", "nvidia.com/gpu": "0"}, {}), renamed) == []
-    report = _mig.verify_nodes([], resources, labels, {"agentpool": "migpool"}, 1)
+    assert mig_nodes.node_problems(_node("n3", {"nvidia.com/gpu.shared": "32"}, {}), renamed) == []
+    assert mig_nodes.node_problems(_node("n3", {"nvidia.com/gpu.shared": "32", "nvidia.com/gpu": "0"}, {}), renamed) == []
+    report = mig_nodes.verify_nodes([], resources, labels, {"agentpool": "migpool"}, 1)
     assert report["problems"] == ["found 0 node(s) matching agentpool=migpool, expected at least 1"]
 
 
@@ -657,7 +660,7 @@ PARTED = {"version": "v1", "mig-configs": {
     (None, "all-balanced", None, "no mig-parted config and no GPU model"),
 ])
 def test_parted_config_problems(config, name, model, problem):
-    problems = _mig.parted_config_problems(config, name, model)
+    problems = mig_nodes.parted_config_problems(config, name, model)
     if problem is None:
         assert problems == []
     else:
@@ -675,14 +678,14 @@ def test_mig_config_status_and_events():
               {"involvedObject": {"kind": "Node", "name": "b"}, "reason": "Starting", "message": "kubelet",
                "lastTimestamp": "2026-11-23T10:00:01Z"},
               {"involvedObject": {"kind": "Pod", "name": "b"}, "reason": "Pulled", "message": "not about the node"}]
-    done = _mig.mig_config_status([_labelled_node("a", "x", "success")], "x")
+    done = mig_nodes.mig_config_status([_labelled_node("a", "x", "success")], "x")
     assert done["converged"] and done["failed"] == [] and done["message"] == ""
-    status = _mig.mig_config_status([_labelled_node("b", "x", "rebooting"), _labelled_node("a", "x", "failed"), _labelled_node("c", "y", "success")],
-                                    "x", events, 1)
+    status = mig_nodes.mig_config_status([_labelled_node("b", "x", "rebooting"), _labelled_node("a", "x", "failed"), _labelled_node("c", "y", "success")],
+                                         "x", events, 1)
     assert not status["converged"] and status["failed"] == ["a"]
     assert [n["name"] for n in status["nodes"]] == ["a", "b", "c"]
     lines = status["message"].split(" | ")
     assert lines[0].startswith("node a: nvidia.com/mig.config.state=failed for config x - the MIG manager could not apply it")
     assert lines[1].endswith("rebooting the node (WITH_REBOOT=true); recent events: Warning Rebooted: Node b has been rebooted (x2)")
     assert lines[2].startswith("node c: nvidia.com/mig.config=y (expected x)")
-    assert not _mig.mig_config_status([], "x")["converged"]
+    assert not mig_nodes.mig_config_status([], "x")["converged"]

@@ -16,7 +16,12 @@ import os
 
 import pytest
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gpu_operator
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import gpu_operator_plan as ops
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import inputs
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import network_operator_plan
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import readiness
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _perftest
 from ansible_collections.gpu_ops.cluster.tests.doubles.gpu_hosts import gpu_host as host
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
@@ -232,7 +237,7 @@ BAD = [
 
 @pytest.mark.parametrize("settings,hosts,fragment", BAD, ids=[str(i) for i in range(len(BAD))])
 def test_bad_gpu_operator_input_is_refused_naming_the_option(settings, hosts, fragment):
-    with pytest.raises(ops.OperatorInputError) as error:
+    with pytest.raises(inputs.OperatorInputError) as error:
         ops.gpu_operator_plan(settings, hosts)
     assert fragment in str(error.value)
 
@@ -293,7 +298,7 @@ def test_auto_rdma_on_fresh_hosts_decides_for_the_operators_driver(version, sett
 
 
 def test_forced_dmabuf_on_a_fresh_host_is_judged_for_the_operators_driver():
-    with pytest.raises(ops.OperatorInputError) as error:
+    with pytest.raises(inputs.OperatorInputError) as error:
         ops.gpu_operator_plan(options("v25.10.1", rdma={"mode": "dmabuf"}, driver={"kernel_module_type": "proprietary"}),
                               {"gpu-a": fresh()})
     assert "rdma.mode dmabuf is not supported on gpu-a (driver.kernel_module_type is proprietary" in str(error.value)
@@ -325,7 +330,7 @@ def test_container_ofed_makes_peermem_possible_on_hosts_without_mofed(hosts):
     # and a forced peermem is accepted for the same reason, refused without it
     forced = ops.gpu_operator_plan(options("v25.10.1", rdma={"mode": "peermem", "use_host_mofed": False}), hosts)
     assert forced["rdma"]["mode"] == "peermem"
-    with pytest.raises(ops.OperatorInputError, match="rdma.mode peermem is not supported on gpu-a"):
+    with pytest.raises(inputs.OperatorInputError, match="rdma.mode peermem is not supported on gpu-a"):
         ops.gpu_operator_plan(options("v25.10.1", rdma={"mode": "peermem"}), hosts)
 
 
@@ -347,19 +352,19 @@ def net_options(version, **extra):
 
 
 def test_network_operator_ipam_follows_the_chart_version():
-    new = ops.network_operator_plan(net_options("25.10.0"), {"a": host()})
+    new = network_operator_plan.network_operator_plan(net_options("25.10.0"), {"a": host()})
     assert new["ipam"] == "nv-ipam" and "nvIpam" in new["nic_cluster_policy"]["spec"]
     assert json.loads(new["networks"][0]["spec"]["ipam"]) == {"type": "nv-ipam", "poolName": "rdma-pool"}
     assert new["ip_pools"][0]["spec"] == {"subnet": "192.168.2.0/24", "perNodeBlockSize": 16, "gateway": "192.168.2.1"}
-    old = ops.network_operator_plan(net_options("25.7.0", ip_pools=[]), {"a": host()})
+    old = network_operator_plan.network_operator_plan(net_options("25.7.0", ip_pools=[]), {"a": host()})
     assert old["ipam"] == "whereabouts"
     assert old["nic_cluster_policy"]["spec"]["secondaryNetwork"]["ipamPlugin"]["image"] == "whereabouts"
     assert json.loads(old["networks"][0]["spec"]["ipam"])["type"] == "whereabouts"
 
 
 def test_nic_cluster_policy_carries_the_rdma_shared_device_plugin():
-    plan = ops.network_operator_plan(net_options("26.4", ofed={"source": "operator", "version": "doca3.2.0-25.10-1.2.8.0-2"},
-                                                 rdma_shared_device_plugin={"selectors": {"vendors": ["15b3"], "ifNames": ["ens64np1"]}}))
+    plan = network_operator_plan.network_operator_plan(net_options("26.4", ofed={"source": "operator", "version": "doca3.2.0-25.10-1.2.8.0-2"},
+                                                                   rdma_shared_device_plugin={"selectors": {"vendors": ["15b3"], "ifNames": ["ens64np1"]}}))
     spec = plan["nic_cluster_policy"]["spec"]
     assert plan["chart"]["chart_version"] == "26.4.1"
     assert spec["ofedDriver"]["version"] == "doca3.2.0-25.10-1.2.8.0-2"
@@ -393,14 +398,14 @@ NET_BAD = [
 
 @pytest.mark.parametrize("settings,fragment", NET_BAD, ids=[str(i) for i in range(len(NET_BAD))])
 def test_bad_network_operator_input_is_refused_naming_the_option(settings, fragment):
-    with pytest.raises(ops.OperatorInputError) as error:
-        ops.network_operator_plan(settings, {"a": host()})
+    with pytest.raises(inputs.OperatorInputError) as error:
+        network_operator_plan.network_operator_plan(settings, {"a": host()})
     assert fragment in str(error.value)
 
 
 def test_host_mofed_must_be_installed_for_the_host_source():
-    with pytest.raises(ops.OperatorInputError, match="ofed.source host: MLNX_OFED/DOCA-OFED is not installed on b"):
-        ops.network_operator_plan(net_options("25.10.0"), {"a": host(), "b": host(ofed=False)})
+    with pytest.raises(inputs.OperatorInputError, match="ofed.source host: MLNX_OFED/DOCA-OFED is not installed on b"):
+        network_operator_plan.network_operator_plan(net_options("25.10.0"), {"a": host(), "b": host(ofed=False)})
 
 
 # ---- readiness ------------------------------------------------------------------------------------
@@ -416,27 +421,27 @@ def _pod(name, node, component, ready, reason=None):
 
 def test_readiness_names_the_component_and_node_that_are_not_ready():
     policy = {"kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"}, "status": {"state": "notReady"}}
-    report = ops.readiness_report(policy, [_pod("drv-a", "gpu-1", "nvidia-driver-daemonset", True),
-                                           _pod("drv-b", "gpu-2", "nvidia-driver-daemonset", False, "ImagePullBackOff")])
+    report = readiness.readiness_report(policy, [_pod("drv-a", "gpu-1", "nvidia-driver-daemonset", True),
+                                                 _pod("drv-b", "gpu-2", "nvidia-driver-daemonset", False, "ImagePullBackOff")])
     assert report["ready"] is False
     assert report["summary"][0] == "ClusterPolicy/cluster-policy is notReady"
     assert "nvidia-driver-daemonset not ready on node gpu-2 (pod drv-b: main ImagePullBackOff)" in report["summary"]
     ncp = {"kind": "NicClusterPolicy", "metadata": {"name": "nic-cluster-policy"}, "status": {"state": "notReady", "appliedStates": [
         {"name": "state-OFED", "state": "notReady", "message": "waiting for driver"}, {"name": "state-multus-cni", "state": "ready"}]}}
-    assert ops.readiness_report(ncp)["summary"][1] == "component state-OFED is notReady: waiting for driver"
+    assert readiness.readiness_report(ncp)["summary"][1] == "component state-OFED is notReady: waiting for driver"
 
 
 def test_driver_pod_report_wants_the_sidecars_and_their_messages():
     pod = {"metadata": {"name": "nvidia-driver-daemonset-x"}, "spec": {"nodeName": "gpu-1", "containers": [
         {"name": "nvidia-driver-ctr"}, {"name": "nvidia-peermem-ctr"}]},
         "status": {"containerStatuses": [{"name": "nvidia-driver-ctr", "ready": True}, {"name": "nvidia-peermem-ctr", "ready": True}]}}
-    sidecars = [ops.DRIVER_SIDECARS["peermem"], ops.DRIVER_SIDECARS["gds"]]
-    problems = ops.driver_pod_report([pod], sidecars, {"nvidia-driver-daemonset-x/nvidia-peermem-ctr": "waiting for mellanox ofed"})
+    sidecars = [gpu_operator.DRIVER_SIDECARS["peermem"], gpu_operator.DRIVER_SIDECARS["gds"]]
+    problems = readiness.driver_pod_report([pod], sidecars, {"nvidia-driver-daemonset-x/nvidia-peermem-ctr": "waiting for mellanox ofed"})
     assert problems == ["nvidia-driver-daemonset-x on node gpu-1: the nvidia-peermem-ctr log does not say "
                         "'successfully loaded nvidia-peermem module'",
                         "nvidia-driver-daemonset-x on node gpu-1 has no nvidia-fs-ctr container"]
-    ok = ops.driver_pod_report([pod], sidecars[:1], {"nvidia-driver-daemonset-x/nvidia-peermem-ctr":
-                                                     "waiting...\nsuccessfully loaded nvidia-peermem module\n"})
+    ok = readiness.driver_pod_report([pod], sidecars[:1], {"nvidia-driver-daemonset-x/nvidia-peermem-ctr":
+                                                           "waiting...\nsuccessfully loaded nvidia-peermem module\n"})
     assert ok == []
 
 
@@ -444,7 +449,7 @@ def test_driver_pod_report_wants_the_sidecars_and_their_messages():
 
 def test_ib_write_bw_guide_output():
     with open(os.path.join(FIXTURES, "perftest", "guide_ib_write_bw_dmabuf.txt"), encoding="utf-8") as handle:
-        result = ops.parse_ib_write_bw(handle.read())
+        result = _perftest.parse_ib_write_bw(handle.read())
     assert result["unit"] == "Gb/sec" and result["device"] == "mlx5_0" and result["link_type"] == "Ethernet"
     assert len(result["rows"]) == 23
     assert result["rows"][15] == {"bytes": 65536, "iterations": 5000, "bw_peak_gbps": 92.39, "bw_average_gbps": 92.38,
@@ -457,27 +462,27 @@ def test_ib_write_bw_megabytes_tabs_and_warnings():
             " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
             "Conflicting CPU frequency values detected: 1500.000000 != 3000.000000. CPU Frequency is not max.\n"
             " 65536\t5000\t11548.00\t11547.50\t0.184760\n")
-    result = ops.parse_ib_write_bw(text)
+    result = _perftest.parse_ib_write_bw(text)
     assert result["unit"] == "MB/sec" and result["bw_average_gbps"] == pytest.approx(92.38)
 
 
 def test_ib_write_bw_without_a_table_is_an_error():
-    with pytest.raises(ops.OperatorInputError, match="no ib_write_bw result table"):
-        ops.parse_ib_write_bw("Couldn't connect to 192.168.2.226:18515\nUnable to init the socket connection")
+    with pytest.raises(inputs.OperatorInputError, match="no ib_write_bw result table"):
+        _perftest.parse_ib_write_bw("Couldn't connect to 192.168.2.226:18515\nUnable to init the socket connection")
 
 
 def test_threshold_is_a_fraction_of_the_slowest_link():
-    assert ops.rdma_threshold({"a": host(rate=200), "b": host(rate=100)}, fraction=0.8) == (80.0, 100.0, "mlx5_0")
-    assert ops.rdma_threshold({"a": host()}, threshold=50) == (50.0, None, None)
-    with pytest.raises(ops.OperatorInputError, match="mlx5_9"):
-        ops.rdma_threshold({"a": host()}, device="mlx5_9")
-    with pytest.raises(ops.OperatorInputError, match="threshold_fraction"):
-        ops.rdma_threshold({"a": host()}, fraction=1.5)
+    assert _perftest.rdma_threshold({"a": host(rate=200), "b": host(rate=100)}, fraction=0.8) == (80.0, 100.0, "mlx5_0")
+    assert _perftest.rdma_threshold({"a": host()}, threshold=50) == (50.0, None, None)
+    with pytest.raises(inputs.OperatorInputError, match="mlx5_9"):
+        _perftest.rdma_threshold({"a": host()}, device="mlx5_9")
+    with pytest.raises(inputs.OperatorInputError, match="threshold_fraction"):
+        _perftest.rdma_threshold({"a": host()}, fraction=1.5)
 
 
 def test_the_guide_result_passes_the_default_threshold_of_its_100g_link():
-    threshold, dummy, dummy = ops.rdma_threshold({"a": host(rate=100)})
-    assert ops.parse_ib_write_bw(GUIDE_OUTPUT)["bw_average_gbps"] >= threshold
+    threshold, dummy, dummy = _perftest.rdma_threshold({"a": host(rate=100)})
+    assert _perftest.parse_ib_write_bw(GUIDE_OUTPUT)["bw_average_gbps"] >= threshold
 
 
 def test_plans_do_not_share_state():
@@ -493,7 +498,7 @@ def test_node_report_names_missing_labels_and_gpus():
     good = {"metadata": {"name": "gpu-1", "labels": dict(expect["labels"])}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
     short = {"metadata": {"name": "gpu-2", "labels": {"nvidia.com/gpu.present": "true"}}, "status": {"allocatable": {}}}
     gpu_hosts = {"facts": {"h1": host(), "h2": host()}, "nodes": {"h1": "gpu-1", "h2": "gpu-2", "h3": "gpu-3"}}
-    problems = ops.node_report([good, short], gpu_hosts, expect)
+    problems = readiness.node_report([good, short], gpu_hosts, expect)
     assert problems[0].startswith("node gpu-2: labels nvidia.com/gpu.deploy.container-toolkit=(missing)")
     assert problems[1] == "node gpu-2: allocatable nvidia.com/gpu is 0, expected at least 8"
     assert problems[2] == "node gpu-3 does not exist"
@@ -503,10 +508,10 @@ def test_node_report_names_missing_labels_and_gpus():
 def test_driver_pod_report_reads_k8s_log_loop_results():
     pod = {"metadata": {"name": "drv"}, "spec": {"nodeName": "gpu-1", "containers": [{"name": "nvidia-peermem-ctr"}]},
            "status": {"containerStatuses": [{"name": "nvidia-peermem-ctr", "ready": True}]}}
-    sidecar = ops.DRIVER_SIDECARS["peermem"]
+    sidecar = gpu_operator.DRIVER_SIDECARS["peermem"]
     results = [{"item": [pod, sidecar], "log": "successfully loaded nvidia-peermem module"}]
-    assert ops.driver_pod_report([pod], [sidecar], results) == []
-    assert ops.driver_pod_report([pod], [sidecar], [{"item": [pod, sidecar], "failed": True}]) != []
+    assert readiness.driver_pod_report([pod], [sidecar], results) == []
+    assert readiness.driver_pod_report([pod], [sidecar], [{"item": [pod, sidecar], "failed": True}]) != []
 
 
 # helm's kubeVersion check leaves pre-release server versions out unless the constraint has a pre-release ("-0")
@@ -524,7 +529,7 @@ KUBE_VERSIONS = [
 
 @pytest.mark.parametrize("constraint,server,refused", KUBE_VERSIONS, ids=[s for dummy, s, dummy2 in KUBE_VERSIONS])
 def test_kube_version_refusal_is_helms_prerelease_rule(constraint, server, refused):
-    message = ops.kube_version_refusal("network-operator 25.10.0", constraint, server)
+    message = network_operator_plan.kube_version_refusal("network-operator 25.10.0", constraint, server)
     assert bool(message) is refused
     if refused:
         assert "network-operator 25.10.0 declares kubeVersion '%s'" % constraint in message and server in message
@@ -533,8 +538,8 @@ def test_kube_version_refusal_is_helms_prerelease_rule(constraint, server, refus
 @pytest.mark.parametrize("constraint,refused", [
     (">= 1.21.0", True), (">= 1.21.0-0", False), ("", False), (">=1.16.0-0 <1.40.0-0", False), ("^1.28.0", True)])
 def test_kube_version_refusal_without_a_server_judges_any_prerelease(constraint, refused):
-    assert ops.refuses_prerelease(constraint) is refused
-    message = ops.kube_version_refusal("network-operator 25.10.0", constraint)
+    assert network_operator_plan.refuses_prerelease(constraint) is refused
+    message = network_operator_plan.kube_version_refusal("network-operator 25.10.0", constraint)
     assert bool(message) is refused
     if refused:
         assert "declares kubeVersion '%s'" % constraint in message and "pre-release" in message
@@ -542,8 +547,8 @@ def test_kube_version_refusal_without_a_server_judges_any_prerelease(constraint,
 
 def test_network_operator_charts_before_26_1_declare_no_prerelease():
     """Upstream Chart.yaml kubeVersion per series: '>= 1.21.0' up to 25.10.0, '>= 1.21.0-0' from 26.1.0."""
-    plans = {v: ops.network_operator_plan({"chart_version": v}, {}) for v in ("25.4.0", "25.10.0", "26.4.1")}
+    plans = {v: network_operator_plan.network_operator_plan({"chart_version": v}, {}) for v in ("25.4.0", "25.10.0", "26.4.1")}
     assert {v: p["kube_version"] for v, p in plans.items()} == {
         "25.4.0": ">= 1.21.0", "25.10.0": ">= 1.21.0", "26.4.1": ">= 1.21.0-0"}
-    assert ops.kube_version_refusal("x", plans["25.10.0"]["kube_version"], "v1.33.5-gke.1234")
-    assert not ops.kube_version_refusal("x", plans["26.4.1"]["kube_version"], "v1.33.5-gke.1234")
+    assert network_operator_plan.kube_version_refusal("x", plans["25.10.0"]["kube_version"], "v1.33.5-gke.1234")
+    assert not network_operator_plan.kube_version_refusal("x", plans["26.4.1"]["kube_version"], "v1.33.5-gke.1234")

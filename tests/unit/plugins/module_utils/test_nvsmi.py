@@ -11,6 +11,7 @@ import pathlib
 import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "nvsmi"
@@ -58,21 +59,21 @@ def test_captures_agree_with_the_catalog(sample):
     model = _model_of(sample)
     text = _read(sample)
     if sample.name.startswith("lgipp--"):
-        differences = _mig.hardware_differences(model, gi_placements=_nvsmi.parse_gi_placements(text))
+        differences = mig_nodes.hardware_differences(model, gi_placements=_nvsmi.parse_gi_placements(text))
     else:
-        differences = _mig.hardware_differences(model, gi_profiles=_nvsmi.parse_gi_profiles(text))
+        differences = mig_nodes.hardware_differences(model, gi_profiles=_nvsmi.parse_gi_profiles(text))
     assert differences == []
 
 
 def test_catalog_comparison_reports_differences():
     placements = _nvsmi.parse_gi_placements(_read(FIXTURES / "lgipp--A100-40GB-8-slot.txt"))
     # the 8-slot table is not the A30's
-    differences = _mig.hardware_differences("A30", gi_placements=placements)
+    differences = mig_nodes.hardware_differences("A30", gi_placements=placements)
     assert "GPU 0 lists placements for profile ID 19, not in the A30-24GB catalog" in differences
     assert "GPU 0: profile ID 14 (1g.6gb) placements {0,2,4}:2, the catalog says {0,1,2,3}:1" in differences
     profiles = _nvsmi.parse_gi_profiles(_read(FIXTURES / "lgip--H100-80GB.txt"))
     # an 80GB part's table read as an A100-40GB: 1g.10gb is the 40GB part's double-memory profile
-    assert _mig.hardware_differences("A100-40GB", gi_profiles=[profiles[0], profiles[-1]]) == [
+    assert mig_nodes.hardware_differences("A100-40GB", gi_profiles=[profiles[0], profiles[-1]]) == [
         "GPU 0: 1g.10gb has profile ID 19, the catalog says 15",
         "GPU 0: 1g.10gb allows 7 instances, the catalog says 4",
         "GPU 0 lists profile 7g.80gb (ID 0), not in the A100-40GB catalog"]

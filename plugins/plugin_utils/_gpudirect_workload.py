@@ -1,0 +1,350 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""The GPUDirect workload patcher (controller only, filter ``gpudirect_workload``).
+
+The guide's "add GPUDirect to your manifests" steps as one function, ``patch_workload``: pod
+annotations for the GPU-NIC interfaces, the RxDM daemon (native or classic sidecar), the devices,
+volumes and mounts of the fabric, and the recommended NCCL environment, applied to a Pod, Job,
+Deployment, StatefulSet or JobSet. Every fact comes from the catalogs (``_catalog/gke_gpudirect`` and
+``_catalog/nccl``); a re-patch updates what an earlier patch wrote and keeps the user's own values.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import (
+    ACCELERATOR_LABEL, CONTROL_INTERFACE, DAEMONS, DEFAULT_INTERFACE_ANNOTATION, DEFAULT_NETWORK,
+    GPU_CONTAINER_MOUNTS, GPU_RESOURCE, GPU_SHARING_LABELS, INTERFACES_ANNOTATION, MACHINES,
+    MACHINE_TYPE_LABEL, NATIVE_SIDECAR_MIN_GKE, PROFILES, PROFILE_NAMES, WORKLOAD_VOLUMES, device_annotation,
+    gke_minor, image_ref, interface_names, interfaces_annotation, native_sidecar_supported, release,
+    sharing_refusal,
+)
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.nccl import PATH_KEYS, nccl_environment
+
+
+# --------------------------------------------------------------------------------------------
+# Workload patch (the guide's "add GPUDirect to your manifests")
+# --------------------------------------------------------------------------------------------
+
+WORKLOAD_KINDS = {
+    # kind -> (apiVersion, path to the pod template(s))
+    "Pod": ("v1", None),
+    "Job": ("batch/v1", ("spec", "template")),
+    "Deployment": ("apps/v1", ("spec", "template")),
+    "StatefulSet": ("apps/v1", ("spec", "template")),
+    "JobSet": ("jobset.x-k8s.io/v1alpha2", None),
+}
+SIDECAR_MODES = ("auto", "native", "classic")
+# Pod annotation listing the env keys the patch manages (so a re-patch can update or drop them).
+MANAGED_ENV_ANNOTATION = "gpu-ops.cluster/gpudirect-env"
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+class WorkloadError(ValueError):
+    """A manifest the GPUDirect patch refuses, with the reason."""
+
+
+def _network_names(network_names, entry, fabric):
+    if not isinstance(network_names, (list, tuple)):
+        raise WorkloadError("network_names: a list of %d Network names is required" % entry["gpu_nic_count"])
+    names = []
+    for item in network_names:
+        if isinstance(item, dict):  # a Network object as read from the cluster
+            item = (item.get("metadata") or {}).get("name")
+        if not isinstance(item, str) or len(item) > 253 or not _DNS_SUBDOMAIN.match(item):
+            raise WorkloadError("network_names: %r is not a Network object name" % (item,))
+        if item == DEFAULT_NETWORK:
+            raise WorkloadError("network_names: %r is the pod network; list the GPU NIC networks only" % item)
+        names.append(item)
+    if len(names) != entry["gpu_nic_count"]:
+        raise WorkloadError("network_names: %s needs %d GPU NIC networks, %d given" % (
+            fabric, entry["gpu_nic_count"], len(names)))
+    if len(set(names)) != len(names):
+        raise WorkloadError("network_names: names repeat: %s" % ", ".join(names))
+    return names
+
+
+def _pod_templates(manifest):
+    """[(where, template)] of a manifest; template is the dict holding metadata + spec."""
+    kind = manifest.get("kind")
+    if kind not in WORKLOAD_KINDS:
+        raise WorkloadError("kind %r is not supported; supported: %s" % (kind, ", ".join(sorted(WORKLOAD_KINDS))))
+    api_version, path = WORKLOAD_KINDS[kind]
+    if manifest.get("apiVersion") != api_version:
+        raise WorkloadError("%s must have apiVersion %s, not %r" % (kind, api_version, manifest.get("apiVersion")))
+    name = (manifest.get("metadata") or {}).get("name", "?")
+    if kind == "Pod":
+        return [("Pod/%s" % name, manifest)]
+    if kind == "JobSet":
+        jobs = (manifest.get("spec") or {}).get("replicatedJobs")
+        if not isinstance(jobs, list) or not jobs:
+            raise WorkloadError("JobSet/%s has no spec.replicatedJobs" % name)
+        found = []
+        for index, job in enumerate(jobs):
+            template = (((job or {}).get("template") or {}).get("spec") or {}).get("template")
+            if not isinstance(template, dict):
+                raise WorkloadError("JobSet/%s spec.replicatedJobs[%d] has no template.spec.template" % (name, index))
+            found.append(("JobSet/%s replicatedJobs[%s]" % (name, job.get("name", index)), template))
+        return found
+    template = manifest
+    for part in path:
+        template = template.get(part) if isinstance(template, dict) else None
+    if not isinstance(template, dict):
+        raise WorkloadError("%s/%s has no spec.template" % (kind, name))
+    return [("%s/%s" % (kind, name), template)]
+
+
+def _gpu_count(container):
+    resources = container.get("resources") or {}
+    counts = []
+    for section in ("limits", "requests"):
+        value = (resources.get(section) or {}).get(GPU_RESOURCE)
+        if value is not None:
+            try:
+                counts.append(int(str(value)))
+            except ValueError:
+                raise WorkloadError("container %s: %s %s %r is not a whole number" % (
+                    container.get("name"), section, GPU_RESOURCE, value))
+    if len(counts) == 2 and counts[0] != counts[1]:
+        raise WorkloadError("container %s: %s limits (%d) and requests (%d) differ" % (
+            container.get("name"), GPU_RESOURCE, counts[0], counts[1]))
+    return counts[0] if counts else 0
+
+
+def _selector_values(spec, key):
+    """Values a pod spec requires for a node label (nodeSelector and required node affinity)."""
+    values = []
+    selector = spec.get("nodeSelector") or {}
+    if key in selector:
+        values.append(str(selector[key]))
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    for term in required.get("nodeSelectorTerms") or []:
+        for expr in (term or {}).get("matchExpressions") or []:
+            if expr.get("key") == key and expr.get("operator") in ("In", "Exists"):
+                values.extend(str(v) for v in expr.get("values") or ["*"])
+    return values
+
+
+def _check_template(where, template, entry, fabric, daemon_name):
+    spec = template.get("spec")
+    if not isinstance(spec, dict):
+        raise WorkloadError("%s: no pod spec" % where)
+    if spec.get("hostNetwork"):
+        raise WorkloadError("%s: hostNetwork pods cannot use the multi-network annotations; "
+                            "remove hostNetwork: true" % where)
+    for key in GPU_SHARING_LABELS:
+        if _selector_values(spec, key):
+            raise WorkloadError("%s: selects shared GPUs (%s); %s" % (where, key, sharing_refusal(fabric)))
+    for value in _selector_values(spec, ACCELERATOR_LABEL):
+        if value != "*" and value not in entry["accelerator_types"]:
+            raise WorkloadError("%s: selects %s=%s but %s runs on %s" % (
+                where, ACCELERATOR_LABEL, value, fabric, ", ".join(entry["accelerator_types"])))
+    for value in _selector_values(spec, MACHINE_TYPE_LABEL):
+        if value != "*" and value not in entry["machine_types"]:
+            raise WorkloadError("%s: selects %s=%s but %s runs on %s" % (
+                where, MACHINE_TYPE_LABEL, value, fabric, ", ".join(entry["machine_types"])))
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise WorkloadError("%s: no containers" % where)
+    gpus = sum(_gpu_count(c) for c in containers if c.get("name") != daemon_name)
+    for init in spec.get("initContainers") or []:
+        if init.get("name") != daemon_name and _gpu_count(init):
+            raise WorkloadError("%s: init container %s requests GPUs; only regular containers may" % (
+                where, init.get("name")))
+    return gpus
+
+
+def _machine_from_template(spec, fabric):
+    for value in _selector_values(spec, MACHINE_TYPE_LABEL):
+        if value in MACHINES:
+            return value
+    for value in _selector_values(spec, ACCELERATOR_LABEL):
+        matches = [m for m in PROFILES[fabric]["machine_types"] if MACHINES[m]["accelerator_type"] == value]
+        if matches:
+            return matches[0]
+    return None
+
+
+def _ensure_volume(where, volumes, wanted):
+    for volume in volumes:
+        if volume.get("name") == wanted["name"]:
+            if volume != wanted:
+                raise WorkloadError("%s: volume %s exists with another source (%s); rename it" % (
+                    where, wanted["name"], json.dumps(volume, sort_keys=True)))
+            return
+    volumes.append(copy.deepcopy(wanted))
+
+
+def _ensure_mount(where, container, name, path, read_only):
+    mounts = container.setdefault("volumeMounts", [])
+    for mount in mounts:
+        if mount.get("mountPath") == path:
+            if mount.get("name") != name:
+                raise WorkloadError("%s: container %s already mounts volume %s at %s" % (
+                    where, container.get("name"), mount.get("name"), path))
+            return
+    mount = dict(name=name, mountPath=path)
+    if read_only:
+        mount["readOnly"] = True
+    mounts.append(mount)
+
+
+def _merge_env(where, container, env, previous, warnings):
+    """Set ``env`` in a container. Keys the previous patch managed are replaced or dropped; keys the
+    user set stay (LD_LIBRARY_PATH gets the library directory appended). Returns the user's keys."""
+    owned = set()
+    entries = container.setdefault("env", [])
+    by_name = dict((e.get("name"), e) for e in entries)
+    for key in previous:
+        if key not in env and key in by_name:
+            entries.remove(by_name.pop(key))
+    for key, value in env.items():
+        existing = by_name.get(key)
+        if existing is None:
+            entry = dict(name=key, value=value)
+            entries.append(entry)
+            by_name[key] = entry
+        elif key in previous:
+            existing.pop("valueFrom", None)
+            existing["value"] = value
+        elif key in PATH_KEYS:
+            owned.add(key)
+            if "valueFrom" in existing:
+                raise WorkloadError("%s: container %s sets %s from valueFrom; set it as a value that "
+                                    "includes %s" % (where, container.get("name"), key, value))
+            parts = [p for p in str(existing.get("value", "")).split(":") if p]
+            if value not in parts:
+                existing["value"] = ":".join(parts + [value])
+        else:
+            owned.add(key)
+            if existing.get("value") != value:
+                warnings.append("%s: container %s keeps its own %s=%s (recommended: %s)" % (
+                    where, container.get("name"), key, existing.get("value", "<valueFrom>"), value))
+    if not entries:
+        container.pop("env")
+    return owned
+
+
+def _daemon_container(fabric, image):
+    spec = DAEMONS[fabric]
+    container = dict(name=spec["name"], image=image, command=list(spec["command"]))
+    if spec["args"]:
+        container["args"] = list(spec["args"])
+    container["securityContext"] = dict(capabilities=dict(add=list(spec["capabilities"])))
+    container["volumeMounts"] = [dict(name=n, mountPath=p) for n, p in spec["mounts"]]
+    container["env"] = [dict(name=k, value=v) for k, v in spec["env"].items()]
+    return container
+
+
+def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="auto", registry=None,
+                   machine_type=None, interfaces=None, nccl_overrides=None, warnings=None):
+    """A copy of a Pod/Job/JobSet/Deployment/StatefulSet manifest with GPUDirect added.
+
+    Adds what the guide's "add GPUDirect to your manifests" section adds: the NRI device annotation
+    (tcpx, tcpxo), the multi-network annotations built from ``network_names`` (the Network objects'
+    names, in GPU NIC order), the RxDM daemon as a native sidecar (GKE >= 1.29 or ``sidecar:
+    native``) or a classic sidecar, the volumes, the GPU containers' mounts, LD_LIBRARY_PATH and the
+    NCCL environment of ``nccl_environment``. Applying it to its own output changes nothing.
+
+    Refuses (WorkloadError) unknown kinds, pods that ask for other than all GPUs of the node,
+    shared GPUs (MPS, time-sharing, MIG node selectors), hostNetwork pods, and conflicting volumes or
+    mounts. ``warnings`` (a list) receives the warnings.
+    """
+    warnings = [] if warnings is None else warnings
+    if fabric not in PROFILES:
+        raise WorkloadError("fabric: %r has no GKE workload patch; allowed: %s" % (fabric, ", ".join(PROFILE_NAMES)))
+    if sidecar not in SIDECAR_MODES:
+        raise WorkloadError("sidecar: %r is not one of %s" % (sidecar, ", ".join(SIDECAR_MODES)))
+    if not isinstance(manifest, dict):
+        raise WorkloadError("the manifest must be a mapping, not %s" % type(manifest).__name__)
+    entry = PROFILES[fabric]
+    names = _network_names(network_names, entry, fabric)
+    if gke_version is not None:
+        try:
+            gke_minor(gke_version)
+        except ValueError as exc:
+            raise WorkloadError("gke_version: %s" % exc)
+    native = sidecar == "native"
+    if sidecar == "auto":
+        native = gke_version is None or native_sidecar_supported(gke_version)
+    elif native and gke_version is not None and not native_sidecar_supported(gke_version):
+        raise WorkloadError("sidecar: native sidecars need GKE >= %s, the cluster runs %s" % (
+            NATIVE_SIDECAR_MIN_GKE, gke_version))
+    daemon_name = DAEMONS[fabric]["name"] if fabric in DAEMONS else None
+    daemon_image = image_ref(release(fabric, gke_version)["daemon"], registry) if daemon_name else None
+
+    result = copy.deepcopy(manifest)
+    templates = _pod_templates(result)
+    patched = 0
+    for where, template in templates:
+        gpus = _check_template(where, template, entry, fabric, daemon_name)
+        if gpus == 0 and result["kind"] == "JobSet" and len(templates) > 1:
+            continue  # a coordinator/driver job without GPUs stays as it is
+        if gpus != entry["gpus_per_node"]:
+            raise WorkloadError(
+                "%s: requests %d of the %d GPUs of a %s node; GPUDirect-%s needs all GPUs of the node "
+                "(one pod per node)" % (where, gpus, entry["gpus_per_node"], entry["machine_type"], fabric.upper()))
+        spec = template["spec"]
+        kind_machine = machine_type or _machine_from_template(spec, fabric)
+        env_warnings = []
+        try:
+            env, env_warnings = nccl_environment(fabric, gke_version, kind_machine, interfaces, nccl_overrides)
+        except ValueError as exc:
+            raise WorkloadError(str(exc))
+        for message in env_warnings:
+            if message not in warnings:
+                warnings.append(message)
+        used_interfaces = list(interfaces) if interfaces else interface_names(fabric)
+
+        metadata = template.setdefault("metadata", {})
+        annotations = metadata.setdefault("annotations", {})
+        previous = [k for k in str(annotations.get(MANAGED_ENV_ANNOTATION, "")).split(",") if k]
+        device = device_annotation(fabric)
+        if device:
+            annotations[device[0]] = device[1]
+        annotations[DEFAULT_INTERFACE_ANNOTATION] = CONTROL_INTERFACE
+        annotations[INTERFACES_ANNOTATION] = interfaces_annotation(fabric, names, used_interfaces)
+
+        volumes = spec.setdefault("volumes", [])
+        for volume in WORKLOAD_VOLUMES[fabric]:
+            _ensure_volume(where, volumes, volume)
+
+        owned = set()
+        for container in spec["containers"]:
+            if container.get("name") == daemon_name or not _gpu_count(container):
+                continue
+            for name, path, read_only in GPU_CONTAINER_MOUNTS[fabric]:
+                _ensure_mount(where, container, name, path, read_only)
+            owned |= _merge_env(where, container, env, previous, warnings)
+        annotations[MANAGED_ENV_ANNOTATION] = ",".join(k for k in env if k not in owned)
+
+        if daemon_name:
+            spec["containers"] = [c for c in spec["containers"] if c.get("name") != daemon_name]
+            inits = [c for c in spec.get("initContainers") or [] if c.get("name") != daemon_name]
+            daemon = _daemon_container(fabric, daemon_image)
+            if native:
+                daemon["restartPolicy"] = "Always"
+                inits.insert(0, daemon)
+            else:
+                spec["containers"].append(daemon)
+                if result["kind"] in ("Job", "JobSet"):
+                    message = ("%s: the classic %s sidecar keeps running after the main container exits, so "
+                               "the Job does not complete on its own; use GKE >= %s for a native sidecar" % (
+                                   where, daemon_name, NATIVE_SIDECAR_MIN_GKE))
+                    warnings.append(message)
+            if inits:
+                spec["initContainers"] = inits
+            else:
+                spec.pop("initContainers", None)
+        patched += 1
+    if not patched:
+        raise WorkloadError("%s/%s: no pod template requests GPUs" % (
+            result["kind"], (result.get("metadata") or {}).get("name", "?")))
+    return result

@@ -1,0 +1,236 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""The Network Operator plan (filter ``network_operator_plan``, role ``network_operator``).
+
+Turns role options into chart values and NicClusterPolicy / network objects for the chosen chart version,
+refusing (``OperatorInputError`` naming the option) what that version or the hosts cannot do, so the role
+fails before anything is installed; judges a chart's ``kubeVersion`` against the server with helm's
+pre-release rule (``kube_version_refusal``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.network_operator import (
+    IPAM_PLUGINS, MACVLAN_MODES, MELLANOX_REPOSITORY, MELLANOX_VENDOR, NCP_STATES, NETWORK_KINDS,
+    NETWORK_OPERATOR_CHART, NETWORK_OPERATOR_CHARTS, NETWORK_OPERATOR_REPO_URL, NIC_CLUSTER_POLICY_NAME,
+    NV_IPAM_API, OFED_SOURCES, RDMA_RESOURCE_PREFIX, RDMA_SHARED_RESOURCE, RDMA_SHARED_SELECTORS,
+    NETWORK_OPERATOR_COMMON_KEYS,
+)
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs import (
+    _catalog_chart, _chart_source, _choice, _dns_label, _dns_subdomain, _hosts_with, _merge, _pinned,
+    _require,
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Network Operator
+# --------------------------------------------------------------------------------------------
+
+def network_operator_chart(version):
+    """(series, catalog entry) of a network-operator chart version; refuses versions outside the catalog."""
+    return _catalog_chart(NETWORK_OPERATOR_CHARTS, "Network Operator", version, shown=lambda series: series.lstrip("v"))
+
+
+def network_operator_keys(version):
+    """The top-level value keys that network-operator chart ``version`` accepts."""
+    dummy, entry = network_operator_chart(version)
+    return NETWORK_OPERATOR_COMMON_KEYS | entry["added"]
+
+
+# A server version with a semver pre-release part: v1.33.5-gke.1234, v1.34.3-eks-ac2d5a0 (build metadata, +k3s1,
+# is no pre-release).
+_PRERELEASE_SERVER = re.compile(r"^v?\d+\.\d+\.\d+-[0-9A-Za-z.-]+(?:\+[0-9A-Za-z.-]+)?$")
+_PRERELEASE_COMPARATOR = re.compile(r"\d+(?:\.\d+){0,2}-[0-9A-Za-z]")
+
+
+def refuses_prerelease(kube_version):
+    """Whether helm refuses a chart of this ``kubeVersion`` on every cluster that reports a pre-release version:
+    none of its comparators carries a pre-release itself (the "-0" idiom)."""
+    return bool(kube_version) and not _PRERELEASE_COMPARATOR.search(str(kube_version))
+
+
+def kube_version_refusal(chart, kube_version, server_version=None):
+    """Why helm would refuse ``chart`` (its Chart.yaml ``kubeVersion``) on a cluster of ``server_version``, or
+    without one on a cluster that reports any pre-release version; None when it would not for that reason.
+
+    helm checks kubeVersion with Masterminds/semver, whose constraints never match a pre-release version unless
+    one of their comparators carries a pre-release itself (the "-0" idiom); managed clusters report pre-release
+    versions (GKE v1.33.5-gke.1234, EKS v1.34.3-eks-ac2d5a0), so ``>= 1.21.0`` refuses them however new they
+    are. Only that rule is judged here: the range itself is helm's to check.
+    """
+    if not refuses_prerelease(kube_version):
+        return None
+    if server_version is None:
+        return ("%s declares kubeVersion '%s', which helm never matches with a pre-release Kubernetes version such as "
+                "GKE's v1.33.5-gke.1234 or EKS's v1.34.3-eks-ac2d5a0" % (chart, kube_version))
+    if not server_version or not _PRERELEASE_SERVER.match(str(server_version).strip()):
+        return None
+    return ("%s declares kubeVersion '%s', which helm never matches with a pre-release Kubernetes version such as "
+            "this cluster's %s (helm: 'chart requires kubeVersion: %s which is incompatible with Kubernetes %s')"
+            % (chart, kube_version, server_version, kube_version, server_version))
+
+
+def check_network_operator_values(values, version, option="values"):
+    keys = network_operator_keys(version)
+    unknown = sorted(set(values or {}) - keys)
+    _require(not unknown, "%s: Network Operator chart %s has no top-level value %s (it has: %s)", option, version,
+             ", ".join(unknown), ", ".join(sorted(keys)))
+    return values
+
+
+def _image(name, tag, overrides=None):
+    image = {"image": name, "repository": MELLANOX_REPOSITORY, "version": tag}
+    image.update({k: v for k, v in (overrides or {}).items() if v})
+    return image
+
+
+def _selectors(option, selectors):
+    selectors = dict(selectors or {})
+    allowed = RDMA_SHARED_SELECTORS
+    unknown = sorted(set(selectors) - set(allowed))
+    _require(not unknown, "%s: unknown selector %s (allowed: %s)", option, ", ".join(unknown), ", ".join(allowed))
+    for key, value in selectors.items():
+        _require(isinstance(value, list) and all(isinstance(v, str) and v for v in value),
+                 "%s.%s must be a list of strings", option, key)
+    return selectors or {"vendors": [MELLANOX_VENDOR]}
+
+
+def _ipam_config(option, network, ipam, pools):
+    if ipam == "nv-ipam":
+        pool = network.get("ip_pool")
+        _require(pool in pools, "%s.ip_pool: %r is not one of network_operator ip_pools (%s)", option, pool,
+                 ", ".join(sorted(pools)) or "none defined")
+        return json.dumps({"type": "nv-ipam", "poolName": pool})
+    ip_range = network.get("range")
+    _require(bool(ip_range), "%s.range: Whereabouts needs the network's address range (CIDR)", option)
+    config = {"type": "whereabouts", "range": ip_range}
+    if network.get("exclude"):
+        config["exclude"] = list(network["exclude"])
+    return json.dumps(config)
+
+
+def network_operator_plan(options, hosts=None):
+    """Chart values, the NicClusterPolicy, IP pools and network objects for the Network Operator."""
+    options = dict(options or {})
+    version = str(options.get("chart_version") or "")
+    series, entry = network_operator_chart(version)
+    pinned = _pinned(version, entry["pinned"])
+    tag = "network-operator-v%s" % pinned
+    namespace = _dns_label("namespace", options.get("namespace") or "nvidia-network-operator")
+    ipam = _choice("ipam", options.get("ipam") or "auto", IPAM_PLUGINS)
+    if ipam == "auto":
+        ipam = entry["default_ipam"]
+    _require(ipam in entry["ipam"], "ipam: %s is not available in Network Operator chart %s (Whereabouts was "
+             "removed in 25.10; use nv-ipam)", ipam, version)
+    spec = {}
+    ofed = dict(options.get("ofed") or {})
+    source = _choice("ofed.source", ofed.get("source") or "host", OFED_SOURCES)
+    if source == "host":
+        lacking = _hosts_with(hosts, lambda f: not (f.get("ofed") or {}).get("present"))
+        _require(not lacking, "ofed.source host: MLNX_OFED/DOCA-OFED is not installed on %s "
+                 "(install it, or set ofed.source: operator)", ", ".join(lacking))
+    else:
+        driver_version = ofed.get("version") or entry["doca_driver"]
+        _require(bool(driver_version), "ofed.version: the catalog knows no DOCA driver for Network Operator chart %s; "
+                 "set the doca-driver image tag", version)
+        spec["ofedDriver"] = {"image": "doca-driver", "repository": ofed.get("repository") or MELLANOX_REPOSITORY,
+                              "version": str(driver_version),
+                              "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1,
+                                                "drain": {"enable": True, "force": True, "timeoutSeconds": 300,
+                                                          "deleteEmptyDir": True}},
+                              "startupProbe": {"initialDelaySeconds": 10, "periodSeconds": 20},
+                              "livenessProbe": {"initialDelaySeconds": 30, "periodSeconds": 30},
+                              "readinessProbe": {"initialDelaySeconds": 10, "periodSeconds": 30}}
+    plugin = dict(options.get("rdma_shared_device_plugin") or {})
+    resources = []
+    if plugin.get("enabled", True):
+        resource_name = plugin.get("resource_name") or RDMA_SHARED_RESOURCE
+        _require(re.match(r"^[a-z0-9_]+$", resource_name) is not None,
+                 "rdma_shared_device_plugin.resource_name: %r must be lowercase letters, digits and '_'", resource_name)
+        hca_max = plugin.get("rdma_hca_max", 63)
+        _require(isinstance(hca_max, int) and 1 <= hca_max <= 1000,
+                 "rdma_shared_device_plugin.rdma_hca_max must be between 1 and 1000, got %r", hca_max)
+        config = {"configList": [{"resourceName": resource_name, "rdmaHcaMax": hca_max,
+                                  "selectors": _selectors("rdma_shared_device_plugin.selectors", plugin.get("selectors"))}]}
+        spec["rdmaSharedDevicePlugin"] = dict(_image("k8s-rdma-shared-dev-plugin", tag),
+                                              config=json.dumps(config, sort_keys=True))
+        resources.append("%s/%s" % (RDMA_RESOURCE_PREFIX, resource_name))
+    secondary = {"multus": _image("multus-cni", tag), "cniPlugins": _image("plugins", tag)}
+    networks = list(options.get("networks") or [])
+    if any((n or {}).get("kind") == "ipoib" for n in networks) or options.get("ipoib"):
+        secondary["ipoib"] = _image("ipoib-cni", tag)
+    if ipam == "whereabouts":
+        secondary["ipamPlugin"] = _image("whereabouts", tag)
+    else:
+        spec["nvIpam"] = dict(_image("nvidia-k8s-ipam", tag), enableWebhook=False)
+    spec["secondaryNetwork"] = secondary
+    policy = {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
+              "metadata": {"name": NIC_CLUSTER_POLICY_NAME}, "spec": spec}
+
+    pools, pool_objects = {}, []
+    for index, pool in enumerate(options.get("ip_pools") or []):
+        option = "ip_pools[%d]" % index
+        _require(ipam == "nv-ipam", "%s: IP pools are nv-ipam objects, and ipam is %s", option, ipam)
+        name = _dns_subdomain(option + ".name", pool.get("name"))
+        _require(name not in pools, "%s.name: %s is defined twice", option, name)
+        _require(bool(re.match(r"^\d+\.\d+\.\d+\.\d+/\d+$", str(pool.get("subnet") or ""))),
+                 "%s.subnet: %r is not an IPv4 CIDR", option, pool.get("subnet"))
+        block = pool.get("per_node_block_size", 16)
+        _require(isinstance(block, int) and block >= 2, "%s.per_node_block_size must be 2 or more, got %r", option, block)
+        pool_spec = {"subnet": pool["subnet"], "perNodeBlockSize": block}
+        if pool.get("gateway"):
+            pool_spec["gateway"] = pool["gateway"]
+        pools[name] = pool_spec
+        pool_objects.append({"apiVersion": NV_IPAM_API, "kind": "IPPool",
+                             "metadata": {"name": name, "namespace": namespace}, "spec": pool_spec})
+
+    network_objects, names = [], set()
+    for index, network in enumerate(networks):
+        option = "networks[%d]" % index
+        network = dict(network or {})
+        kind = NETWORK_KINDS[_choice(option + ".kind", network.get("kind"), tuple(NETWORK_KINDS))]
+        name = _dns_subdomain(option + ".name", network.get("name"))
+        _require(name not in names, "%s.name: %s is defined twice", option, name)
+        names.add(name)
+        net_spec = {"networkNamespace": _dns_label(option + ".network_namespace", network.get("network_namespace") or "default")}
+        if kind in ("MacvlanNetwork", "IPoIBNetwork"):
+            _require(bool(network.get("master")), "%s.master: the %s needs its host interface (ibdev2netdev shows it)",
+                     option, kind)
+            net_spec["master"] = network["master"]
+        if kind == "MacvlanNetwork":
+            net_spec["mode"] = _choice(option + ".mode", network.get("mode") or "bridge", MACVLAN_MODES)
+            mtu = network.get("mtu", 1500)
+            _require(isinstance(mtu, int) and 0 <= mtu <= 9216, "%s.mtu must be between 0 and 9216, got %r", option, mtu)
+            net_spec["mtu"] = mtu
+        if kind == "HostDeviceNetwork":
+            _require(bool(network.get("resource_name")), "%s.resource_name: a HostDeviceNetwork names the SR-IOV "
+                     "device plugin resource its pods request", option)
+            net_spec["resourceName"] = network["resource_name"]
+        net_spec["ipam"] = _ipam_config(option, network, ipam, pools)
+        network_objects.append({"apiVersion": "mellanox.com/v1alpha1", "kind": kind, "metadata": {"name": name},
+                                "spec": net_spec})
+    values = {"nfd": {"enabled": bool(options.get("nfd_enabled", True)), "deployNodeFeatureRules": True},
+              "sriovNetworkOperator": {"enabled": bool(options.get("sriov_network_operator", False))}}
+    check_network_operator_values(options.get("values") or {}, version)
+    values = _merge(values, options.get("values") or {})
+    return {
+        "chart": dict(_chart_source(options, NETWORK_OPERATOR_CHART, NETWORK_OPERATOR_REPO_URL),
+                      release_name=options.get("release_name") or "network-operator", release_namespace=namespace,
+                      chart_version=pinned, values=values),
+        "series": series,
+        "kube_version": entry["kube_version"],
+        "namespace": namespace,
+        "ipam": ipam,
+        "ofed_source": source,
+        "nic_cluster_policy": policy,
+        "ip_pools": pool_objects,
+        "networks": network_objects,
+        "rdma_resources": resources,
+        "expected_states": sorted(NCP_STATES[k] for k in list(spec) + list(secondary) if k in NCP_STATES),
+    }

@@ -1,0 +1,149 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The layer rules of docs/layout.md, held by walking the import graph of plugins/.
+
+Every import of the collection's own code is read from the source (top-level and lazy imports alike),
+so a rule broken anywhere in a file fails here with the file, the line and the rule.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLUGINS = os.path.join(ROOT, "plugins")
+OURS = "ansible_collections.gpu_ops.cluster.plugins."
+
+# layer -> the layers it may import (its own is always allowed)
+MODULE_UTILS_LAYERS = {
+    "_core": set(),
+    "_catalog": {"_core"},
+    "_parsers": {"_core"},
+    "_mig": {"_core", "_catalog"},
+    "_host": {"_core", "_catalog", "_parsers", "_mig"},
+    "_nodepool": {"_core", "_catalog", "_mig", "_gcp", "_azure"},
+    "_gcp": {"_core", "_catalog", "_mig", "_nodepool"},
+    "_azure": {"_core", "_catalog", "_mig", "_nodepool"},
+}
+# the cloud-neutral pool engine knows no cloud; only its info view dispatches to both
+NO_CLOUD_FILES = {"module_utils/_nodepool/engine.py"}
+CLOUDS = {"_gcp", "_azure"}
+
+
+def _python_files(top):
+    for folder, _dirs, files in os.walk(top):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield os.path.relpath(os.path.join(folder, name), PLUGINS)
+
+
+def _our_imports(relpath):
+    """(line, dotted target below plugins.) of every import of our own code in one file."""
+    with open(os.path.join(PLUGINS, relpath), encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), relpath)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(OURS):
+            for alias in node.names:
+                found.append((node.lineno, node.module[len(OURS):] + "." + alias.name))
+        elif isinstance(node, ast.Import):
+            found.extend((node.lineno, a.name[len(OURS):]) for a in node.names if a.name.startswith(OURS))
+    return found
+
+
+def _layer(dotted):
+    """('module_utils', '_gcp') of 'module_utils._gcp.cluster.X'; ('plugin_utils', None) and the like."""
+    parts = dotted.split(".")
+    if parts[0] == "module_utils" and len(parts) > 1 and parts[1] in MODULE_UTILS_LAYERS:
+        return "module_utils", parts[1]
+    return parts[0], None
+
+
+def _violations():
+    problems = []
+    for relpath in _python_files(PLUGINS):
+        kind = relpath.split(os.sep)[0]
+        own = _layer(relpath[:-3].replace(os.sep, "."))[1] if kind == "module_utils" else None
+        for line, target in _our_imports(relpath):
+            where = "%s:%d imports %s" % (relpath, line, target)
+            target_kind, target_layer = _layer(target)
+            if target_kind == "plugin_utils" and kind not in ("filter", "action", "plugin_utils"):
+                problems.append(where + ": only filters and action plugins (controller side) may import plugin_utils")
+            if kind != "module_utils" or target_kind != "module_utils":
+                continue
+            if target_layer is None:
+                problems.append(where + ": every module_util lives in a layer subpackage")
+            elif target_layer != own and target_layer not in MODULE_UTILS_LAYERS[own]:
+                problems.append(where + ": %s may import only %s" % (own, ", ".join(sorted(MODULE_UTILS_LAYERS[own])) or "itself"))
+            elif relpath in NO_CLOUD_FILES and target_layer in CLOUDS:
+                problems.append(where + ": the cloud-neutral engine imports no cloud")
+            elif own in CLOUDS and target_layer in CLOUDS and target_layer != own:
+                problems.append(where + ": one cloud never imports the other")
+    return problems
+
+
+def test_every_import_keeps_the_layer_rules():
+    assert _violations() == []
+
+
+def test_every_module_util_sits_in_a_layer():
+    files = [p.split(os.sep)[1:] for p in _python_files(os.path.join(PLUGINS, "module_utils"))]
+    assert [f for f in files if len(f) == 1] == []
+    layers = {f[0] for f in files}
+    assert layers == set(MODULE_UTILS_LAYERS)
+
+
+def test_every_private_file_says_so_and_what_it_is_for():
+    for top in ("module_utils", "plugin_utils"):
+        for relpath in _python_files(os.path.join(PLUGINS, top)):
+            with open(os.path.join(PLUGINS, relpath), encoding="utf-8") as handle:
+                source = handle.read()
+            assert "**PRIVATE**" in source, relpath
+            assert ast.get_docstring(ast.parse(source)), relpath
+
+
+def test_no_cycles_between_files():
+    graph = {}
+    for relpath in _python_files(PLUGINS):
+        name = relpath[:-3].replace(os.sep, ".")
+        targets = set()
+        for _line, target in _our_imports(relpath):
+            # "module_utils._gcp.session.GcpSession" or "module_utils._gcp.session" -> the file's dotted name
+            while target and not os.path.exists(os.path.join(PLUGINS, target.replace(".", os.sep) + ".py")):
+                target = target.rpartition(".")[0]
+            if target:
+                targets.add(target)
+        graph[name] = targets
+    state = {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for nxt in graph.get(node, ()):
+            if state.get(nxt) == "open":
+                pytest.fail("import cycle: " + " -> ".join(path + [nxt]))
+            if nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+
+
+@pytest.mark.parametrize("rule_breaker, expected", [
+    ("from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession", "_azure"),
+    ("from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names", "plugin_utils"),
+])
+def test_the_rule_check_catches_a_broken_rule(tmp_path, monkeypatch, rule_breaker, expected):
+    """The walk is not vacuous: an AKS engine that imports the GCP session, or a module_util that imports
+    controller code, is reported."""
+    fake_root = tmp_path / "plugins"
+    (fake_root / "module_utils" / "_azure").mkdir(parents=True)
+    (fake_root / "module_utils" / "_azure" / "nodepool.py").write_text(rule_breaker + "\n")
+    monkeypatch.setitem(globals(), "PLUGINS", str(fake_root))
+    found = _violations()
+    assert len(found) == 1 and expected in found[0] and "_azure/nodepool.py:1" in found[0]
