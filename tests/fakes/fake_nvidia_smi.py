@@ -59,7 +59,8 @@ CAPTURES = os.path.join(os.path.dirname(HERE), "unit", "plugins", "module_utils"
 # Per MIG model: the ``mig -lgipp`` capture that gives its GI profile IDs, placements (starts) and
 # sizes in slots, in nvidia-smi's order, and the ``mig -lgip`` capture where one exists (profile
 # names, IDs, instance totals, memory and engine columns).
-# - A100-40GB, A30-24GB: their own -lgipp captures; H100-80GB: its own -lgip capture.
+# - A100-40GB, A30-24GB: their own -lgipp captures; H100-80GB: its own -lgip capture (the fixtures
+#   README: rows 19, 20, 15 and 0 verbatim, rows 14, 9 and 5 rebuilt from the notes' memory/SM figures).
 # - A100-80GB, H100-80GB, H200-141GB have no -lgipp capture of their own: nvidia-stack.md 5.2 gives
 #   one 8-slot placement table for A100-40/80 and H100-80 (captured) and, by the MIG guide's shared
 #   slot diagram, H200; the A100-40GB capture is that table.
