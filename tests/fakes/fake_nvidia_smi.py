@@ -61,9 +61,9 @@ CAPTURES = os.path.join(os.path.dirname(HERE), "unit", "plugins", "module_utils"
 # names, IDs, instance totals, memory and engine columns).
 # - A100-40GB, A30-24GB: their own -lgipp captures; H100-80GB: its own -lgip capture (the fixtures
 #   README: rows 19, 20, 15 and 0 verbatim, rows 14, 9 and 5 rebuilt from the notes' memory/SM figures).
-# - A100-80GB, H100-80GB, H200-141GB have no -lgipp capture of their own: nvidia-stack.md 5.2 gives
-#   one 8-slot placement table for A100-40/80 and H100-80 (captured) and, by the MIG guide's shared
-#   slot diagram, H200; the A100-40GB capture is that table.
+# - A100-80GB, H100-80GB, H200-141GB have no -lgipp capture file of their own: nvidia-stack.md 5.2
+#   prints one 8-slot placement table, captured on A100-40/80 and H100-80 and valid for H200 by the
+#   MIG guide's shared slot diagram; lgipp--A100-40GB-8-slot.txt is that table.
 _CAPTURE_FILES = {
     "A100-40GB": ("lgipp--A100-40GB-8-slot.txt", None),
     "A100-80GB": ("lgipp--A100-40GB-8-slot.txt", None),
@@ -162,6 +162,8 @@ def _build_model(model, hopper):
     for pid, starts, size in placements:
         name, maximum = named[pid]
         match = _PROFILE_NAME.match(name)
+        if not match:
+            raise ValueError("%s: profile ID %d has an unexpected name %r" % (model, pid, name))
         compute, media = int(match.group(1)), bool(match.group(3))
         shape = _shape(compute, size, media)
         if pid in listed:
@@ -186,7 +188,7 @@ def _build_model(model, hopper):
 def _build_models():
     hopper_capture = parse_lgip_capture(_CAPTURE_FILES["H100-80GB"][1])
     hopper = {}
-    for pid, starts, size in parse_lgipp_capture(_CAPTURE_FILES["H100-80GB"][0]):
+    for pid, _starts, size in parse_lgipp_capture(_CAPTURE_FILES["H100-80GB"][0]):
         match = _PROFILE_NAME.match(hopper_capture[pid]["name"])
         hopper[_shape(int(match.group(1)), size, bool(match.group(3)))] = hopper_capture[pid]
     return {model: _build_model(model, hopper) for model in _CAPTURE_FILES}
