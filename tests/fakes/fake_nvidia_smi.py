@@ -6,31 +6,24 @@
 The executable ``tests/fakes/nvidia-smi`` calls ``main()``. State lives in the JSON file named by
 ``FAKE_NVIDIA_SMI_STATE`` (created from ``FAKE_NVIDIA_SMI_PRESET`` on first use); every call is
 appended to ``FAKE_NVIDIA_SMI_LOG`` (JSON lines: argv, write, rc) so tests can prove that nothing
-was written. Profiles, placements and limits come from the collection's MIG catalog
-(plugins/module_utils/_catalog/mig.py): one table per fact, the fake keeps no copy.
+was written.
+
+The fake is an oracle independent of the collection: its MIG profiles, placements and limits are
+read from the published ``nvidia-smi mig -lgip``/``-lgipp`` captures under
+tests/unit/plugins/module_utils/fixtures/nvsmi/ plus a small table of what the captures lack (the
+MIG user guide's profile names and instance counts, nvidia-stack.md 5.1). It never imports or reads
+the collection's own MIG catalog, so a wrong catalog shows up as a disagreement in the tests.
 """
 
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import json
 import os
 import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_MIG_PATH = os.path.join(os.path.dirname(os.path.dirname(HERE)), "plugins", "module_utils", "_catalog", "mig.py")
-
-
-def _load_catalog():
-    spec = importlib.util.spec_from_file_location("gpu_ops_fake_mig_catalog", _MIG_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MIG = _load_catalog()
 
 # nvidia-smi exit codes (nvidia-smi(1), RETURN VALUE)
 RC_OK, RC_INVALID, RC_NOT_SUPPORTED, RC_NO_PERMISSION, RC_NOT_FOUND, RC_NO_DRIVER, RC_OTHER = 0, 2, 3, 4, 6, 9, 255
@@ -39,8 +32,8 @@ DRIVER_NOT_LOADED = ("NVIDIA-SMI has failed because it couldn't communicate with
                      "Make sure that the latest NVIDIA driver is installed and running.\n")
 INVALID_ARGS = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
 
-# GPUs the fake can be: product name, memory (MiB), compute capability, MIG catalog model (None:
-# not MIG-capable) and the engine family that sets the -lgip SM/DEC/CE/JPEG/OFA columns.
+# GPUs the fake can be: product name, memory (MiB), compute capability, MIG model (a key of
+# MIG_MODELS; None: not MIG-capable) and the engine family that sets the -lgip SM/DEC/CE/JPEG/OFA columns.
 GPU_KINDS = {
     "A100-40GB": dict(name="NVIDIA A100-SXM4-40GB", memory_mib=40960, compute_cap="8.0", model="A100-40GB",
                       family="ampere"),
@@ -56,27 +49,155 @@ GPU_KINDS = {
     "V100": dict(name="Tesla V100-SXM2-16GB", memory_mib=16384, compute_cap="7.0", model=None, family=None),
 }
 
-# -lgip columns per shape kind: (SM, DEC, ENC, CE, JPEG, OFA). Hopper rows: the notes' H100 80GB
-# table (nvidia-stack.md 5.3); Ampere: the notes' SM counts (14 per 1g slice), engines per the MIG guide.
-_ENGINES = {
-    "hopper": {"1g": (16, 1, 0, 1, 1, 0), "1g+me": (16, 1, 0, 1, 1, 1), "1g2": (26, 1, 0, 1, 1, 0),
-               "2g": (32, 2, 0, 2, 2, 0), "3g": (60, 3, 0, 3, 3, 0), "4g": (64, 4, 0, 4, 4, 0),
-               "7g": (132, 7, 0, 8, 7, 1)},
-    "ampere": {"1g": (14, 0, 0, 1, 0, 0), "1g+me": (14, 1, 0, 1, 1, 1), "1g2": (14, 1, 0, 1, 0, 0),
-               "2g": (28, 1, 0, 2, 0, 0), "2g+me": (28, 1, 0, 2, 1, 1), "3g": (42, 2, 0, 3, 0, 0),
-               "4g": (56, 2, 0, 4, 0, 0), "7g": (98, 5, 0, 7, 1, 1)},
-}
-# -lgip memory (GiB) where the notes give nvidia-smi's figure; other models: 97.5% of the name's GB.
-_MEMORY_GIB = {
-    "A100-40GB": {"1g": "4.75", "1g+me": "4.75", "1g2": "9.75", "2g": "9.75", "3g": "19.62", "4g": "19.62",
-                  "7g": "39.50"},
-    "H100-80GB": {"1g": "9.75", "1g+me": "9.75", "1g2": "19.62", "2g": "19.62", "3g": "39.50", "4g": "39.50",
-                  "7g": "79.25"},
-}
-_MEMORY_GIB["A100-80GB"] = _MEMORY_GIB["H100-80GB"]
+# --------------------------------------------------------------------------------------------
+# MIG profiles: the fake's own data (never the collection's catalog)
+# --------------------------------------------------------------------------------------------
 
-# compute-instance profile IDs by slice count: the catalog's table
-CI_PROFILE_IDS = MIG.COMPUTE_INSTANCE_PROFILE_IDS
+# The published nvidia-smi outputs (provenance: README.md there; nvidia-stack.md 5.2 and 5.3).
+CAPTURES = os.path.join(os.path.dirname(HERE), "unit", "plugins", "module_utils", "fixtures", "nvsmi")
+
+# Per MIG model: the ``mig -lgipp`` capture that gives its GI profile IDs, placements (starts) and
+# sizes in slots, in nvidia-smi's order, and the ``mig -lgip`` capture where one exists (profile
+# names, IDs, instance totals, memory and engine columns).
+# - A100-40GB, A30-24GB: their own -lgipp captures; H100-80GB: its own -lgip capture (the fixtures
+#   README: rows 19, 20, 15 and 0 verbatim, rows 14, 9 and 5 rebuilt from the notes' memory/SM figures).
+# - A100-80GB, H100-80GB, H200-141GB have no -lgipp capture file of their own: nvidia-stack.md 5.2
+#   prints one 8-slot placement table, captured on A100-40/80 and H100-80 and valid for H200 by the
+#   MIG guide's shared slot diagram; lgipp--A100-40GB-8-slot.txt is that table.
+_CAPTURE_FILES = {
+    "A100-40GB": ("lgipp--A100-40GB-8-slot.txt", None),
+    "A100-80GB": ("lgipp--A100-40GB-8-slot.txt", None),
+    "H100-80GB": ("lgipp--A100-40GB-8-slot.txt", "lgip--H100-80GB.txt"),
+    "H200-141GB": ("lgipp--A100-40GB-8-slot.txt", None),
+    "A30-24GB": ("lgipp--A30-24GB.txt", None),
+}
+
+# What -lgipp does not print: GI profile ID -> (profile name, maximum instances), from the MIG
+# guide's supported-profiles table (nvidia-stack.md 5.1) and the ID list at the top of section 5
+# (19 = 1g, 20 = 1g+me, 15 = 1g double memory, 14 = 2g, 9 = 3g, 5 = 4g, 0 = 7g; the A30 IDs are
+# the annotated A30 capture in 5.2). H100-80GB needs no entry: its -lgip capture prints both.
+# A100-80GB and H200-141GB have no capture at all: names and counts are the guide's table alone.
+_GUIDE_PROFILES = {
+    "A100-40GB": {19: ("1g.5gb", 7), 20: ("1g.5gb+me", 1), 15: ("1g.10gb", 4), 14: ("2g.10gb", 3),
+                  9: ("3g.20gb", 2), 5: ("4g.20gb", 1), 0: ("7g.40gb", 1)},
+    "A100-80GB": {19: ("1g.10gb", 7), 20: ("1g.10gb+me", 1), 15: ("1g.20gb", 4), 14: ("2g.20gb", 3),
+                  9: ("3g.40gb", 2), 5: ("4g.40gb", 1), 0: ("7g.80gb", 1)},
+    "H200-141GB": {19: ("1g.18gb", 7), 20: ("1g.18gb+me", 1), 15: ("1g.35gb", 4), 14: ("2g.35gb", 3),
+                   9: ("3g.71gb", 2), 5: ("4g.71gb", 1), 0: ("7g.141gb", 1)},
+    "A30-24GB": {14: ("1g.6gb", 4), 21: ("1g.6gb+me", 1), 5: ("2g.12gb", 2), 6: ("2g.12gb+me", 1), 0: ("4g.24gb", 1)},
+}
+
+# -lgip columns (SM, DEC, ENC, CE, JPEG, OFA) per profile shape. Hopper (H100-80GB, and H200-141GB,
+# the same GH100 die without a capture of its own): the H100 -lgip capture's rows. Ampere: the notes'
+# SM counts (14 per 1g slice, nvidia-stack.md 5.3), engines per the MIG guide.
+_AMPERE_ENGINES = {"1g": (14, 0, 0, 1, 0, 0), "1g+me": (14, 1, 0, 1, 1, 1), "1g2": (14, 1, 0, 1, 0, 0),
+                   "2g": (28, 1, 0, 2, 0, 0), "2g+me": (28, 1, 0, 2, 1, 1), "3g": (42, 2, 0, 3, 0, 0),
+                   "4g": (56, 2, 0, 4, 0, 0), "7g": (98, 5, 0, 7, 1, 1)}
+# -lgip memory (GiB) per shape where the notes give nvidia-smi's figure: A100-40GB from nvidia-stack.md
+# 5.3; H100-80GB from its capture, which A100-80GB (same profile sizes, no capture) reuses. Other
+# models: 97.5 % of the GB in the profile name.
+_A100_40GB_MEMORY_GIB = {"1g": "4.75", "1g+me": "4.75", "1g2": "9.75", "2g": "9.75", "3g": "19.62", "4g": "19.62",
+                         "7g": "39.50"}
+
+# Compute-instance profile IDs by compute slices (nvidia-stack.md 5.3: 0 = 1 slice, 1 = 2, 2 = 3, 3 = 4, 4 = 7).
+CI_PROFILE_IDS = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}
+
+_LGIPP_LINE = re.compile(r"^GPU\s+(\d+) Profile ID\s+(\d+) (?:Placements|Placement ): \{(\d+(?:,\d+)*)\}:(\d+)$")
+_LGIP_FIRST = re.compile(r"^\|\s+(\d+)\s+MIG (\S+)\s+(\d+)\s+(\d+)/(\d+)\s+([\d.]+)\s+(Yes|No)\s+(\d+)\s+(\d+)\s+(\d+)\s+\|$")
+_LGIP_SECOND = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+(\d+)\s+\|$")
+_PROFILE_NAME = re.compile(r"^(\d+)g\.(\d+)gb(\+me)?$")
+
+
+def _read_capture(name):
+    with open(os.path.join(CAPTURES, name), encoding="utf-8") as handle:
+        return handle.read().splitlines()
+
+
+def parse_lgipp_capture(name):
+    """``[(profile id, starts, size)]`` of GPU 0 in a ``mig -lgipp`` capture, in its order."""
+    rows = []
+    for line in _read_capture(name):
+        match = _LGIPP_LINE.match(line)
+        if not match:
+            raise ValueError("%s: not a -lgipp line: %r" % (name, line))
+        if match.group(1) == "0":
+            rows.append((int(match.group(2)), [int(s) for s in match.group(3).split(",")], int(match.group(4))))
+    return rows
+
+
+def parse_lgip_capture(name):
+    """``{profile id: row}`` of GPU 0 in a ``mig -lgip`` capture (name, total, memory GiB text, engines)."""
+    rows = {}
+    lines = _read_capture(name)
+    for number, line in enumerate(lines):
+        match = _LGIP_FIRST.match(line)
+        if not match or match.group(1) != "0":
+            continue
+        second = _LGIP_SECOND.match(lines[number + 1]) if number + 1 < len(lines) else None
+        if not second:
+            raise ValueError("%s: profile row without its CE/JPEG/OFA line: %r" % (name, line))
+        sm, dec, enc = (int(match.group(i)) for i in (8, 9, 10))
+        ce, jpeg, ofa = (int(second.group(i)) for i in (1, 2, 3))
+        rows[int(match.group(3))] = dict(name=match.group(2), total=int(match.group(5)), memory_gib=match.group(6),
+                                         engines=(sm, dec, enc, ce, jpeg, ofa))
+    if not rows:
+        raise ValueError("%s: no profile rows" % name)
+    return rows
+
+
+def _shape(compute, size, media):
+    """The profile's shape: ``1g``, ``1g+me``, ``1g2`` (double-memory 1g), ``2g``, ``2g+me``, ``3g``, ``4g``, ``7g``."""
+    return "%dg%s%s" % (compute, "2" if compute == 1 and size == 2 else "", "+me" if media else "")
+
+
+def _build_model(model, hopper):
+    """A MIG model of the fake: slots, compute slices and its GI profiles (by name, in -lgipp order)."""
+    lgipp, lgip = _CAPTURE_FILES[model]
+    listed = parse_lgip_capture(lgip) if lgip else {}
+    named = {pid: (row["name"], row["total"]) for pid, row in listed.items()} or _GUIDE_PROFILES[model]
+    placements = parse_lgipp_capture(lgipp)
+    if sorted(named) != sorted(pid for pid, _starts, _size in placements):
+        raise ValueError("%s: profile IDs of %s and its names do not match" % (model, lgipp))
+    profiles = {}
+    for pid, starts, size in placements:
+        name, maximum = named[pid]
+        match = _PROFILE_NAME.match(name)
+        if not match:
+            raise ValueError("%s: profile ID %d has an unexpected name %r" % (model, pid, name))
+        compute, media = int(match.group(1)), bool(match.group(3))
+        shape = _shape(compute, size, media)
+        if pid in listed:
+            engines, memory_gib = listed[pid]["engines"], listed[pid]["memory_gib"]
+        elif GPU_KINDS[model]["family"] == "hopper":
+            engines, memory_gib = hopper[shape]["engines"], None
+        else:
+            engines, memory_gib = _AMPERE_ENGINES[shape], None
+        if memory_gib is None and model == "A100-40GB":
+            memory_gib = _A100_40GB_MEMORY_GIB[shape]
+        elif memory_gib is None and model == "A100-80GB":
+            memory_gib = hopper[shape]["memory_gib"]
+        profiles[name] = dict(name=name, kind=shape, gpu_instance_profile_id=pid, compute_slices=compute,
+                              memory_slices=size, memory_gb=int(match.group(2)), max_instances=maximum,
+                              placements=starts, media_extensions=media, engines=engines,
+                              memory_gib=memory_gib or "%.2f" % (int(match.group(2)) * 0.975))
+    return dict(name=model, profiles=profiles,
+                memory_slices=max(start + p["memory_slices"] for p in profiles.values() for start in p["placements"]),
+                compute_slices=max(p["compute_slices"] for p in profiles.values()))
+
+
+def _build_models():
+    hopper_capture = parse_lgip_capture(_CAPTURE_FILES["H100-80GB"][1])
+    hopper = {}
+    for pid, _starts, size in parse_lgipp_capture(_CAPTURE_FILES["H100-80GB"][0]):
+        match = _PROFILE_NAME.match(hopper_capture[pid]["name"])
+        hopper[_shape(int(match.group(1)), size, bool(match.group(3)))] = hopper_capture[pid]
+    return {model: _build_model(model, hopper) for model in _CAPTURE_FILES}
+
+
+# model -> dict(name, memory_slices, compute_slices, profiles={name: profile}); a profile has name,
+# kind (shape), gpu_instance_profile_id, compute_slices, memory_slices, memory_gb, max_instances,
+# placements (starts), media_extensions and the -lgip columns engines and memory_gib.
+MIG_MODELS = _build_models()
 
 WRITE_FLAGS = ("-cgi", "--create-gpu-instance", "-dgi", "--destroy-gpu-instance", "-cci",
                "--create-compute-instance", "-dci", "--destroy-compute-instance", "-mig", "--multi-instance-gpu",
@@ -163,18 +284,14 @@ class Store:
 
 
 # --------------------------------------------------------------------------------------------
-# Catalog views
+# Profile views
 # --------------------------------------------------------------------------------------------
 
 
 def _profiles(state, gpu):
-    """The GI profiles the driver offers on this GPU (catalog order by ID), minus hidden ones (old drivers)."""
-    entry = MIG.CATALOG[gpu["model"]]
+    """The GI profiles the driver offers on this GPU (in the -lgipp capture's order), minus hidden ones (old drivers)."""
     hidden = set(state.get("hidden_profile_ids") or [])
-    found = [p for p in entry["profiles"].values()
-             if p["gpu_instance_profile_id"] is not None and p["gpu_instance_profile_id"] not in hidden]
-    return sorted(found, key=lambda p: (p["compute_slices"], p["memory_slices"], p["media_extensions"],
-                                        p["gpu_instance_profile_id"]))
+    return [p for p in MIG_MODELS[gpu["model"]]["profiles"].values() if p["gpu_instance_profile_id"] not in hidden]
 
 
 def _profile_by(state, gpu, token):
@@ -210,7 +327,7 @@ def _used_slots(gpu, skip=None):
 
 def _free_starts(state, gpu, found):
     """Starts where another instance of ``found`` fits now, honouring counts, compute and media limits."""
-    entry = MIG.CATALOG[gpu["model"]]
+    entry = MIG_MODELS[gpu["model"]]
     same = [gi for gi in gpu["gpu_instances"] if gi["profile_id"] == found["gpu_instance_profile_id"]]
     if len(same) >= found["max_instances"]:
         return []
@@ -253,14 +370,12 @@ def render_lgip(state, gpus):
              "|                              Free/Total   GiB              CE    JPEG  OFA  |",
              "|" + "=" * 77 + "|"]
     for gpu in gpus:
-        entry = MIG.CATALOG[gpu["model"]]
         for found in _profiles(state, gpu):
-            sm, dec, enc, ce, jpeg, ofa = _ENGINES.get(gpu["family"], _ENGINES["hopper"]).get(
-                found["kind"], (14 * found["compute_slices"], 0, 0, found["compute_slices"], 0, 0))
-            memory = _MEMORY_GIB.get(entry["name"], {}).get(found["kind"]) or "%.2f" % (found["memory_gb"] * 0.975)
+            sm, dec, enc, ce, jpeg, ofa = found["engines"]
             free = "%d/%d" % (_free_count(state, gpu, found), found["max_instances"])
             first = "|%4d  %-16s %3d     %-3s        %-10s No     %-6d %-5d %-4d|" % (
-                gpu["index"], "MIG " + found["name"], found["gpu_instance_profile_id"], free, memory, sm, dec, enc)
+                gpu["index"], "MIG " + found["name"], found["gpu_instance_profile_id"], free, found["memory_gib"], sm,
+                dec, enc)
             second = "|%61s%-6d%-6d%-4d|" % ("", ce, jpeg, ofa)
             lines += [first, second, _LGIP_RULE]
     return "\n".join(lines) + "\n"
@@ -438,11 +553,10 @@ def render_xml(state, gpus):
             out.append("\t\t<mig_devices>None</mig_devices>")
         else:
             out.append("\t\t<mig_devices>")
-            entry = MIG.CATALOG[gpu["model"]]
+            entry = MIG_MODELS[gpu["model"]]
             for number, (gi, ci) in enumerate(devices):
                 found = entry["profiles"][gi["profile"]]
-                sm = _ENGINES.get(gpu["family"], _ENGINES["hopper"]).get(found["kind"], (14,))[0]
-                sm = sm * ci["slices"] // found["compute_slices"]
+                sm = found["engines"][0] * ci["slices"] // found["compute_slices"]
                 mib = int(gpu["memory_total_mib"] * gi["size"] / entry["memory_slices"]) - 512
                 out += ["\t\t\t<mig_device>", "\t\t\t\t<index>%d</index>" % number,
                         "\t\t\t\t<gpu_instance_id>%d</gpu_instance_id>" % gi["id"],

@@ -3,25 +3,33 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The fake nvidia-smi (tests/fakes) is only useful when it behaves like the real tool: its output
 must read like the captured samples, its state must follow the MIG placement rules, and it must
-refuse what nvidia-smi refuses, with nvidia-smi's exit codes."""
+refuse what nvidia-smi refuses, with nvidia-smi's exit codes. It is an oracle independent of the
+collection: it never loads plugins/, and its profile data must agree with the production catalog."""
 
 from __future__ import annotations
 
+import ast
+import copy
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+# The production MIG catalog, compared with the fake's own data below: the one place to re-point
+# when the catalog module moves.
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as catalog
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 from ansible_collections.gpu_ops.cluster.tests.fakes import fake_nvidia_smi as fake
 
 FAKES = pathlib.Path(fake.__file__).parent
+REPO = FAKES.parents[1]
 SAMPLES = pathlib.Path(__file__).parents[1] / "plugins" / "module_utils" / "fixtures" / "nvsmi"
+MIG_KINDS = ["A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB", "A30-24GB"]
 
 
 def smi(state, *argv):
@@ -53,15 +61,129 @@ def test_instance_tables_match_the_captured_samples():
     assert ok(state, "mig", "-lci") == (SAMPLES / "lci--h100-with-placement.txt").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("kind", ["A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB", "A30-24GB"])
+# --------------------------------------------------------------------------------------------
+# An independent oracle: the fake's data comes from the captures, never from plugins/
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_fake_source_does_not_import_the_collection():
+    for path in (FAKES / "fake_nvidia_smi.py", FAKES / "nvidia-smi"):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+        imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+        assert imported, path                                   # the scan sees the imports that are there
+        assert [m for m in imported if "plugins" in m or "_mig" in m or m.startswith(("ansible", "importlib"))] == []
+        names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        names |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+        assert names & {"__import__", "import_module", "spec_from_file_location", "exec", "exec_module"} == set()
+        strings = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+        assert [s for s in strings if re.search(r"\b_mig\b|\bmig\.py\b|_catalog|(?<!unit/)plugins/module_utils", s)] == []
+    # the one path with "plugins" in it is the capture folder under tests/unit
+    captures = pathlib.Path(fake.CAPTURES).resolve()
+    assert captures == SAMPLES.resolve() and captures.is_relative_to(REPO.resolve() / "tests")
+
+
+_WATCH_LOADS = r"""
+import json, os, sys
+fakes, kinds = sys.argv[1], sys.argv[2].split(",")
+opened = []
+sys.addaudithook(lambda event, args: opened.append(os.fspath(args[0])) if event == "open" and isinstance(
+    args[0], (str, bytes, os.PathLike)) and not isinstance(args[0], bytes) else None)
+sys.path.insert(0, fakes)
+import fake_nvidia_smi as fake
+for kind in kinds:
+    state = fake.preset_state(kind + ",mig")
+    for argv in (["mig", "-lgip"], ["mig", "-lgipp"], ["mig", "-cgi", "0", "-C"], ["-q", "-x"], ["-L"]):
+        assert fake.run(argv, state)[0] == 0, (kind, argv)
+modules = {name: getattr(module, "__file__", None) for name, module in list(sys.modules.items())}
+print(json.dumps(dict(opened=opened, modules=modules)))
+"""
+
+
+def test_the_fake_loads_nothing_from_plugins():
+    """Import the fake and run it in a fresh interpreter, watching every file it opens and every module it loads."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", _WATCH_LOADS, str(FAKES), ",".join(MIG_KINDS)], env=env, text=True,
+                          capture_output=True, check=True)
+    seen = json.loads(done.stdout)
+    plugins = (REPO / "plugins").resolve()
+    opened = [pathlib.Path(p).resolve() for p in seen["opened"]]
+    assert [p for p in opened if p.is_relative_to(plugins)] == []
+    # the watch works: it saw the fake read its captures
+    assert {p.name for p in opened if p.parent == SAMPLES.resolve()} == {
+        "lgipp--A100-40GB-8-slot.txt", "lgip--H100-80GB.txt", "lgipp--A30-24GB.txt"}
+    loaded = {name: path for name, path in seen["modules"].items()
+              if "plugins" in name or "_mig" in name.split(".")[-1] or name.startswith("ansible")
+              or path and pathlib.Path(path).resolve().is_relative_to(plugins)}
+    assert loaded == {}
+    assert "fake_nvidia_smi" in seen["modules"]
+
+
+def _disagreements(kind, model, entry):
+    """Where the fake's profile data of ``kind`` and a catalog ``entry`` differ (profile ID, instances, placements)."""
+    ours = fake.MIG_MODELS[kind]
+    theirs = {p["name"]: p for p in entry["profiles"].values() if p["gpu_instance_profile_id"] is not None}
+    problems = []
+    if sorted(ours["profiles"]) != sorted(theirs):
+        problems.append("%s: profiles %s, the catalog has %s" % (kind, sorted(ours["profiles"]), sorted(theirs)))
+    for key in ("memory_slices", "compute_slices"):
+        if ours[key] != entry[key]:
+            problems.append("%s: %s %s, the catalog says %s" % (kind, key, ours[key], entry[key]))
+    for name in sorted(set(ours["profiles"]) & set(theirs)):
+        for key in ("gpu_instance_profile_id", "max_instances", "placements", "memory_slices", "compute_slices",
+                    "memory_gb", "media_extensions"):
+            if ours["profiles"][name][key] != theirs[name][key]:
+                problems.append("%s %s: %s %r, the catalog says %r" % (kind, name, key, ours["profiles"][name][key],
+                                                                       theirs[name][key]))
+    return problems
+
+
+@pytest.mark.parametrize("kind", MIG_KINDS)
+def test_the_fake_and_the_catalog_agree(kind):
+    """Two independent sources, the captures/guide (fake) and the production catalog, say the same."""
+    model = fake.GPU_KINDS[kind]["model"]
+    assert _disagreements(kind, model, catalog.CATALOG[model]) == []
+    assert fake.CI_PROFILE_IDS == catalog.COMPUTE_INSTANCE_PROFILE_IDS
+
+
+@pytest.mark.parametrize("kind", MIG_KINDS)
+def test_a_wrong_catalog_would_be_caught(kind):
+    model = fake.GPU_KINDS[kind]["model"]
+    wrong = copy.deepcopy(catalog.CATALOG[model])
+    name = next(n for n, p in wrong["profiles"].items() if len(p["placements"]) > 1)
+    wrong["profiles"][name]["placements"] = wrong["profiles"][name]["placements"][:-1]
+    assert _disagreements(kind, model, wrong) == ["%s %s: placements %r, the catalog says %r" % (
+        kind, name, fake.MIG_MODELS[kind]["profiles"][name]["placements"], wrong["profiles"][name]["placements"])]
+
+
+@pytest.mark.parametrize("kind", MIG_KINDS)
 def test_profile_tables_agree_with_the_catalog(kind):
     state = fake.preset_state(kind + ",mig")
     model = fake.GPU_KINDS[kind]["model"]
     profiles = _nvsmi.parse_gi_profiles(ok(state, "mig", "-lgip"))
     placements = _nvsmi.parse_gi_placements(ok(state, "mig", "-lgipp"))
     assert mig_nodes.hardware_differences(model, profiles, placements) == []
-    assert {p["profile"] for p in profiles} == {n for n, p in _mig.CATALOG[model]["profiles"].items()
+    assert {p["profile"] for p in profiles} == {n for n, p in catalog.CATALOG[model]["profiles"].items()
                                                 if p["gpu_instance_profile_id"] is not None}
+
+
+def test_the_placement_data_is_the_captures_text():
+    """-lgipp of the kinds with a capture reprints it; the kinds without one reprint the shared 8-slot table."""
+    eight_slot = (SAMPLES / "lgipp--A100-40GB-8-slot.txt").read_text(encoding="utf-8")
+    for kind in ("A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB"):
+        assert ok(fake.preset_state(kind + ",mig"), "mig", "-lgipp") == eight_slot
+    assert fake.parse_lgipp_capture("lgipp--A30-24GB.txt")[-1] == (0, [0], 4)
+
+
+def test_a_malformed_capture_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "lgipp--bad.txt").write_text("GPU  0 Profile ID 19 Placements: {0,1,2}\n", encoding="utf-8")
+    (tmp_path / "lgip--bad.txt").write_text("|   0  MIG 1g.10gb       19     7/7        9.75       No     16     1     0   |\n",
+                                            encoding="utf-8")
+    monkeypatch.setattr(fake, "CAPTURES", str(tmp_path))
+    with pytest.raises(ValueError, match="not a -lgipp line"):
+        fake.parse_lgipp_capture("lgipp--bad.txt")
+    with pytest.raises(ValueError, match="without its CE/JPEG/OFA line"):
+        fake.parse_lgip_capture("lgip--bad.txt")
 
 
 def test_mig_state_persists_and_follows_the_placement_rules():
