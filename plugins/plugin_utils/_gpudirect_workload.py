@@ -20,11 +20,12 @@ import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import (
     ACCELERATOR_LABEL, CONTROL_INTERFACE, DAEMONS, DEFAULT_INTERFACE_ANNOTATION, DEFAULT_NETWORK,
-    GPU_CONTAINER_MOUNTS, GPU_RESOURCE, GPU_SHARING_LABELS, INTERFACES_ANNOTATION, MACHINES,
+    GPU_CONTAINER_MOUNTS, GPU_SHARING_LABELS, INTERFACES_ANNOTATION, MACHINES,
     MACHINE_TYPE_LABEL, NATIVE_SIDECAR_MIN_GKE, PROFILES, PROFILE_NAMES, WORKLOAD_VOLUMES, device_annotation,
     gke_minor, image_ref, interface_names, interfaces_annotation, native_sidecar_supported, release,
     sharing_refusal,
 )
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import GPU_RESOURCE
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.nccl import PATH_KEYS, nccl_environment
 
 

@@ -3,12 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-"""The GPUDirect catalog: one table per fact, read by modules, filters and roles.
+"""The GKE GPUDirect catalog: one table per fact, read by modules, filters and roles.
 
-Everything a role, module or filter needs to know about GPUDirect-TCPX (A3 High), GPUDirect-TCPXO
-(A3 Mega) and GPUDirect-RDMA (A3 Ultra / A4, gIB NCCL plugin) lives here, once. Roles read it through
-the ``gpu_ops.cluster.gpudirect_profile`` and ``gpu_ops.cluster.nccl_env`` filters; they never copy
-a value.
+Everything a role, module or filter needs to know about the machines, versions, images and DaemonSets
+of GPUDirect-TCPX (A3 High), GPUDirect-TCPXO (A3 Mega) and GPUDirect-RDMA (A3 Ultra / A4, gIB NCCL
+plugin) lives here, once. The NCCL environments of every fabric are in ``_catalog/nccl.py``, the
+workload patcher that applies both in ``plugin_utils/_gpudirect_workload.py``. Roles read the catalog
+through the ``gpu_ops.cluster.gpudirect_profile`` and ``gpu_ops.cluster.nccl_env`` filters; they never
+copy a value.
 
 Sources (see the shared research notes gke-gpudirect.md and the seed guide):
 - machine types, accelerator labels, GPU-NIC counts, installer DaemonSets, RxDM daemon containers,
@@ -58,7 +60,6 @@ GPU_SHARING_LABELS = (
     "cloud.google.com/gke-max-shared-clients-per-gpu",
     "cloud.google.com/gke-gpu-partition-size",        # multi-instance GPU
 )
-GPU_RESOURCE = "nvidia.com/gpu"
 
 
 def _profile_entry(fabric, machine_type, min_versions=(), **fields):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import HOST_NVIDIA_DIR as GKE_NVIDIA_DIR
+
 
 # --------------------------------------------------------------------------------------------
 # GPU Operator chart catalog
@@ -123,9 +125,7 @@ KEY_HISTORY = {
 KERNEL_MODULE_TYPES = ("auto", "open", "proprietary")
 # "auto" picks open or proprietary per GPU and driver branch; only R570+ driver containers support it.
 KERNEL_MODULE_AUTO_MIN_DRIVER = (570, 86, 15)
-MIG_STRATEGIES = ("none", "single", "mixed")
 MIG_CONFIG_DEFAULTS = ("all-disabled", "")
-SHARING_STRATEGIES = ("none", "time-slicing", "mps")
 RDMA_MODES = ("auto", "dmabuf", "peermem", "off")
 SANDBOX_WORKLOADS = ("container", "vm-passthrough", "vm-vgpu")
 DRIVER_TYPES = ("gpu", "vgpu", "vgpu-host-manager")
@@ -159,7 +159,6 @@ DEPLOY_LABELS = (
 )
 
 # Platform specifics (google-gke.rst, microsoft-aks.rst, state_manager.go ocpSuggestedNamespace).
-GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 GPU_OPERATOR_PLATFORMS = {
     "generic": {"namespace": "gpu-operator", "driver": True, "toolkit": True},
     # GKE installs the driver (gpu-driver-version on the pool); the operator must not.

@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-"""The MIG catalog and placement solver: one table per fact.
+"""The MIG catalog: one table per fact, and the lookups over it (no I/O).
 
-Read by the AKS node-pool engine, the nvidia_device_plugin role (through the filters in
-plugins/filter/mig.py) and the bare-metal MIG module. Nothing else keeps a copy.
+Read by the AKS and GKE node-pool engines, the bare-metal MIG module, the placement solver and node
+expectations in ``_mig/`` and the nvidia_device_plugin and mig_manager roles (through the filters in
+plugins/filter/mig.py). Nothing else keeps a copy.
 
 Sources (shared research notes, nvidia-stack.md sections 3-5):
 - profiles, maximum instances, nvidia-smi GPU-instance profile IDs and placements: NVIDIA MIG User

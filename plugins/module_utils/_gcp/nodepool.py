@@ -33,7 +33,9 @@ import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import NodePoolEngine, PoolError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import foreign_option_problems
@@ -182,7 +184,6 @@ def _validate_gpus(problems, params, values):
         if not PARTITION.match(partition):
             problems.add("gpu_partition_size", "%r is not a MIG partition size such as 1g.10gb" % (partition,))
         elif accel in GKE_ACCELERATOR_MIG_MODELS:
-            from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig  # pylint: disable=import-outside-toplevel
 
             try:
                 _mig.profile(GKE_ACCELERATOR_MIG_MODELS[accel], partition)
@@ -473,7 +474,6 @@ def expected_resources(params, pool=None):
         model = GKE_ACCELERATOR_MIG_MODELS.get(values["accelerator_type"])
         if model is None:
             return None
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes  # pylint: disable=import-outside-toplevel
 
         try:
             share = dict(strategy="time-slicing", replicas=sharing["max_shared_clients_per_gpu"]) if sharing else None
@@ -481,7 +481,7 @@ def expected_resources(params, pool=None):
         except ValueError:
             return None
     replicas = sharing["max_shared_clients_per_gpu"] if sharing else 1
-    return {gpudirect.GPU_RESOURCE: count * replicas}
+    return {_mig.GPU_RESOURCE: count * replicas}
 
 
 # --------------------------------------------------------------------------- engine

@@ -3,17 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-"""Facts of a GPU host (module gpu_host_facts) and the GPUDirect RDMA mode rule.
+"""Facts of a GPU host (module gpu_host_facts), judged by the GPUDirect RDMA mode rule.
 
-The RDMA mode rule lives here once (``gpudirect_rdma``); roles read its answer from the facts.
-Sources (shared research notes, nvidia-stack.md 1.6 and 7.1): DMA-BUF needs Linux >= 5.12, the
-open GPU kernel modules, CUDA >= 11.7 (driver-provided) and a Turing-or-newer (compute
-capability >= 7.5) data-center GPU; the legacy ``nvidia-peermem`` path needs MOFED or DOCA-OFED.
-
-On a fresh host the GPU Operator is about to give a driver, nothing of the driver can be read:
-``gpudirect_rdma_planned`` decides from what is there (kernel, the GPUs on the PCI bus, RDMA devices or
-``ib_core``, MOFED) and from the driver the operator will install (its version and kernel module type,
-from the operator catalog), and names its evidence.
+The RDMA mode rule and its version gates live once, in ``_catalog/gpudirect_rdma.py``; the facts carry
+its answer (``gpudirect_rdma``), and roles read it from there.
 
 Reads, and never writes: two nvidia-smi calls (the GPU table as CSV, the ``-q -d COMPUTE``
 header for the CUDA version), ``/proc/driver/nvidia/version``, ``/proc/modules``,

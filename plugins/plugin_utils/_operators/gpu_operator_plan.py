@@ -3,25 +3,17 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-"""Catalog of the NVIDIA GPU Operator and Network Operator charts, and the plans built from it.
+"""The GPU Operator plan (filter ``gpu_operator_plan``, role ``gpu_operator``).
 
-One table per fact (sources: NVIDIA/gpu-operator ``deployments/gpu-operator/values.yaml`` at each
-tag, ``api/nvidia/v1/clusterpolicy_types.go``; gpu-operator-rdma.rst, google-gke.rst,
-microsoft-aks.rst; Mellanox/network-operator ``api/v1alpha1`` and its upgrade notes):
+The chart catalog it reads is ``_catalog/gpu_operator.py`` (one table per fact, with its sources);
+the Network Operator's plan is ``network_operator_plan.py`` beside this file.
 
-- ``GPU_OPERATOR_CHARTS``: per chart series, the pinned release and the value keys it accepts
-  (``driver.kernelModuleType`` from v25.3, ``driver.useOpenKernelModules`` before it, ...).
-- ``GPU_OPERATOR_PLATFORMS``: the published specifics of generic Kubernetes, GKE, AKS, OpenShift.
-- ``NETWORK_OPERATOR_CHARTS``: per chart series, the pinned release, its top-level value keys, the
-  IPAM plugins its NicClusterPolicy can deploy (Whereabouts removed in 25.10), the component
-  image tags and the chart's ``kubeVersion`` (``kube_version_refusal``: helm's pre-release rule).
-
-``gpu_operator_plan`` and ``network_operator_plan`` turn role options into chart values and
+``gpu_operator_plan`` (like ``network_operator_plan``) turns role options into chart values and
 objects, refusing (``OperatorInputError`` naming the option) anything the chosen chart version,
 platform or the GPU hosts' facts cannot do, so the roles fail before anything is installed. The
-per-host GPUDirect RDMA rule belongs to ``gpu_host_facts`` (``_gpu_host``); here the hosts' verdicts are
+per-host GPUDirect RDMA rule is ``_catalog/gpudirect_rdma.py`` (its answer is in gpu_host_facts); here the hosts' verdicts are
 combined (``resolve_rdma_mode``), and for hosts without a driver yet, where the operator installs it, the
-rule is asked about the driver this catalog pins (``gpudirect_rdma.gpudirect_rdma_planned``).
+rule is asked about the driver the GPU Operator catalog pins (``gpudirect_rdma.gpudirect_rdma_planned``).
 """
 
 from __future__ import annotations
@@ -30,11 +22,12 @@ import json
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gpudirect_rdma
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import SHARING_STRATEGIES, STRATEGIES as MIG_STRATEGIES
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gpu_operator import (
     AKS_DRIVER_SOURCES, CRITICAL_PRIORITY_CLASSES, DRIVER_FEATURE_FIELDS, DRIVER_SIDECARS, DRIVER_TYPES,
     GKE_NVIDIA_DIR, GPU_OPERATOR_CHART, GPU_OPERATOR_CHARTS, GPU_OPERATOR_PLATFORMS, GPU_OPERATOR_REPO_URL,
     GPU_PRESENT_LABEL, KERNEL_MODULE_AUTO_MIN_DRIVER, KERNEL_MODULE_TYPES, MIG_CONFIG_DEFAULTS,
-    MIG_STRATEGIES, POD_SECURITY_LABELS, PULL_POLICIES, RDMA_MODES, SANDBOX_WORKLOADS, SHARING_STRATEGIES,
+    POD_SECURITY_LABELS, PULL_POLICIES, RDMA_MODES, SANDBOX_WORKLOADS,
     DEPLOY_LABELS, GPU_OPERATOR_COMMON_KEYS, KEY_HISTORY,
 )
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names
