@@ -53,8 +53,6 @@ SUBNETWORK = "subnetwork"
 FIREWALL = "firewall"
 API_GROUP = "networking.gke.io"
 API_VERSION = API_GROUP + "/v1"
-DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"
-INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
 DEFAULT_DEVICE_MODE = "NetDevice"
 # GPU NIC profiles this module builds (one VPC per NIC, deviceMode NetDevice)
 NETDEVICE_PROFILES = ("tcpx", "tcpxo")
@@ -330,7 +328,7 @@ def outputs(fabric):
         manifests=manifests(fabric),
         pod_interfaces=json.loads(annotation),
         pod_interfaces_annotation=annotation,
-        pod_annotations={DEFAULT_INTERFACE_ANNOTATION: gpudirect.CONTROL_INTERFACE, INTERFACES_ANNOTATION: annotation},
+        pod_annotations={gpudirect.DEFAULT_INTERFACE_ANNOTATION: gpudirect.CONTROL_INTERFACE, gpudirect.INTERFACES_ANNOTATION: annotation},
     )
 
 
