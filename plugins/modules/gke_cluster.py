@@ -303,6 +303,8 @@ multi_networking:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import cluster as engine
 
 
 def argument_spec():
@@ -355,10 +357,7 @@ def argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import cluster as engine
-
-    engine.run(module)
+    run_module(AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True), engine.run)
 
 
 if __name__ == "__main__":

@@ -44,10 +44,8 @@ options:
       - Where the cluster runs, as in M(gpu_ops.cluster.gke_cluster) and M(gpu_ops.cluster.gpu_nodepool), a region (for
         example C(us-central1)) or a zone (for example C(us-central1-c)). The subnets are created in that region (of
         a zone, its region).
-      - The alias O(region) is deprecated and will be removed in version 2.0.0.
     type: str
     required: true
-    aliases: [region]
   state:
     description:
       - Whether the fabric should exist.
@@ -59,10 +57,8 @@ options:
       - The GPUDirect profile, named as in M(gpu_ops.cluster.gke_cluster) and M(gpu_ops.cluster.gpu_nodepool).
         V(tcpx) (A3 High) has 4 GPU NICs and V(tcpxo) (A3 Mega) has 8, as the collection's GPUDirect catalog says. It
         also sets the GKENetworkParamSet C(deviceMode) and the pod interface names.
-      - The alias O(profile) is deprecated and will be removed in version 2.0.0.
     type: str
     choices: [tcpx, tcpxo]
-    aliases: [profile]
   mtu:
     description:
       - MTU of the networks, 1300 to 8896. When unset, the GPUDirect catalog's MTU (8244) is used.
@@ -240,18 +236,18 @@ state:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, with_common
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.multinetwork import NAMING_SPEC
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork as engine
 
 
 def argument_spec():
     return with_common(GCP_COMMON_SPEC, dict(
-        NAMING_SPEC,
-        location=dict(type="str", required=True, aliases=["region"],
-                      deprecated_aliases=[dict(name="region", version="2.0.0", collection_name="gpu_ops.cluster")]),
+        engine.NAMING_SPEC,
+        location=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"]),
-        gpudirect=dict(type="str", choices=["tcpx", "tcpxo"], aliases=["profile"],
-                       deprecated_aliases=[dict(name="profile", version="2.0.0", collection_name="gpu_ops.cluster")]),
+        gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
         mtu=dict(type="int"),
         cidr_base=dict(type="str", default="192.168.0.0/16"),
         subnet_prefix_length=dict(type="int", default=24),
@@ -262,10 +258,7 @@ def argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork as engine  # pylint: disable=import-outside-toplevel
-
-    engine.run(module)
+    run_module(AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True), engine.run)
 
 
 if __name__ == "__main__":

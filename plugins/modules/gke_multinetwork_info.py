@@ -98,6 +98,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, with_common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.multinetwork import NAMING_SPEC
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork_info as engine
 
 
 def argument_spec():
@@ -109,19 +111,7 @@ def argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork_info as _fabric_info
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.checks import operation_error_text
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.multinetwork import FabricError
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
-
-    try:
-        module.exit_json(**_fabric_info.describe(GcpSession.from_module(module), module.params))
-    except FabricError as exc:
-        module.fail_json(msg=str(exc), problems=exc.problems)
-    except ApiError as exc:
-        module.fail_json(msg="Google Cloud request failed: %s" % operation_error_text(exc), status=exc.status)
+    run_module(AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True), engine.run)
 
 
 if __name__ == "__main__":

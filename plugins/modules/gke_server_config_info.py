@@ -91,6 +91,8 @@ gpudirect:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import versions as engine
 
 
 def argument_spec():
@@ -101,20 +103,7 @@ def argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import versions
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
-
-    session = GcpSession.from_module(module)
-    try:
-        config = versions.read(session, module.params["location"])
-    except versions.VersionError as exc:
-        module.fail_json(msg=str(exc))
-    except ApiError as exc:
-        module.fail_json(msg="GKE request failed: %s" % common.operation_error_text(exc), status=exc.status)
-    module.exit_json(changed=False, **versions.summary(config, module.params.get("gpudirect")))
+    run_module(AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True), engine.run)
 
 
 if __name__ == "__main__":

@@ -165,9 +165,10 @@ ansible_facts:
           sample: ["nvidia-smi not found"]
 """
 
-import os  # noqa: E402  pylint: disable=wrong-import-position
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as engine
 
 
 def main():
@@ -180,24 +181,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    for option in ("procfs_root", "sysfs_root"):
-        if not os.path.isdir(module.params[option]):
-            module.fail_json(msg="%s: %s is not a folder (where %s is mounted)"
-                             % (option, module.params[option], option.split("_", maxsplit=1)[0]))
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as engine
-
-    def find(option, name):
-        path = module.params[option]
-        if path:
-            return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
-        return module.get_bin_path(name, opt_dirs=["/usr/bin", "/usr/sbin", "/usr/local/bin", "/sbin"])
-
-    def run(argv):
-        return module.run_command(argv, environ_update=dict(LC_ALL="C"))
-
-    facts = engine.gather(run, find("nvidia_smi", "nvidia-smi"), find("ofed_info", "ofed_info"),
-                          proc_root=module.params["procfs_root"], sys_root=module.params["sysfs_root"])
-    module.exit_json(changed=False, ansible_facts=dict(gpu_host=facts))
+    run_module(module, engine.run)
 
 
 if __name__ == "__main__":

@@ -333,6 +333,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import (
     PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common,
 )
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as aks_engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as gke_engine
 
 
 def argument_spec():
@@ -403,11 +406,7 @@ def main():
         required_if=PROVIDER_REQUIRED_IF + [("enable_autoscaling", True, ("min_count", "max_count"))],
         mutually_exclusive=[("gpu_sharing", "gpudirect")],
     )
-    if module.params["provider"] == "gke":
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as engine
-    else:
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as engine
-    engine.run(module)
+    run_module(module, gke_engine.run if module.params["provider"] == "gke" else aks_engine.run)
 
 
 if __name__ == "__main__":

@@ -87,6 +87,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import (
     PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common,
 )
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import info as engine
 
 
 def argument_spec():
@@ -100,20 +102,8 @@ def argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_if=PROVIDER_REQUIRED_IF)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import info
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
-
-    try:
-        if module.params["provider"] == "gke":
-            from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
-            pools, exists = info.gke_pools(GcpSession.from_module(module), module.params)
-        else:
-            from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session import ArmSession
-            pools, exists = info.aks_pools(ArmSession.from_module(module), module.params)
-    except ApiError as exc:
-        module.fail_json(msg="request failed: %s" % exc.describe(), status=exc.status)
-    module.exit_json(changed=False, cluster_exists=exists, node_pools=pools)
+    run_module(AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_if=PROVIDER_REQUIRED_IF),
+               engine.run)
 
 
 if __name__ == "__main__":

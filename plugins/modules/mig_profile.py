@@ -204,7 +204,10 @@ hardware_differences:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402  pylint: disable=wrong-import-position
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mig as engine
 
 
 def main():
@@ -223,23 +226,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mig as engine
-
-    params = dict(module.params)
-    params["gpus"] = [{k: v for k, v in entry.items() if v is not None} for entry in params["gpus"]]
-    path = params["nvidia_smi"] or module.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin", "/usr/local/bin"])
-    if not path and not params["offline"]:
-        module.fail_json(msg="nvidia-smi not found; install the NVIDIA driver or set nvidia_smi")
-    params["nvidia_smi"] = path
-    try:
-        engine.validate_request(params["gpus"])
-        result = engine.run(params, lambda argv: module.run_command(argv, environ_update=dict(LC_ALL="C")),
-                            module.check_mode, module._diff)
-    except engine.MigError as exc:
-        module.fail_json(msg=str(exc), **exc.details)
-    for difference in result["mig_parted_differences"]:
-        module.warn(difference)
-    module.exit_json(**result)
+    run_module(module, engine.run)
 
 
 if __name__ == "__main__":

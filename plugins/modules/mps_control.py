@@ -137,7 +137,8 @@ actions:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as _mps
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as engine
 
 
 def _argument_spec():
@@ -149,7 +150,7 @@ def _argument_spec():
         start=dict(type="bool", default=True),
         active_thread_percentage=dict(type="int"),
         pinned_device_mem_limit=dict(type="dict", default={}),
-        stop_policy=dict(type="str", choices=list(_mps.STOP_POLICIES), default="refuse"),
+        stop_policy=dict(type="str", choices=list(engine.STOP_POLICIES), default="refuse"),
         drain_timeout=dict(type="int", default=600),
         poll_interval=dict(type="int", default=5),
         quit=dict(type="bool", default=True),
@@ -157,12 +158,7 @@ def _argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True)
-    try:
-        result = _mps.converge(module.params, module.run_command, module.get_bin_path, module.check_mode)
-    except (ValueError, _mps.ControlError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    run_module(AnsibleModule(argument_spec=_argument_spec(), supports_check_mode=True), engine.run)
 
 
 if __name__ == "__main__":

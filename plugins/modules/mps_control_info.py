@@ -55,7 +55,8 @@ default_active_thread_percentage:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as _mps
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps_info as engine
 
 
 def main():
@@ -63,11 +64,7 @@ def main():
         argument_spec=dict(pipe_directory=dict(type="path", required=True),
                            control_binary=dict(type="str", default="nvidia-cuda-mps-control")),
         supports_check_mode=True)
-    try:
-        result = _mps.info(module.params, module.run_command, module.get_bin_path)
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    run_module(module, engine.run)
 
 
 if __name__ == "__main__":

@@ -168,7 +168,10 @@ changes:
   sample: [{"action": "update", "kind": "file", "name": "/etc/nccl.conf", "fields": ["content"]}]
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402  pylint: disable=wrong-import-position
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import nccl_conf as engine
 
 
 def argument_spec():
@@ -187,10 +190,7 @@ def argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import nccl_conf as engine
-
-    engine.run(module)
+    run_module(AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True), engine.run)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ def test_wrong_choice_names_the_option_and_the_allowed_values(run_playbook, gcp_
 def test_unknown_option_names_the_option_and_lists_the_supported_ones(run_playbook, gcp_double, gcp_defaults):
     result = run_playbook(_play([{
         "name": "Fabric with a misspelt option",
-        "gpu_ops.cluster.gke_multinetwork": {"cluster": "c", "region": "us-central1", "profile": "tcpxo", "mtuu": 8244},
+        "gpu_ops.cluster.gke_multinetwork": {"cluster": "c", "location": "us-central1", "gpudirect": "tcpxo", "mtuu": 8244},
     }], gcp_defaults)).assert_failed()
     message = result.task("Fabric with a misspelt option").get("result", {}).get("msg", "")
     assert "mtuu" in message and "Supported parameters include" in message and "mtu" in message, result.output

@@ -20,7 +20,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gk
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT, collections_path
 
 NICS = gpudirect.profile("tcpxo")["gpu_nic_count"]
-FABRIC = dict(cluster="a3mega", region="us-central1", profile="tcpxo")
+FABRIC = dict(cluster="a3mega", location="us-central1", gpudirect="tcpxo")
 
 
 def play(tasks, defaults):

@@ -32,6 +32,7 @@ import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session import ArmSession
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import NodePoolEngine, PoolError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import foreign_option_problems
@@ -313,13 +314,11 @@ class PoolEngine(NodePoolEngine):
     expected_resources = staticmethod(expected_resources)
 
     @classmethod
-    def open_session(cls, module, **options):
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session import ArmSession  # pylint: disable=import-outside-toplevel
+    def open_session(cls, context, **options):
+        return context.session(ArmSession, **options)
 
-        return ArmSession.from_module(module, **options)
-
-    def __init__(self, module, session):
-        super().__init__(module, session)
+    def __init__(self, context, session):
+        super().__init__(context, session)
         base = PROVIDER_PATH % (self.params["resource_group"], self.params["cluster"])
         self.cluster_url = session.url(base, API_VERSION)
         self.pool_url = session.url("%s/agentPools/%s" % (base, self.params["name"]), API_VERSION)
@@ -451,6 +450,7 @@ def _dotted(document, path):
     return value
 
 
-def run(module, **session_options):
-    """Entry point of gpu_nodepool for provider aks (``session_options`` go to ArmSession, for tests)."""
-    run_engine(module, PoolEngine, **session_options)
+def run(params, context, **session_options):
+    """Entry point of gpu_nodepool for provider aks (the contract of ``_core.contract``; ``session_options``
+    go to ArmSession, for tests)."""
+    return run_engine(params, context, PoolEngine, **session_options)

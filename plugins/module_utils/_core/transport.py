@@ -29,6 +29,7 @@ from urllib import parse as urllib_parse
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import SESSION_DEFAULTS
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import Waiter, WaitTimeout
 
 try:
@@ -51,19 +52,19 @@ MUTATING_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
 
 
 def check_session_options(module, libraries=()):
-    """Fail ``module`` cleanly before any request: a missing library (not needed in render mode,
+    """Refuse cleanly, before any request (``EngineError``): a missing library (not needed in render mode,
     which sends nothing) or a timeout / retry option out of range. ``libraries`` holds
     (present, pip name, import error) triples."""
     params = module.params
     if not params.get("render_dir"):
         for present, name, import_error in ((HAS_REQUESTS, "requests", None),) + tuple(libraries):
             if not present:
-                module.fail_json(msg=missing_required_lib(name), exception=str(import_error) if import_error else None)
+                raise EngineError(missing_required_lib(name), exception=str(import_error) if import_error else None)
     for option in ("request_timeout", "operation_timeout"):
         if params.get(option) is not None and params[option] <= 0:
-            module.fail_json(msg="%s must be greater than 0, got %s" % (option, params[option]))
+            raise EngineError("%s must be greater than 0, got %s" % (option, params[option]))
     if params.get("max_retries") is not None and params["max_retries"] < 0:
-        module.fail_json(msg="max_retries must be 0 or more, got %s" % params["max_retries"])
+        raise EngineError("max_retries must be 0 or more, got %s" % params["max_retries"])
 
 
 def session_options(module):
@@ -451,8 +452,10 @@ class CloudSession:
 
     @classmethod
     def from_module(cls, module, **kwargs):
-        """A session from the module's options, logged in; fails the module cleanly (option, cause)
-        and makes Ansible mask every form of every secret in whatever the module returns."""
+        """A session from the module's options, logged in, and Ansible told to mask every form of every
+        secret in whatever the module returns. ``module`` is a ``_contract.Context`` (or an AnsibleModule):
+        its ``params``, ``debug`` and ``no_log_values``. A bad option or a refused login is an
+        ``EngineError`` naming the option and the cause."""
         check_session_options(module, cls.libraries(kwargs))
         options = dict(session_options(module), secrets=Secrets(sink=getattr(module, "no_log_values", None)))
         options.update(kwargs)
@@ -462,5 +465,4 @@ class CloudSession:
                 session.login()
             return session
         except CredentialsError as exc:
-            module.fail_json(msg=str(exc))
-        return None  # not reached: fail_json exits
+            raise EngineError(str(exc))

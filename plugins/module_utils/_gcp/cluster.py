@@ -29,6 +29,7 @@ import datetime
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import versions
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import version_gate_error
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import (
     Plan, as_given, differing_fields, resulting_document,
@@ -36,6 +37,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import WaitTimeout
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 
 KIND = "cluster"
 
@@ -376,9 +378,9 @@ def _immutable(fields):
 class ClusterEngine:
     """Plans and applies one cluster; the session is a _gcp.GcpSession."""
 
-    def __init__(self, module, session):
-        self.module = module
-        self.params = module.params
+    def __init__(self, context, session):
+        self.context = context
+        self.params = context.params
         self.session = session
         self.project = self.params["project"]
         self.location = self.params["location"]
@@ -395,7 +397,7 @@ class ClusterEngine:
 
     def wait_settled(self, cluster):
         """Wait while the cluster is being created, reconciled or deleted (a run killed half-way)."""
-        if self.module.check_mode:
+        if self.context.check_mode:
             return cluster
         return self.session.settle(
             self.read, lambda current: current is None or current.get("status") not in common.BUSY_CLUSTER_STATUSES,
@@ -611,43 +613,39 @@ def _scrub_cluster(cluster):
     return cluster
 
 
-def run(module):
-    """Entry point of the gke_cluster module."""
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession  # pylint: disable=import-outside-toplevel
-
-    params = module.params
-    session = None
+def run(params, context):
+    """Entry point of the gke_cluster module (the contract of ``_core.contract``)."""
     problems = validate(params)
     if problems:
-        module.fail_json(msg=problems.message("gke_cluster"), problems=problems.items)
-    session = GcpSession.from_module(module)
+        raise EngineError(problems.message("gke_cluster"), problems=problems.items)
+    session = context.session(GcpSession)
     alias = params.get("cluster_version") if versions.is_alias(params.get("cluster_version")) else None
     if alias and params["state"] == "present":
-        params["cluster_version"] = _resolve_alias(module, session, alias)
-    engine = ClusterEngine(module, session)
+        params["cluster_version"] = _resolve_alias(params, session, alias)
+    engine = ClusterEngine(context, session)
     try:
         current = engine.read()
         if params["state"] == "present":
             current = engine.wait_settled(current)
             engine.plan_present(current)
         else:
-            if current is not None and current.get("status") == "STOPPING" and not module.check_mode:
+            if current is not None and current.get("status") == "STOPPING" and not context.check_mode:
                 engine.wait_gone()
                 current = None
             engine.plan_absent(current)
         engine.preflight()
-        if not module.check_mode:
+        if not context.check_mode:
             engine.apply(current)
-        result = engine.plan.result(diff=module._diff)
-        cluster = resulting_document(params["state"], module.check_mode, engine.plan.changed, current,
+        result = engine.plan.result(diff=context.diff)
+        cluster = resulting_document(params["state"], context.check_mode, engine.plan.changed, current,
                                      session.render, engine.read, lambda: create_body(params))
     except (ClusterInputError, WaitTimeout) as exc:
-        module.fail_json(msg=str(exc), changes=[c.as_dict() for c in engine.plan.changes])
+        raise EngineError(str(exc), changes=[c.as_dict() for c in engine.plan.changes])
     except ApiError as exc:
-        module.fail_json(msg="GKE request failed: %s" % common.operation_error_text(exc),
-                         changes=[c.as_dict() for c in engine.plan.changes], status=exc.status)
+        raise EngineError("GKE request failed: %s" % common.operation_error_text(exc),
+                          changes=[c.as_dict() for c in engine.plan.changes], status=exc.status)
     for warning in engine.warnings:
-        module.warn(warning)
+        context.warn(warning)
     cluster = _scrub_cluster(cluster)
     result.update(
         cluster=cluster,
@@ -657,18 +655,16 @@ def run(module):
     )
     if alias and params["state"] == "present":
         result["resolved_version"] = dict(alias=alias, version=params["cluster_version"])
-    module.exit_json(**result)
+    return result
 
 
-def _resolve_alias(module, session, alias):
+def _resolve_alias(params, session, alias):
     """The full version a cluster_version alias names, from the location's server config (one read)."""
-    params = module.params
     try:
         config = versions.read(session, params["location"])
         return versions.resolve(config, alias, params.get("gpudirect"), params.get("release_channel"))
     except versions.VersionError as exc:
-        module.fail_json(msg="cluster_version: %s" % exc)
+        raise EngineError("cluster_version: %s" % exc)
     except ApiError as exc:
-        module.fail_json(msg="cluster_version %s: reading the GKE server config failed: %s" % (
+        raise EngineError("cluster_version %s: reading the GKE server config failed: %s" % (
             alias, common.operation_error_text(exc)), status=exc.status)
-    return None  # not reached: fail_json exits

@@ -42,8 +42,10 @@ import threading
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan, differing_fields
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import WaitTimeout
@@ -718,18 +720,15 @@ def _reason(exc):
 # ---------------------------------------------------------------------------------------------
 
 
-def run(module):
-    """Entry point of the gke_multinetwork module."""
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession  # pylint: disable=import-outside-toplevel
-
-    params = module.params
+def run(params, context):
+    """Entry point of the gke_multinetwork module (the contract of ``_core.contract``)."""
     try:
         fabric = resolve(params)
     except FabricError as exc:
-        module.fail_json(msg=str(exc), problems=exc.problems)
-    session = GcpSession.from_module(module)
+        raise EngineError(str(exc), problems=exc.problems)
+    session = context.session(GcpSession)
     concurrency = params.get("concurrency")
-    engine = FabricEngine(session, fabric, check_mode=module.check_mode,
+    engine = FabricEngine(session, fabric, check_mode=context.check_mode,
                           concurrency=DEFAULT_CONCURRENCY if concurrency is None else concurrency, warn=None)
     try:
         engine.read()
@@ -743,13 +742,13 @@ def run(module):
         errors = [exc] + list(getattr(exc, "others", []))
         texts = [str(e) if isinstance(e, (FabricError, WaitTimeout)) else "Compute Engine request failed: %s"
                  % common.operation_error_text(e) for e in errors]
-        module.fail_json(msg="; ".join(texts), problems=getattr(exc, "problems", []),
-                         status=getattr(exc, "status", None), changes=[c.as_dict() for c in engine.plan.changes],
-                         drift=engine.drift.items, rolled_back=engine.rolled_back)
+        raise EngineError("; ".join(texts), problems=getattr(exc, "problems", []),
+                          status=getattr(exc, "status", None), changes=[c.as_dict() for c in engine.plan.changes],
+                          drift=engine.drift.items, rolled_back=engine.rolled_back)
     for warning in engine.warnings:
-        module.warn(warning)
-    result = engine.plan.result(diff=module._diff)  # pylint: disable=protected-access
+        context.warn(warning)
+    result = engine.plan.result(diff=context.diff)
     result.update(outputs(fabric))
     result["drift"] = engine.drift.items
     result["state"] = params["state"]
-    module.exit_json(**result)
+    return result

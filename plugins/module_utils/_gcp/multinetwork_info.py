@@ -12,6 +12,10 @@ The names come from the same ``_gke_multinetwork.resolve`` the resource module u
 from __future__ import annotations
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.checks import operation_error_text
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 
 KINDS = (multinetwork.NETWORK, multinetwork.SUBNETWORK, multinetwork.FIREWALL)
 
@@ -53,3 +57,13 @@ def describe(session, params):
         k8s_network_names=outputs["k8s_network_names"],
         pod_annotations=outputs["pod_annotations"],
     )
+
+
+def run(params, context):
+    """Entry point of the gke_multinetwork_info module (the contract of ``_core.contract``)."""
+    try:
+        return describe(context.session(GcpSession), params)
+    except multinetwork.FabricError as exc:
+        raise EngineError(str(exc), problems=exc.problems)
+    except ApiError as exc:
+        raise EngineError("Google Cloud request failed: %s" % operation_error_text(exc), status=exc.status)

@@ -34,6 +34,7 @@ import re
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
@@ -56,7 +57,7 @@ SCOPE_PREFIX = "https://www.googleapis.com/auth/"
 RESERVATION = re.compile(r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?(?:/reservationBlocks/[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)?$")
 PARTITION = re.compile(r"^[1-7]g\.[0-9]+gb$")
 
-# GKE accelerator type -> GPU model of the MIG catalog (_mig.py), for the partition sizes.
+# GKE accelerator type -> GPU model of the MIG catalog (_catalog/mig.py), for the partition sizes.
 GKE_ACCELERATOR_MIG_MODELS = {
     "nvidia-tesla-a100": "A100-40GB",
     "nvidia-a100-80gb": "A100-80GB",
@@ -493,8 +494,8 @@ class PoolEngine(NodePoolEngine):
     validate = staticmethod(validate)
     expected_resources = staticmethod(expected_resources)
 
-    def __init__(self, module, session):
-        super().__init__(module, session)
+    def __init__(self, context, session):
+        super().__init__(context, session)
         self.beta = bool(self.params.get("host_maintenance_interval"))
         self.project = self.params["project"]
         self.location = self.params["location"]
@@ -505,10 +506,8 @@ class PoolEngine(NodePoolEngine):
         self.cluster = None  # the cluster document, once read (its zones, for the preflight reads)
 
     @classmethod
-    def open_session(cls, module, **options):
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession  # pylint: disable=import-outside-toplevel
-
-        return GcpSession.from_module(module, **options)
+    def open_session(cls, context, **options):
+        return context.session(GcpSession, **options)
 
     def url(self, path):
         return self.session.container_url(path, beta=self.beta)
@@ -540,7 +539,7 @@ class PoolEngine(NodePoolEngine):
 
     def _poll(self, read, busy, what):
         document = read()
-        if self.module.check_mode:
+        if self.check_mode:
             return document
         return self.session.settle(read, lambda current: current is None or current.get("status") not in busy,
                                    lambda current: "%s is still %s" % (what, current.get("status")), first=document)
@@ -839,6 +838,6 @@ def _cluster_busy(exc):
     return exc.status in (400, 409) and bool(_BUSY_MESSAGE.search(exc.message or ""))
 
 
-def run(module):
-    """Entry point of gpu_nodepool for provider gke."""
-    run_engine(module, PoolEngine)
+def run(params, context):
+    """Entry point of gpu_nodepool for provider gke (the contract of ``_core.contract``)."""
+    return run_engine(params, context, PoolEngine)

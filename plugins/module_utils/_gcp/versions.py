@@ -5,7 +5,7 @@
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """The GKE versions a location offers (``getServerConfig``), and which of them a GPUDirect profile accepts.
 
-Read by gke_server_config_info, and by gke_cluster to resolve a version alias (``latest`` or a minor such as
+Read by gke_server_config_info (its engine: ``run``), and by gke_cluster to resolve a version alias (``latest`` or a minor such as
 ``1.30``) to the newest offered patch that passes the profile's version gate (``_gpudirect.version_gate_error``,
 the one table of minimum versions), so nobody copies a version out of ``gcloud container get-server-config``.
 """
@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.checks import operation_error_text
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.offers import server_config_url
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import (
     parse_gke_version, version_gate_error,
 )
@@ -104,3 +108,15 @@ def summary(config, profile=None):
         ready = gpudirect_ready(masters, profile)
         result["gpudirect"] = dict(profile=profile, versions=ready, latest=ready[0] if ready else None)
     return result
+
+
+def run(params, context):
+    """Entry point of the gke_server_config_info module (the contract of ``_core.contract``)."""
+    session = context.session(GcpSession)
+    try:
+        config = read(session, params["location"])
+    except VersionError as exc:
+        raise EngineError(str(exc))
+    except ApiError as exc:
+        raise EngineError("GKE request failed: %s" % operation_error_text(exc), status=exc.status)
+    return dict(changed=False, **summary(config, params.get("gpudirect")))

@@ -24,6 +24,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gpudirect
     NVIDIA_PCI_VENDOR, gpudirect_rdma,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 
 
 GPU_FIELDS = ("index", "uuid", "name", "memory.total", "mig.mode.current", "mig.mode.pending", "compute_mode",
@@ -76,14 +77,14 @@ def _gpu(row):
     )
 
 
-def gather_gpus(run, nvidia_smi):
+def gather_gpus(run_tool, nvidia_smi):
     """(gpus, driver_version, cuda_version, problems) from nvidia-smi; never raises."""
     problems = []
     fields = list(GPU_FIELDS)
-    rc, out, err = run([nvidia_smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"])
+    rc, out, err = run_tool([nvidia_smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"])
     if rc != 0 and "compute_cap" in (out or "") + (err or ""):
         fields.remove("compute_cap")  # drivers before R510 do not know the field
-        rc, out, err = run([nvidia_smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"])
+        rc, out, err = run_tool([nvidia_smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"])
     text = (out or "") + (err or "")
     if rc != 0:
         if re.search(r"No devices were found", text):
@@ -103,7 +104,7 @@ def gather_gpus(run, nvidia_smi):
                             % (gpu["index"], _word(gpu["mig_mode_current"]), _word(gpu["mig_mode_pending"])))
     cuda = None
     if gpus:
-        rc, out, err = run([nvidia_smi, "-q", "-d", "COMPUTE"])
+        rc, out, err = run_tool([nvidia_smi, "-q", "-d", "COMPUTE"])
         match = re.search(r"^\s*CUDA Version\s*:\s*(\S+)", out or "", re.MULTILINE)
         if rc == 0 and match and match.group(1).lower() not in ("n/a", "[n/a]"):
             cuda = match.group(1)
@@ -138,11 +139,11 @@ def loaded_modules(proc_root):
     return {line.split()[0] for line in text.splitlines() if line.strip()}
 
 
-def ofed(run, ofed_info):
+def ofed(run_tool, ofed_info):
     """dict(present, kind=mofed|doca-ofed|None, version) from ``ofed_info -s``."""
     if not ofed_info:
         return dict(present=False, kind=None, version=None)
-    rc, out, _err = run([ofed_info, "-s"])
+    rc, out, _err = run_tool([ofed_info, "-s"])
     text = (out or "").strip()
     match = re.search(r"(MLNX_OFED_LINUX|OFED-internal|DOCA[-_]OFED\S*?|OFED)-(\d[\w.\-]*?):?\s*$", text)
     if rc != 0 or not match:
@@ -199,11 +200,11 @@ def pci_gpus(sys_root):
 # --------------------------------------------------------------------------------------------
 
 
-def gather(run, nvidia_smi, ofed_info, proc_root="/proc", sys_root="/sys"):
-    """The ``gpu_host`` facts. ``run(argv) -> (rc, stdout, stderr)``; missing tools are None."""
+def gather(run_tool, nvidia_smi, ofed_info, proc_root="/proc", sys_root="/sys"):
+    """The ``gpu_host`` facts. ``run_tool(argv) -> (rc, stdout, stderr)``; missing tools are None."""
     facts = dict(nvidia_smi=dict(present=bool(nvidia_smi), path=nvidia_smi or None), problems=[])
     if nvidia_smi:
-        gpus, driver, cuda, problems = gather_gpus(run, nvidia_smi)
+        gpus, driver, cuda, problems = gather_gpus(run_tool, nvidia_smi)
         facts["problems"] += problems
     else:
         gpus, driver, cuda = [], None, None
@@ -216,8 +217,29 @@ def gather(run, nvidia_smi, ofed_info, proc_root="/proc", sys_root="/sys"):
     if loaded is None:
         facts["problems"].append("cannot read %s" % os.path.join(proc_root, "modules"))
     facts["modules_loaded"] = {name: name in (loaded or ()) for name in WATCHED_MODULES}
-    facts["ofed"] = ofed(run, ofed_info)
+    facts["ofed"] = ofed(run_tool, ofed_info)
     facts["rdma_devices"] = rdma_devices(sys_root)
     facts["pci_gpus"] = pci_gpus(sys_root)
     facts["gpudirect_rdma"] = gpudirect_rdma(facts)
     return facts
+
+
+def run(params, context):
+    """Entry point of the gpu_host_facts module (the contract of ``_core.contract``)."""
+    for option in ("procfs_root", "sysfs_root"):
+        if not os.path.isdir(params[option]):
+            raise EngineError("%s: %s is not a folder (where %s is mounted)"
+                              % (option, params[option], option.split("_", maxsplit=1)[0]))
+
+    def find(option, name):
+        path = params[option]
+        if path:
+            return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+        return context.get_bin_path(name, opt_dirs=["/usr/bin", "/usr/sbin", "/usr/local/bin", "/sbin"])
+
+    def run_tool(argv):
+        return context.run_command(argv, environ_update=dict(LC_ALL="C"))
+
+    facts = gather(run_tool, find("nvidia_smi", "nvidia-smi"), find("ofed_info", "ofed_info"),
+                   proc_root=params["procfs_root"], sys_root=params["sysfs_root"])
+    return dict(changed=False, ansible_facts=dict(gpu_host=facts))

@@ -32,18 +32,15 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import docume
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import placement as mig_placement
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan
 
 QUERY_FIELDS = ("index", "uuid", "name", "pci.bus_id", "mig.mode.current", "mig.mode.pending")
 DISABLED_LAYOUTS = ("all-disabled", "disabled")
 
 
-class MigError(Exception):
+class MigError(EngineError):
     """A request that cannot be applied, or nvidia-smi failing; ``details`` go into the module result."""
-
-    def __init__(self, message, **details):
-        super().__init__(message)
-        self.details = details
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,8 +117,8 @@ def validate_request(gpus):
 class Smi:
     """nvidia-smi through ``run(argv) -> (rc, out, err)``; keeps the commands it ran."""
 
-    def __init__(self, run, path):
-        self.run_command, self.path, self.commands = run, path, []
+    def __init__(self, run_command, path):
+        self.run_command, self.path, self.commands = run_command, path, []
 
     def __call__(self, *args, **kwargs):
         argv = [self.path] + [str(a) for a in args]
@@ -599,7 +596,23 @@ def offline_host(offline):
                  rules=entry, rules_source="catalog") for i in range(count)]
 
 
-def run(module_params, run_command, check_mode, diff):
+def run(params, context):
+    """Entry point of the mig_profile module (the contract of ``_core.contract``)."""
+    params = dict(params)
+    params["gpus"] = [{k: v for k, v in entry.items() if v is not None} for entry in params["gpus"]]
+    path = params["nvidia_smi"] or context.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin", "/usr/local/bin"])
+    if not path and not params["offline"]:
+        raise EngineError("nvidia-smi not found; install the NVIDIA driver or set nvidia_smi")
+    params["nvidia_smi"] = path
+    validate_request(params["gpus"])
+    result = converge(params, lambda argv: context.run_command(argv, environ_update=dict(LC_ALL="C")),
+                      context.check_mode, context.diff)
+    for difference in result["mig_parted_differences"]:
+        context.warn(difference)
+    return result
+
+
+def converge(module_params, run_command, check_mode, diff):
     """The module's work; returns the result dict. MigError for refusals and nvidia-smi failures."""
     entries = validate_request(module_params["gpus"])
     smi = Smi(run_command, module_params["nvidia_smi"])

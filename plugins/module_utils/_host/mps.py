@@ -5,8 +5,8 @@
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """NVIDIA MPS on a host: the control daemon's settings and its control commands.
 
-Read by the mps_control module and, through the filters in plugins/filter/mps.py, the ``mps``
-role. Kubernetes-side MPS (ACK rules, allocation report) lives in _mps_k8s.py, so that the host
+Read by the mps_control module (``run``), the mps_control_info module (``_host/mps_info.py``) and,
+through the filters in plugins/filter/mps.py, the ``mps`` role. Kubernetes-side MPS (ACK rules, allocation report) lives in _mps_k8s.py, so that the host
 module imports nothing it does not need.
 
 Sources (shared research notes nvidia-stack.md section 6.1):
@@ -25,6 +25,7 @@ import time
 
 # the collection's one wait loop: light (standard library only), so the host module stays lean
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import Waiter, WaitTimeout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,14 +179,14 @@ class ControlError(Exception):
 
 
 class Control:
-    """One control daemon, reached through ``run(stdin_text) -> (rc, stdout, stderr)``.
+    """One control daemon, reached through ``send(stdin_text) -> (rc, stdout, stderr)``.
 
-    ``run`` executes ``nvidia-cuda-mps-control`` with the daemon's CUDA_MPS_PIPE_DIRECTORY; the
+    ``send`` executes ``nvidia-cuda-mps-control`` with the daemon's CUDA_MPS_PIPE_DIRECTORY; the
     module passes AnsibleModule.run_command, the tests the fake under tests/fakes.
     """
 
-    def __init__(self, run, sleep=None, clock=None):
-        self._run = run
+    def __init__(self, send, sleep=None, clock=None):
+        self._run = send
         # resolved at construction, so a test that patches time.sleep reaches the waiter
         self._waiter = Waiter(clock=clock or time.monotonic, sleep=sleep or time.sleep)
 
@@ -379,7 +380,7 @@ def converge(params, run_command, get_bin_path, check_mode):
     binary = _required_binary(params, get_bin_path)
     pipe_env = {"CUDA_MPS_PIPE_DIRECTORY": pipe}
 
-    def run(stdin):
+    def send(stdin):
         return run_command([binary], data=stdin, binary_data=True, environ_update=pipe_env)
 
     def start_daemon():
@@ -389,7 +390,7 @@ def converge(params, run_command, get_bin_path, check_mode):
         if rc != 0:
             raise ControlError("%s -d failed: %s" % (binary, ("%s %s" % (out, err)).strip()))
 
-    control = Control(run)
+    control = Control(send)
     result = _read(control)
     running = result["running"]
     if params.get("state") == "absent":
@@ -401,3 +402,11 @@ def converge(params, run_command, get_bin_path, check_mode):
         if running:
             _configure(control, params, limits, check_mode, result)
     return result
+
+
+def run(params, context):
+    """Entry point of the mps_control module (the contract of ``_core.contract``)."""
+    try:
+        return converge(params, context.run_command, context.get_bin_path, context.check_mode)
+    except (ValueError, ControlError) as exc:
+        raise EngineError(str(exc))

@@ -14,6 +14,7 @@ import re
 import tempfile
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan
 
 
@@ -82,27 +83,27 @@ def check_dest(params, conf):
     return problems
 
 
-def _write(module, path, text):
+def _write(files, path, text):
     directory = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix=".nccl.conf.", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode("utf-8"))
-        module.atomic_move(tmp, path)
+        files.atomic_move(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def run(module):
-    params = module.params
+def run(params, context):
+    """Entry point of the nccl_env module (the contract of ``_core.contract``)."""
     try:
         env, warnings = nccl.nccl_environment(
             params["fabric"], gke_version=params["gke_version"], machine_type=params["machine_type"],
             interfaces=params["interfaces"], overrides=params["overrides"], ctrl_interface=params["ctrl_interface"])
         variant = nccl.nccl_variant(params["fabric"], params["gke_version"])
     except ValueError as exc:
-        module.fail_json(msg=str(exc))
+        raise EngineError(str(exc))
     conf = nccl.as_nccl_conf(env)
     result = dict(
         env=env,
@@ -117,7 +118,7 @@ def run(module):
     if dest:
         problems = check_dest(params, conf)
         if problems:
-            module.fail_json(msg="; ".join(problems) + " (nothing was written)", problems=problems)
+            raise EngineError("; ".join(problems) + " (nothing was written)", problems=problems)
         current = _read(dest)
         desired = dict(content=_lines(conf))
         change = None
@@ -125,13 +126,13 @@ def run(module):
             change = plan.create("file", dest, desired)
         elif current != conf:
             change = plan.update("file", dest, dict(content=_lines(current)), desired, ["content"])
-        if change is not None and not module.check_mode:
-            _write(module, dest, conf)
+        if change is not None and not context.check_mode:
+            _write(context.files, dest, conf)
         if os.path.exists(dest):
-            file_args = module.load_file_common_arguments(dict(
+            file_args = context.files.load_file_common_arguments(dict(
                 path=dest, mode=params["mode"], owner=params["owner"], group=params["group"]))
             attributes = {}
-            if module.set_fs_attributes_if_different(file_args, False, diff=attributes):
+            if context.files.set_fs_attributes_if_different(file_args, False, diff=attributes):
                 before, after = attributes.get("before", {}), attributes.get("after", {})
                 if change is None:
                     plan.update("file", dest, dict(attributes=before), dict(attributes=after), ["attributes"])
@@ -140,7 +141,7 @@ def run(module):
                     change.before["attributes"] = before
                     change.after["attributes"] = after
         result["dest"] = dest
-    result.update(plan.result(diff=module._diff))  # pylint: disable=protected-access
+    result.update(plan.result(diff=context.diff))
     for message in warnings:
-        module.warn(message)
-    module.exit_json(**result)
+        context.warn(message)
+    return result

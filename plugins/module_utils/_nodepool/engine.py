@@ -21,10 +21,14 @@ A run is ``NodePoolEngine.execute``, the same for every cloud:
 6. **result**: ``changed``/``changes``/``diff`` from the Plan, the pool under ``node_pool`` (the
    resulting-document rule, ``_plan.resulting_document``) and, with ``state=present``,
    ``expected_resources(params, pool)``: the extended resources one node advertises.
+
+``run(params, context, engine_class)`` is the module's entry point of ``_core.contract``: it returns the
+result, and every failure (input problems, ``PoolError``, ``WaitTimeout``, ``ApiError``) is an ``EngineError``.
 """
 
 from __future__ import annotations
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import Plan, resulting_document
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import WaitTimeout
@@ -53,11 +57,11 @@ class NodePoolEngine:
     PROVIDER = None  # the gpu_nodepool provider, in messages
     API = None  # the API, in "<API> request failed: ..."
 
-    def __init__(self, module, session):
-        self.module = module
-        self.params = module.params
+    def __init__(self, context, session):
+        self.context = context
+        self.params = context.params
         self.session = session
-        self.check_mode = bool(module.check_mode)
+        self.check_mode = bool(context.check_mode)
         self.plan = Plan()
         self.warnings = []
         # the pool as a write answered it, when the API answers writes with the resource (ARM);
@@ -72,7 +76,8 @@ class NodePoolEngine:
         raise NotImplementedError
 
     @classmethod
-    def open_session(cls, module, **options):
+    def open_session(cls, context, **options):
+        """The provider's session for this run (``context.session``; ``options`` go to it, for tests)."""
         raise NotImplementedError
 
     def read(self):
@@ -119,8 +124,7 @@ class NodePoolEngine:
                                   self.session.render, self.read_back, self.desired_document, self.answered)
 
     def execute(self):
-        """read -> plan -> preflight -> apply -> result; ends the module (exit_json or fail_json)."""
-        module = self.module
+        """read -> plan -> preflight -> apply -> the module result; EngineError when the run fails."""
         present = self.params.get("state", "present") == "present"
         pool = None
         try:
@@ -134,25 +138,26 @@ class NodePoolEngine:
                 self.apply()
             pool = self.resulting_document(current)
         except (PoolError, WaitTimeout) as exc:
-            module.fail_json(msg=str(exc), changes=[c.as_dict() for c in self.plan.changes])
+            raise EngineError(str(exc), changes=[c.as_dict() for c in self.plan.changes])
         except ApiError as exc:
-            module.fail_json(msg="%s request failed: %s" % (self.API, error_text(exc)),
-                             changes=[c.as_dict() for c in self.plan.changes], status=exc.status)
+            raise EngineError("%s request failed: %s" % (self.API, error_text(exc)),
+                              changes=[c.as_dict() for c in self.plan.changes], status=exc.status)
         for warning in self.warnings:
-            module.warn(warning)
-        result = self.plan.result(diff=module._diff)  # pylint: disable=protected-access
+            self.context.warn(warning)
+        result = self.plan.result(diff=self.context.diff)
         result["node_pool"] = pool or {}
         if present:
             expected = self.expected_resources(self.params, pool)
             if expected:
                 result["expected_resources"] = expected
-        module.exit_json(**result)
+        return result
 
 
-def run(module, engine_class, **session_options):
-    """validate, then open the session and execute (``session_options`` go to the session, for tests)."""
-    problems = engine_class.validate(module.params)
+def run(params, context, engine_class, **session_options):
+    """validate, then open the session and execute; returns the module result (the contract of
+    ``_core.contract``; ``session_options`` go to the session, for tests)."""
+    problems = engine_class.validate(params)
     if problems:
-        module.fail_json(msg=problems.message("gpu_nodepool (provider %s)" % engine_class.PROVIDER),
-                         problems=problems.items)
-    engine_class(module, engine_class.open_session(module, **session_options)).execute()
+        raise EngineError(problems.message("gpu_nodepool (provider %s)" % engine_class.PROVIDER),
+                          problems=problems.items)
+    return engine_class(context, engine_class.open_session(context, **session_options)).execute()

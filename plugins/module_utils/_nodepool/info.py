@@ -13,10 +13,14 @@ profile gives every node), through the engines' own ``expected_resources``.
 from __future__ import annotations
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as aks
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session import ArmSession
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as gke
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 
 
 def _gpudirect_facts(machine_type, networks):
@@ -89,3 +93,15 @@ def aks_pools(session, params):
     exists = bool(documents) or session.get(session.url(base, aks.API_VERSION)) is not None
     strategy = params.get("mig_strategy") or "single"
     return [aks_pool_facts(p, strategy) for p in documents], exists
+
+
+def run(params, context):
+    """Entry point of the gpu_nodepool_info module (the contract of ``_core.contract``)."""
+    try:
+        if params["provider"] == "gke":
+            pools, exists = gke_pools(context.session(GcpSession), params)
+        else:
+            pools, exists = aks_pools(context.session(ArmSession), params)
+    except ApiError as exc:
+        raise EngineError("request failed: %s" % exc.describe(), status=exc.status)
+    return dict(changed=False, cluster_exists=exists, node_pools=pools)

@@ -19,6 +19,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as engine
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import AKS_GPU_INSTANCE_PROFILES
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
 from ansible_collections.gpu_ops.cluster.plugins.modules import gpu_nodepool
 from ansible_collections.gpu_ops.cluster.tests.contract.arm_models import API_VERSION, read_only_paths, validate
 from ansible_collections.gpu_ops.cluster.tests.doubles.arm import ArmDouble
@@ -58,7 +59,8 @@ def run(double, capsys):
         with patch_module_args(args):
             module = AnsibleModule(argument_spec=gpu_nodepool.argument_spec(), supports_check_mode=True)
             with pytest.raises(SystemExit):
-                engine.run(module, credential=double.credential(), sleep=sleep if sleep is not None else Sleeps())
+                run_module(module, lambda params, context: engine.run(
+                    params, context, credential=double.credential(), sleep=sleep if sleep is not None else Sleeps()))
         out = capsys.readouterr().out
         return json.loads(out)
 

@@ -15,6 +15,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import session as _arm
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import AZURE_COMMON_SPEC
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session import (
     CLOUDS,
     ArmSession,
@@ -411,7 +412,7 @@ def _failure(args, capsys, **kwargs):
     with patch_module_args(args):
         module = AnsibleModule(argument_spec=AZURE_COMMON_SPEC)
         with pytest.raises(SystemExit):
-            ArmSession.from_module(module, **kwargs)
+            run_module(module, lambda params, context: dict(session=repr(context.session(ArmSession, **kwargs))))
     return json.loads(capsys.readouterr().out)
 
 

@@ -16,6 +16,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import (
     GcpSession,
     OperationError,
@@ -296,7 +297,7 @@ def _module(args, capsys):
     with patch_module_args(args):
         module = AnsibleModule(argument_spec=GCP_COMMON_SPEC)
         with pytest.raises(SystemExit):
-            GcpSession.from_module(module)
+            run_module(module, lambda params, context: dict(session=repr(context.session(GcpSession))))
     return json.loads(capsys.readouterr().out)
 
 

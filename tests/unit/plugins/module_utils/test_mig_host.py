@@ -34,7 +34,7 @@ class Host:
         self.calls = []
         params = dict(gpus=gpus, nvidia_smi="/usr/bin/nvidia-smi", allow_reset=allow_reset,
                       mig_parted_config_name="custom")
-        return _mig_host.run(params, self.run, check, True)
+        return _mig_host.converge(params, self.run, check, True)
 
     def geometry(self, index=0):
         gpu = self.state["gpus"][index]
@@ -202,14 +202,14 @@ def test_offline_plan_needs_no_nvidia_smi():
 
     params = dict(gpus=[dict(gpu="all", layout="all-balanced"), dict(gpu="1", profiles=["7g.80gb"])],
                   nvidia_smi=None, allow_reset=False, mig_parted_config_name="hosts", offline=dict(model="H100-80GB", count=2))
-    result = _mig_host.run(params, no_smi, False, False)
+    result = _mig_host.converge(params, no_smi, False, False)
     assert [c["kind"] for c in result["changes"]] == ["mig_mode"] + ["gpu_instance"] * 4 + ["mig_mode", "gpu_instance"]
     assert [i["profile"] for i in result["gpus"][1]["instances"]] == ["7g.80gb"]
     configs = result["mig_parted_config"]["mig-configs"]["hosts"]
     assert [c["devices"] for c in configs] == [[0], [1]]
     assert configs[0]["mig-devices"] == {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
     with pytest.raises(_mig_host.MigError) as err:
-        _mig_host.run(dict(params, offline=dict(model="H100-80GB", count=1),
+        _mig_host.converge(dict(params, offline=dict(model="H100-80GB", count=1),
                            gpus=[dict(gpu="0", profiles=["4g.40gb", "4g.40gb"])]), no_smi, False, False)
     assert "GPU 0 (H100-80GB): layout [4g.40gb, 4g.40gb] does not fit" in str(err.value)
 
@@ -238,7 +238,7 @@ def test_offline_plan_exports_compute_instance_splits():
     params = dict(gpus=[dict(gpu="all", profiles=[dict(profile="4g.40gb", compute_instances=[2, 2]), "3g.40gb"])],
                   nvidia_smi=None, allow_reset=False, mig_parted_config_name="split",
                   offline=dict(model="H100-80GB", count=2))
-    result = _mig_host.run(params, None, False, False)
+    result = _mig_host.converge(params, None, False, False)
     assert result["mig_parted_config"]["mig-configs"]["split"] == [{
         "devices": [0, 1], "device-filter": ["0x233010DE", "0x233110DE", "0x232210DE", "0x232410DE"],
         "mig-enabled": True, "mig-devices": {"2c.4g.40gb": 2, "3g.40gb": 1}}]

@@ -19,6 +19,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as _aks_nodepool
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as _gke_nodepool
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import engine as _nodepool
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import resulting_document
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
 
@@ -48,7 +49,7 @@ class StoreEngine(_nodepool.NodePoolEngine):
         return problems
 
     @classmethod
-    def open_session(cls, module, **options):
+    def open_session(cls, context, **options):
         return options["store"]
 
     def read(self):
@@ -97,7 +98,7 @@ def run(store, check=False, **options):
     with patch_module_args(args):
         module = AnsibleModule(argument_spec=SPEC, supports_check_mode=True)
         with pytest.raises(SystemExit):
-            _nodepool.run(module, StoreEngine, store=store)
+            run_module(module, lambda params, context: _nodepool.run(params, context, StoreEngine, store=store))
 
 
 @pytest.fixture

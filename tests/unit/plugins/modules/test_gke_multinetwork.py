@@ -254,16 +254,17 @@ def test_a_zonal_location_puts_the_subnets_in_its_region(double, capsys):
     assert {s["region"].rsplit("/", 1)[-1] for s in double.state(PROJECT)["subnetworks"]} == {REGION}
 
 
-def test_deprecated_region_and_profile_still_work_and_warn(double, capsys):
-    args = double.module_args(project=PROJECT, cluster="a3mega", region=REGION, profile="tcpx")
+@pytest.mark.parametrize("old, value", [("region", REGION), ("profile", "tcpx")])
+def test_the_names_before_location_and_gpudirect_are_not_options(double, capsys, old, value):
+    """0.1.0 was never released with them: ``region`` and ``profile`` are unknown options, nothing is sent."""
+    args = double.module_args(project=PROJECT, cluster="a3mega", location=REGION, gpudirect="tcpx")
+    args[old] = value
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             gke_multinetwork.main()
     result = json.loads(capsys.readouterr().out)
-    assert result["changed"] and result["gpudirect"] == result["profile"] == "tcpx" and result["region"] == REGION
-    deprecated = sorted(str(d) for d in result["deprecations"])
-    assert len(deprecated) == 2 and "profile" in deprecated[0] and "region" in deprecated[1], deprecated
-    assert all(d["version"] == "2.0.0" for d in result["deprecations"])
+    assert result["failed"] and "Unsupported parameters" in result["msg"] and old in result["msg"]
+    assert double.requests == []
 
 
 @pytest.mark.parametrize("options, option, words", [
