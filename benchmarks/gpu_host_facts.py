@@ -54,9 +54,9 @@ def _ansible(module, args, env):
 def _replay_nvidia_smi(fake_smi, env, work):
     """A /bin/sh nvidia-smi that replays what the strict fake answers to the module's commands."""
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as _gpu_host
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as host_facts
 
-    commands = (["--query-gpu=" + ",".join(_gpu_host.GPU_FIELDS), "--format=csv,noheader,nounits"], ["-q", "-d", "COMPUTE"])
+    commands = (["--query-gpu=" + ",".join(host_facts.GPU_FIELDS), "--format=csv,noheader,nounits"], ["-q", "-d", "COMPUTE"])
     branches = []
     for number, argv in enumerate(commands):
         proc = subprocess.run([fake_smi] + argv, env=env, capture_output=True, text=True, check=True)
@@ -73,19 +73,19 @@ def _replay_nvidia_smi(fake_smi, env, work):
 
 def _engine_ms(fake_smi, env, repeat):
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as _gpu_host
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import facts as host_facts
 
     def run(argv):
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
         return proc.returncode, proc.stdout, proc.stderr
 
-    facts = _gpu_host.gather(run, fake_smi, None)
+    facts = host_facts.gather(run, fake_smi, None)
     if len(facts["gpus"]) != 2 or not facts["cuda_version"]:  # else the timings would be of a failure path
         raise SystemExit("the replayed nvidia-smi did not give the module two GPUs: %s" % facts["problems"])
     samples = []
     for _dummy in range(repeat):
         started = time.perf_counter()
-        _gpu_host.gather(run, fake_smi, None)
+        host_facts.gather(run, fake_smi, None)
         samples.append((time.perf_counter() - started) * 1000.0)
     return statistics.median(samples)
 

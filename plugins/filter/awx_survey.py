@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _awx_survey as _survey
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _awx_survey as awx_survey
 
 
 def awx_survey_spec(sources, name, description="", role_specs=None):
@@ -29,7 +29,7 @@ def awx_survey_spec(sources, name, description="", role_specs=None):
             source = dict(source, argument_specs=role_specs[source["role"]])
         resolved.append(source)
     try:
-        return _survey.survey_spec(resolved, name, description)
+        return awx_survey.survey_spec(resolved, name, description)
     except ValueError as exc:
         raise AnsibleFilterError("awx_survey_spec: %s" % exc)
 

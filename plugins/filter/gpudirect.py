@@ -11,7 +11,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpudirect_workload as workload
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
@@ -72,7 +72,7 @@ def gpudirect_profile(name, gke_version=None, registry=None):
     try:
         _inputs.text("name", name)
         _inputs.version_text("gke_version", gke_version)
-        return _gpudirect.describe(name, gke_version=gke_version, registry=registry)
+        return gke_gpudirect.describe(name, gke_version=gke_version, registry=registry)
     except (ValueError, KeyError) as exc:
         raise AnsibleFilterError("gpudirect_profile: %s" % exc)
 

@@ -14,7 +14,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import documents as mig_documents
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import placement as mig_placement
@@ -58,7 +58,7 @@ def _call(filter_name, function, *args, **kwargs):
 
 def mig_aks_profile(vm_size, gpu_instance_profile):
     """What an AKS node pool of vm_size with gpuInstanceProfile gives on every node."""
-    return _call("mig_aks_profile", _mig.aks_profile, vm_size, gpu_instance_profile)
+    return _call("mig_aks_profile", mig_catalog.aks_profile, vm_size, gpu_instance_profile)
 
 
 def mig_expected_resources(gpu_model, gpus=None, layout=None, strategy="single", sharing=None):
@@ -132,9 +132,9 @@ def _node_name(node):
 
 def _node_model(node, gpu_model):
     if gpu_model:
-        return _mig.gpu_model(gpu_model)["name"]
+        return mig_catalog.gpu_model(gpu_model)["name"]
     labels = {} if isinstance(node, str) else ((node.get("metadata") or {}).get("labels") or {})
-    return _mig.find_gpu_model(labels.get("nvidia.com/gpu.product"))
+    return mig_catalog.find_gpu_model(labels.get("nvidia.com/gpu.product"))
 
 
 def _config_map_document(name, config_maps, wanted):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""MPS filters: host settings, ACK MPS checks and the GPU allocation report (engines: module_utils/_host/mps.py, _mps_k8s.py).
+"""MPS filters: host settings, ACK MPS checks and the GPU allocation report (engines: module_utils/_host/mps.py, plugin_utils/_gpu_sharing.py).
 
 Documentation: plugins/filter/<filter name>.yml.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as _mps
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpu_sharing as _mps_k8s
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpu_sharing as gpu_sharing
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
 
 
@@ -47,7 +47,7 @@ def mps_ack_findings(pods, nodes, exempt_namespaces=None, exempt_labels=None):
                                  % (exempt_namespaces,))
     if exempt_labels is not None and not isinstance(exempt_labels, dict):
         raise AnsibleFilterError("mps_ack_findings: exempt_labels must be a dict of labels, got %r" % (exempt_labels,))
-    return _call("mps_ack_findings", _mps_k8s.ack_workload_findings, _documents("mps_ack_findings", pods, "Pod"),
+    return _call("mps_ack_findings", gpu_sharing.ack_workload_findings, _documents("mps_ack_findings", pods, "Pod"),
                  _documents("mps_ack_findings", nodes, "Node"),
                  exempt_namespaces=("kube-system",) if exempt_namespaces is None else list(exempt_namespaces),
                  exempt_labels=plain(exempt_labels or {}))
@@ -55,8 +55,8 @@ def mps_ack_findings(pods, nodes, exempt_namespaces=None, exempt_labels=None):
 
 def mps_ack_daemon_coverage(nodes, daemon_pods):
     """MPS nodes without a running, ready MPS control daemon pod."""
-    return _mps_k8s.ack_daemon_coverage(_documents("mps_ack_daemon_coverage", nodes, "Node"),
-                                        _documents("mps_ack_daemon_coverage", daemon_pods, "Pod"))
+    return gpu_sharing.ack_daemon_coverage(_documents("mps_ack_daemon_coverage", nodes, "Node"),
+                                           _documents("mps_ack_daemon_coverage", daemon_pods, "Pod"))
 
 
 def mps_ack_label_patches(targets, nodes, schedule, every=False):
@@ -65,18 +65,18 @@ def mps_ack_label_patches(targets, nodes, schedule, every=False):
         raise AnsibleFilterError("mps_ack_label_patches: the input must be a list of node names, got %r" % (targets,))
     if not isinstance(schedule, str) or not schedule:
         raise AnsibleFilterError("mps_ack_label_patches: schedule must be the label value, got %r" % (schedule,))
-    return _mps_k8s.ack_label_patches(list(targets), _documents("mps_ack_label_patches", nodes, "Node"), schedule,
-                                      every=bool(every))
+    return gpu_sharing.ack_label_patches(list(targets), _documents("mps_ack_label_patches", nodes, "Node"), schedule,
+                                         every=bool(every))
 
 
 def mps_gpudirect_conflicts(nodes):
     """Nodes whose GPUDirect fabric refuses MPS."""
-    return _mps_k8s.gpudirect_conflicts(_documents("mps_gpudirect_conflicts", nodes, "Node"))
+    return gpu_sharing.gpudirect_conflicts(_documents("mps_gpudirect_conflicts", nodes, "Node"))
 
 
 def gpu_allocation(nodes, pods):
     """Per node, allocated/total GPU resources and GPU memory."""
-    return _call("gpu_allocation", _mps_k8s.allocation_report, _documents("gpu_allocation", nodes, "Node"),
+    return _call("gpu_allocation", gpu_sharing.allocation_report, _documents("gpu_allocation", nodes, "Node"),
                  _documents("gpu_allocation", pods, "Pod"))
 
 
@@ -84,7 +84,7 @@ def gpu_allocation_table(report):
     """A gpu_allocation result as a table like kubectl inspect cgpu."""
     if not isinstance(report, dict) or "nodes" not in report:
         raise AnsibleFilterError("gpu_allocation_table: the input must be a gpu_allocation result")
-    return _mps_k8s.allocation_table(plain(report))
+    return gpu_sharing.allocation_table(plain(report))
 
 
 class FilterModule:

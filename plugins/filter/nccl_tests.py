@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _nccl_tests
@@ -59,7 +59,7 @@ def nccl_tests_verdict(run, threshold=None, fabric=None, min_rows=1):
     if threshold is None and fabric is not None:
         if not isinstance(fabric, str) or fabric not in nccl.FABRICS:
             raise ValueError("fabric %s is not one of %s" % (_show(fabric), ", ".join(nccl.FABRICS)))
-        threshold = _gpudirect.NCCL_BANDWIDTH_THRESHOLDS.get(fabric)
+        threshold = gke_gpudirect.NCCL_BANDWIDTH_THRESHOLDS.get(fabric)
     _check_bandwidths(run)
     return _nccl_tests.verdict(run, threshold=threshold, min_rows=min_rows)
 

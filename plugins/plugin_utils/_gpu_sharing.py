@@ -14,21 +14,21 @@ Sources (seed 004 - the ACK MPS guide; shared research notes nvidia-stack.md sec
   ``kubectl inspect cgpu`` table;
 - device plugin / GFD: ``nvidia.com/<resource>.replicas`` and ``.sharing-strategy`` labels,
   ``.shared`` resource names, ``nvidia.com/gpu.memory`` (MiB); GKE sharing node labels;
-- MIG device memory: the MIG catalog (_mig.py).
+- MIG device memory: the MIG catalog (module_utils/_catalog/mig.py).
 """
 
 from __future__ import annotations
 
 import re
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
 
 # --------------------------------------------------------------------------------------------
 # Kubernetes documents
 # --------------------------------------------------------------------------------------------
 
-GPU_RESOURCE = _mig.GPU_RESOURCE
+GPU_RESOURCE = mig_catalog.GPU_RESOURCE
 ACK_MPS_LABEL = "ack.node.gpu.schedule"
 ACK_MPS_VALUE = "mps"
 ACK_DAEMON_LABEL = "app.aliyun.com/name"
@@ -60,7 +60,7 @@ def _whole(value, what):
 
 
 def _is_gpu_name(name):
-    return (name == GPU_RESOURCE or name.startswith(GPU_RESOURCE + ".") or name.startswith(_mig.MIG_RESOURCE_PREFIX)
+    return (name == GPU_RESOURCE or name.startswith(GPU_RESOURCE + ".") or name.startswith(mig_catalog.MIG_RESOURCE_PREFIX)
             or name in (ACK_GPU_MEM, ACK_GPU_COUNT))
 
 
@@ -99,16 +99,16 @@ def _active(pod):
 def gpudirect_conflicts(nodes):
     """Nodes whose machine type carries a GPUDirect fabric (TCPX, TCPXO, ...), which refuses MPS.
 
-    The rule and its wording are the GPUDirect catalog's (_gpudirect.sharing_refusal). Returns
+    The rule and its wording are the GPUDirect catalog's (gke_gpudirect.sharing_refusal). Returns
     a list of text, one per such node.
     """
     problems = []
     for node in sorted(nodes or [], key=lambda n: _meta(n).get("name") or ""):
-        fabric = _gpudirect.node_fabric(_labels(node))
+        fabric = gke_gpudirect.node_fabric(_labels(node))
         if fabric:
             problems.append("node %s (%s): %s" % (_meta(node).get("name"),
-                                                  _labels(node).get(_gpudirect.MACHINE_TYPE_LABEL),
-                                                  _gpudirect.sharing_refusal(fabric)))
+                                                  _labels(node).get(gke_gpudirect.MACHINE_TYPE_LABEL),
+                                                  gke_gpudirect.sharing_refusal(fabric)))
     return problems
 
 
@@ -269,11 +269,11 @@ def _gpu_memory_gib(labels):
 
 def _mig_memory_gib(labels, resource):
     """Memory of a MIG device from the catalog (by the node's GPU model), else from the profile name."""
-    _ci, profile_name = _mig.parse_profile(resource)
-    model = _mig.find_gpu_model(labels.get(GFD_PRODUCT_LABEL) or "")
+    _ci, profile_name = mig_catalog.parse_profile(resource)
+    model = mig_catalog.find_gpu_model(labels.get(GFD_PRODUCT_LABEL) or "")
     if model:
         try:
-            return float(_mig.profile(model, profile_name)["memory_gb"])
+            return float(mig_catalog.profile(model, profile_name)["memory_gb"])
         except ValueError:
             pass
     return float(re.search(r"\.(\d+)gb", profile_name).group(1))
@@ -297,7 +297,7 @@ def _resource_rows(node, allocated):
             row.update(kind="gpu-mem", sharing="ack", unit_memory_gib=1.0)
         else:
             strategy, replicas = _sharing(labels, name)
-            mig_device = name.startswith(_mig.MIG_RESOURCE_PREFIX)
+            mig_device = name.startswith(mig_catalog.MIG_RESOURCE_PREFIX)
             unit = _mig_memory_gib(labels, name.replace(".shared", "")) if mig_device else gpu_memory
             if mig_device or labels.get("nvidia.com/mig.strategy") == "single":
                 row["kind"] = "mig"

@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import re
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session import ArmSession
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
@@ -87,7 +87,7 @@ VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
 RESERVED_LABEL_PREFIXES = ("kubernetes.azure.com/",)
 
 # gpu_nodepool options of the GKE provider, with the value that counts as "not set". The GCP account
-# options (_args.GCP_ACCOUNT_SPEC) are not listed: module_defaults of group/gpu_ops.cluster.gcp reach
+# options (_core.argspec.GCP_ACCOUNT_SPEC) are not listed: module_defaults of group/gpu_ops.cluster.gcp reach
 # every member of the group, AKS pools included, so they are ignored here rather than refused.
 GKE_ONLY = dict(
     location=None, node_locations=None, machine_type=None, accelerator_type=None,
@@ -170,7 +170,7 @@ def _check_counts(problems, params):
 def _check_mig(problems, vm_size, profile, os_sku, autoscaling):
     """The multi-instance GPU rules of the MIG catalog, with effective values (the options, or the pool's current values)."""
     well_formed = vm_size if vm_size is not None and VM_SIZE.match(vm_size) else None
-    problems.extend(_mig.aks_pool_problems(well_formed, profile, os_sku, autoscaling))
+    problems.extend(mig_catalog.aks_pool_problems(well_formed, profile, os_sku, autoscaling))
 
 
 # --------------------------------------------------------------------------- documents
@@ -293,12 +293,12 @@ def expected_resources(params, pool=None):
         return None
     try:
         if profile:
-            info = _mig.aks_profile(vm_size, profile)
+            info = mig_catalog.aks_profile(vm_size, profile)
             return mig_nodes.expected_node_resources(info["gpu_model"], info["gpus_per_vm"], info["layout"],
                                                      strategy or "single")
-        size, facts = _mig.aks_vm_size(vm_size)
+        size, facts = mig_catalog.aks_vm_size(vm_size)
         del size
-        return {_mig.GPU_RESOURCE: facts["gpus"]}
+        return {mig_catalog.GPU_RESOURCE: facts["gpus"]}
     except ValueError:
         return None
 
@@ -307,7 +307,7 @@ def expected_resources(params, pool=None):
 
 
 class PoolEngine(NodePoolEngine):
-    """Plans and applies one AKS agent pool; the session is an _arm.ArmSession."""
+    """Plans and applies one AKS agent pool; the session is an _azure.session.ArmSession."""
 
     PROVIDER, API = "aks", "ARM"
     validate = staticmethod(validate)

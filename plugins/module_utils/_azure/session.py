@@ -6,7 +6,7 @@
 """The Azure Resource Manager session every Azure module of this collection uses.
 
 ``ArmSession`` holds the credential (azure-identity), the ARM endpoint of the chosen cloud, an
-``_http.HttpClient`` (the one retry loop, which honours ``Retry-After``) and the long-running
+``_core.transport.HttpClient`` (the one retry loop, which honours ``Retry-After``) and the long-running
 operation waiter. ARM reports a long-running operation in one of three ways, tried in this order:
 
 1. an ``Azure-AsyncOperation`` header: an operation-status URL that answers
@@ -20,7 +20,7 @@ Between polls the waiter sleeps for the server's ``Retry-After`` (or a default i
 message.
 
 In render mode (``render_dir``) no credential is created: the HTTP session is an
-``_http.RenderSession`` that records every write under ``<render_dir>/requests/`` and answers it
+``_core.transport.RenderSession`` that records every write under ``<render_dir>/requests/`` and answers it
 with the written resource in provisioning state ``Succeeded``.
 
 Tokens are sent in the ``Authorization`` header only; nothing here logs headers, and error

@@ -70,7 +70,7 @@ def check_session_options(module, libraries=()):
 def session_options(module):
     """The keyword arguments every API session takes from the shared module options
     (timeouts, retries, render mode, debug log); an option left unset gets its default from
-    ``_args.SESSION_SPEC``, the one place the defaults are written."""
+    ``_core.argspec.SESSION_SPEC``, the one place the defaults are written."""
     params = module.params
     options = dict((name, default if params.get(name) is None else params[name])
                    for name, default in SESSION_DEFAULTS.items())

@@ -63,7 +63,7 @@ def check_gce_name(problems, option, value):
 def check_node_types(problems, prefix, machine_type=None, disk_type=None, image_type=None, accelerator_type=None):
     """Syntax of a node's machine, disk, image and accelerator types (``prefix``: ``""`` or ``"default_node_pool."``).
 
-    Whether the zone offers them is a preflight read (``_gcp_offers``); this only refuses what no zone could.
+    Whether the zone offers them is a preflight read (``_gcp.offers``); this only refuses what no zone could.
     """
     for option, value, pattern, rule in (
             ("machine_type", machine_type, MACHINE_TYPE,

@@ -19,7 +19,7 @@ Flow of a run (module gke_multinetwork):
 
 Between 3 and 4, when the plan changes anything (and outside render mode), ``preflight`` reads the region
 (and the zone, when ``location`` is one) once each: a well-formed region that does not exist is refused
-before any network or firewall rule is created (``_gcp_offers``). A no-op re-run reads nothing more than the
+before any network or firewall rule is created (``_gcp.offers``). A no-op re-run reads nothing more than the
 3 x N resources.
 
 A create that meets 409 (a run killed half-way, whose insert is still running or has finished) waits

@@ -5,7 +5,7 @@
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """What Google Cloud knows of a cluster's GPU NIC fabric (gke_multinetwork_info): read only.
 
-The names come from the same ``_gke_multinetwork.resolve`` the resource module uses, the reads from its
+The names come from the same ``_gcp.multinetwork.resolve`` the resource module uses, the reads from its
 ``FabricEngine`` (one GET per resource, concurrently), so the two never disagree on what "the fabric" is.
 """
 

@@ -33,7 +33,7 @@ import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import offers
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks as common
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
@@ -68,7 +68,7 @@ GKE_ACCELERATOR_MIG_MODELS = {
 }
 
 # Options that belong to the AKS provider (value that counts as "not set"). The Azure account options
-# (_args.AZURE_ACCOUNT_SPEC) are not listed: module_defaults of group/gpu_ops.cluster.azure reach every
+# (_core.argspec.AZURE_ACCOUNT_SPEC) are not listed: module_defaults of group/gpu_ops.cluster.azure reach every
 # member of the group, GKE pools included, so they are ignored here rather than refused.
 AKS_ONLY = dict(resource_group=None, vm_size=None, gpu_instance_profile=None, os_sku=None,
                 orchestrator_version=None, gpu_driver=None, mode="User", mig_strategy="single")
@@ -187,7 +187,7 @@ def _validate_gpus(problems, params, values):
         elif accel in GKE_ACCELERATOR_MIG_MODELS:
 
             try:
-                _mig.profile(GKE_ACCELERATOR_MIG_MODELS[accel], partition)
+                mig_catalog.profile(GKE_ACCELERATOR_MIG_MODELS[accel], partition)
             except ValueError as exc:
                 problems.add("gpu_partition_size", str(exc))
         if sharing and sharing.get("strategy") == "mps":
@@ -482,7 +482,7 @@ def expected_resources(params, pool=None):
         except ValueError:
             return None
     replicas = sharing["max_shared_clients_per_gpu"] if sharing else 1
-    return {_mig.GPU_RESOURCE: count * replicas}
+    return {mig_catalog.GPU_RESOURCE: count * replicas}
 
 
 # --------------------------------------------------------------------------- engine
@@ -677,7 +677,7 @@ class PoolEngine(NodePoolEngine):
         self.check_offers()
 
     def check_offers(self):
-        """What the change needs the service to offer (``_gcp_offers``), one read each, in check mode too.
+        """What the change needs the service to offer (``_gcp.offers``), one read each, in check mode too.
 
         A create: the zones named in node_locations, the machine, accelerator (type and count) and disk types in
         each zone of the pool, the image type and node version in the location's server config. An update: only

@@ -6,14 +6,14 @@
 """The Google Cloud session every GCP module of this collection uses.
 
 ``GcpSession`` holds the credentials (google-auth), the endpoints of the GKE and Compute Engine APIs,
-an ``_http.HttpClient`` (the one retry loop) and the operation waiters:
+an ``_core.transport.HttpClient`` (the one retry loop) and the operation waiters:
 
 - GKE operations (``projects/*/locations/*/operations/*``) are polled with a growing interval.
 - Compute Engine operations (global or regional) are waited on with the API's ``wait`` method,
   which returns when the operation is DONE or after about two minutes, whichever comes first.
 
 In render mode (``render_dir``) no credentials are read: the HTTP session is an
-``_http.RenderSession`` that records every write under ``<render_dir>/requests/`` and answers it
+``_core.transport.RenderSession`` that records every write under ``<render_dir>/requests/`` and answers it
 with an operation that is already DONE, so the engines run their normal code path.
 """
 

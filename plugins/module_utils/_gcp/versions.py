@@ -6,7 +6,7 @@
 """The GKE versions a location offers (``getServerConfig``), and which of them a GPUDirect profile accepts.
 
 Read by gke_server_config_info (its engine: ``run``), and by gke_cluster to resolve a version alias (``latest`` or a minor such as
-``1.30``) to the newest offered patch that passes the profile's version gate (``_gpudirect.version_gate_error``,
+``1.30``) to the newest offered patch that passes the profile's version gate (``_catalog.gke_gpudirect.version_gate_error``,
 the one table of minimum versions), so nobody copies a version out of ``gcloud container get-server-config``.
 """
 

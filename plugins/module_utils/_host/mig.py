@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 import re
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import documents as mig_documents
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import placement as mig_placement
@@ -65,7 +65,7 @@ def _instance_spec(item, where):
     if _sep and not pin.strip().isdigit():
         raise MigError("%s: placement of %r must be a slot number, e.g. 3g.40gb@4" % (where, text))
     try:
-        ci, _gi = _mig.parse_profile(name)
+        ci, _gi = mig_catalog.parse_profile(name)
     except ValueError as exc:
         raise MigError("%s: %s" % (where, exc))
     if ci is not None:
@@ -149,7 +149,7 @@ def read_gpus(smi):
     gpus = []
     for row in _nvsmi.parse_query_csv(text, list(QUERY_FIELDS)):
         gpus.append(dict(index=int(row["index"]), uuid=row["uuid"], name=row["name"], bus_id=row["pci.bus_id"],
-                         model=_mig.find_gpu_model(row["name"]),
+                         model=mig_catalog.find_gpu_model(row["name"]),
                          mig_current=(row["mig.mode.current"] or "").lower() == "enabled",
                          mig_pending=(row["mig.mode.pending"] or "").lower() == "enabled",
                          mig_capable=row["mig.mode.current"] is not None))
@@ -169,7 +169,7 @@ def read_processes(smi):
 
 def host_rules(gpu, profiles, placements):
     """The catalog entry of the GPU's model narrowed to the profiles the host lists, with its placements and limits."""
-    entry = copy.deepcopy(_mig.CATALOG[gpu["model"]])
+    entry = copy.deepcopy(mig_catalog.CATALOG[gpu["model"]])
     by_id = {row["profile_id"]: row for row in placements if row["gpu"] == gpu["index"]}
     totals = {row["profile"]: row["total"] for row in profiles if row["gpu"] == gpu["index"]}
     listed = set(totals)
@@ -230,7 +230,7 @@ def read_host(smi):
         gpu["instances"] = []
         gpu["hardware_differences"] = []
         if gpu["model"] is not None:
-            gpu["rules"], gpu["rules_source"] = _mig.CATALOG[gpu["model"]], "catalog"
+            gpu["rules"], gpu["rules_source"] = mig_catalog.CATALOG[gpu["model"]], "catalog"
             if gpu["mig_current"]:
                 read_mig_state(smi, gpu)
     return gpus
@@ -316,7 +316,7 @@ def resolve(entries, gpus):
             continue
         if gpu["model"] is None:
             problems.append("%s.gpu: %s does not support MIG (not in the MIG catalog: %s)" % (
-                entry["where"], _label(gpu), ", ".join(_mig.MODEL_NAMES)))
+                entry["where"], _label(gpu), ", ".join(mig_catalog.MODEL_NAMES)))
             continue
         checked = []
         for number, spec in enumerate(instances):
@@ -325,7 +325,7 @@ def resolve(entries, gpus):
             if problem:
                 problems.append(problem)
                 continue
-            found = gpu["rules"]["profiles"][_mig.parse_profile(spec["profile"])[1]]
+            found = gpu["rules"]["profiles"][mig_catalog.parse_profile(spec["profile"])[1]]
             split = mig_placement.compute_split_problems(found, spec["compute"] or [])
             if split:
                 problems.append("%s: %s, profile %s: %s" % (where, _label(gpu), found["name"], "; ".join(split)))
@@ -346,15 +346,15 @@ def resolve(entries, gpus):
 
 def _profile_problem(gpu, spec, where):
     rules = gpu["rules"]
-    _ci, name = _mig.parse_profile(spec["profile"])
+    _ci, name = mig_catalog.parse_profile(spec["profile"])
     if name in rules["profiles"]:
         return None
-    catalog = _mig.CATALOG[gpu["model"]]["profiles"]
+    catalog = mig_catalog.CATALOG[gpu["model"]]["profiles"]
     if name in catalog:
         return "%s: %s, profile %s: the driver on this host does not offer it (nvidia-smi mig -lgip lists %s)" % (
-            where, _label(gpu), name, ", ".join(_mig.profile_names(rules)) if rules["profiles"] else "nothing")
+            where, _label(gpu), name, ", ".join(mig_catalog.profile_names(rules)) if rules["profiles"] else "nothing")
     return "%s: %s, profile %s does not exist on %s; its profiles: %s" % (
-        where, _label(gpu), spec["profile"], gpu["model"], ", ".join(_mig.profile_names(rules)))
+        where, _label(gpu), spec["profile"], gpu["model"], ", ".join(mig_catalog.profile_names(rules)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,7 +492,7 @@ def _destroy(smi, gpu, instances):
 
 
 def _create_cis(smi, gpu, gi_id, slices):
-    ids = ",".join(str(_mig.COMPUTE_INSTANCE_PROFILE_IDS[s]) for s in slices)
+    ids = ",".join(str(mig_catalog.COMPUTE_INSTANCE_PROFILE_IDS[s]) for s in slices)
     smi("mig", "-i", str(gpu["index"]), "-gi", str(gi_id), "-cci", ids)
 
 
@@ -549,9 +549,9 @@ def parted_devices(gpu):
     rules = gpu["rules"]
     counts = {}
     for instance in gpu["instances"]:
-        found = rules["profiles"].get(instance["profile"]) or _mig.CATALOG[gpu["model"]]["profiles"][instance["profile"]]
+        found = rules["profiles"].get(instance["profile"]) or mig_catalog.CATALOG[gpu["model"]]["profiles"][instance["profile"]]
         for compute in instance["compute_instances"]:
-            key = _mig.parted_profile_name(found, compute["slices"])
+            key = mig_catalog.parted_profile_name(found, compute["slices"])
             counts[key] = counts.get(key, 0) + 1
     return counts
 
@@ -585,7 +585,7 @@ def parted_config(gpus, name):
 def offline_host(offline):
     """GPUs of ``offline`` (dict(model, count)) with MIG off and the catalog's rules: render mode, no nvidia-smi."""
     try:
-        entry = _mig.gpu_model(offline.get("model"))
+        entry = mig_catalog.gpu_model(offline.get("model"))
     except ValueError as exc:
         raise MigError("offline.model: %s" % exc)
     count = offline.get("count")

@@ -6,8 +6,8 @@
 """NVIDIA MPS on a host: the control daemon's settings and its control commands.
 
 Read by the mps_control module (``run``), the mps_control_info module (``_host/mps_info.py``) and,
-through the filters in plugins/filter/mps.py, the ``mps`` role. Kubernetes-side MPS (ACK rules, allocation report) lives in _mps_k8s.py, so that the host
-module imports nothing it does not need.
+through the filters in plugins/filter/mps.py, the ``mps`` role. Kubernetes-side MPS (ACK rules, allocation
+report) lives in plugin_utils/_gpu_sharing.py, so that the host module imports nothing it does not need.
 
 Sources (shared research notes nvidia-stack.md section 6.1):
 - ``nvidia-cuda-mps-control`` environment (``CUDA_MPS_PIPE_DIRECTORY``, ``CUDA_MPS_LOG_DIRECTORY``,

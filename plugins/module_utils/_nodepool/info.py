@@ -18,7 +18,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import checks
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as gke
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 
@@ -58,7 +58,7 @@ def aks_pool_facts(pool, mig_strategy="single"):
     mig = None
     if profile:
         try:
-            mig = _mig.aks_profile(props.get("vmSize"), profile)
+            mig = mig_catalog.aks_profile(props.get("vmSize"), profile)
         except ValueError as exc:
             mig = dict(gpu_instance_profile=profile, problem=str(exc))
     return dict(name=pool.get("name"), provisioning_state=props.get("provisioningState"), vm_size=props.get("vmSize"),
