@@ -13,7 +13,7 @@ import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # plugins/module_utils/_gcp/offers.py, module_utils/_catalog/mig.py, plugin_utils/_operators/inputs.py ...
-PATH = re.compile(r"(?:plugins/)?((?:module_utils|plugin_utils|modules|filter|doc_fragments|action)/[\w/]+\.(?:py|yml))")
+PATH = re.compile(r"(?<![\w/])(?:plugins/)?((?:module_utils|plugin_utils|modules|filter|doc_fragments|action)/[\w/]+\.(?:py|yml))")
 SCANNED_SUFFIXES = (".md", ".py", ".yml", ".yaml")
 SKIPPED = ("tests/output", ".venv", ".collections", ".git", "changelogs")
 
