@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run pytest on a subset, the way scripts/test.sh runs it, from a staged copy of the working tree:
 #
-#   scripts/dev-pytest.sh tests/integration/test_apply_role.py -k secret
+#   scripts/dev-pytest.sh tests/integration/test_role_apply.py -k secret
 #   LINE=core-2.21 scripts/dev-pytest.sh tests/unit
 #
 # Uses .venv (or .venv312 for LINE=core-2.21) as prepared by scripts/bootstrap.sh; set

@@ -82,24 +82,53 @@ pytest_in_stage() {
         "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@")
 }
 
-contract() { pytest_in_stage tests/contract; }
+# The tests of the test doubles live in tests/doubles/tests/: the Python-only ones run with the contract step, the
+# ones that need the integration environment (kubernetes.core, helm, the integration fixtures) with the integration
+# step. Every file there is in exactly one list (check_double_lists fails the step otherwise).
+double_contract_files=(
+    tests/doubles/tests/test_arm.py
+    tests/doubles/tests/test_fake_nvidia_smi.py
+    tests/doubles/tests/test_gcp.py
+)
+double_integration_files=(
+    tests/doubles/tests/test_awx.py
+    tests/doubles/tests/test_k8s.py
+    tests/doubles/tests/test_k8s_helm.py
+    tests/doubles/tests/test_k8s_kubernetes_core.py
+)
+
+check_double_lists() {
+    local f listed=" ${double_contract_files[*]} ${double_integration_files[*]} " status=0
+    for f in tests/doubles/tests/test_*.py; do
+        case $listed in
+            *" $f "*) ;;
+            *) echo "$f is in neither double_contract_files nor double_integration_files (scripts/test.sh)" >&2; status=1 ;;
+        esac
+    done
+    for f in "${double_contract_files[@]}" "${double_integration_files[@]}"; do
+        [ -f "$f" ] || { echo "$f is listed in scripts/test.sh but does not exist" >&2; status=1; }
+    done
+    return $status
+}
+
+contract() { check_double_lists && pytest_in_stage tests/contract "${double_contract_files[@]}"; }
 
 # the playbook runs mostly wait on subprocesses and doubles: two workers halve the wall time
-integration() { pytest_in_stage -n 2 tests/integration; }
+integration() { check_double_lists && pytest_in_stage -n 2 tests/integration "${double_integration_files[@]}"; }
 
 # The second line re-runs the integration files where ansible-core versions differ (no_log and verbose
 # output, module_defaults and action groups, argument-spec validation, kubernetes.core and helm), so that
 # a fresh-clone run stays well under CI's time; the first line runs them all.
 integration_smoke_files=(
-    tests/integration/test_action_groups_playbook.py
-    tests/integration/test_apply_role.py
+    tests/integration/test_action_groups.py
     tests/integration/test_bad_input.py
-    tests/integration/test_gke_gpudirect_playbook.py
-    tests/integration/test_gpu_nodepool_aks.py
-    tests/integration/test_helm_nvidia_device_plugin.py
-    tests/integration/test_k8s_double_kubernetes_core.py
-    tests/integration/test_role_bad_inputs.py
+    tests/integration/test_bad_role_input.py
+    tests/integration/test_module_gpu_nodepool_aks.py
+    tests/integration/test_playbook_gke_gpudirect.py
+    tests/integration/test_role_apply.py
+    tests/integration/test_role_nvidia_device_plugin_helm.py
     tests/integration/test_secret_scan.py
+    tests/doubles/tests/test_k8s_kubernetes_core.py
 )
 integration_smoke() { pytest_in_stage -n 2 "${integration_smoke_files[@]}"; }
 

@@ -29,33 +29,34 @@ from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import K8sDouble
 # Seconds each file took at -n 2 on the shared 2-core machine (2026-11-23, per-test times summed per
 # file). Only the order matters: the slowest files start first, so that no long file starts last and
 # keeps one worker busy alone at the end. A file not listed counts as FILE_SECONDS_UNKNOWN; refresh
-# the table when a file grows a lot.
+# the table when a file grows a lot. The tests of the doubles that need this environment
+# (tests/doubles/tests/test_k8s*.py, test_awx.py) run in the same pytest session and are listed too.
 FILE_SECONDS = {
-    "test_gke_gpudirect_playbook.py": 623,
+    "test_playbook_gke_gpudirect.py": 623,
     "test_gpudirect_roles.py": 598,
-    "test_apply_role.py": 553,
+    "test_role_apply.py": 553,
     "test_helm_operators.py": 278,
-    "test_mig_manager_role.py": 193,
+    "test_role_mig_manager.py": 193,
     "test_operators_roles.py": 186,
-    "test_mps_role.py": 165,
-    "test_k8s_double_kubernetes_core.py": 137,
-    "test_gpu_hosts_playbook.py": 133,
-    "test_gcp_gpu_vpcs_role.py": 131,
-    "test_aks_mig_playbook.py": 117,
-    "test_nvidia_device_plugin.py": 86,
-    "test_role_bad_inputs.py": 42,
-    "test_site_render.py": 70,
-    "test_gke_multinetwork_playbook.py": 57,
-    "test_awx_setup.py": 56,
+    "test_role_mps.py": 165,
+    "test_k8s_kubernetes_core.py": 137,
+    "test_playbook_gpu_hosts.py": 133,
+    "test_role_gcp_gpu_vpcs.py": 131,
+    "test_playbook_aks_mig.py": 117,
+    "test_role_nvidia_device_plugin.py": 86,
+    "test_bad_role_input.py": 42,
+    "test_playbook_site.py": 70,
+    "test_module_gke_multinetwork.py": 57,
+    "test_playbook_awx_setup.py": 56,
     "test_secret_scan.py": 55,
-    "test_helm_nvidia_device_plugin.py": 47,
-    "test_operators_render.py": 43,
-    "test_gpu_nodepool_aks.py": 37,
-    "test_action_groups_playbook.py": 18,
-    "test_module_defaults_origin.py": 11,
+    "test_role_nvidia_device_plugin_helm.py": 47,
+    "test_playbook_gpu_operator.py": 43,
+    "test_module_gpu_nodepool_aks.py": 37,
+    "test_action_groups.py": 18,
+    "test_defaults_origin.py": 11,
     "test_bad_input.py": 9,
-    "test_k8s_double.py": 8,
-    "test_k8s_double_helm.py": 5,
+    "test_k8s.py": 8,
+    "test_k8s_helm.py": 5,
 }
 FILE_SECONDS_UNKNOWN = 30
 

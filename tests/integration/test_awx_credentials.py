@@ -61,7 +61,7 @@ def test_google_compute_engine_credential(run_playbook, gcp_double, tmp_path):
 
 def test_microsoft_azure_resource_manager_credential(run_playbook, tmp_path):
     # Microsoft Entra ID cannot be reached from here: render mode shows the subscription and cloud taken
-    # from the environment (tests/unit/plugins/module_utils/test_args_env.py checks the service principal)
+    # from the environment (tests/unit/plugins/module_utils/_core/test_argspec.py checks the service principal)
     subscription, secret = "6f1c2d3e-0000-4000-8000-00000000a3c5", "awx-azure-s3cr3t"
     env = only(dict(AZURE_SUBSCRIPTION_ID=subscription, AZURE_CLIENT_ID="app-id", AZURE_TENANT="tenant-id",
                     AZURE_SECRET=secret, AZURE_CLOUD_ENVIRONMENT="AzureUSGovernment"))

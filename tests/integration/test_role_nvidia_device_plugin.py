@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """roles/nvidia_device_plugin: the chart in render mode, the node verification against the K8s double.
 
-The Helm install itself runs in test_helm_nvidia_device_plugin.py (helm from scripts/bootstrap.sh, the
+The Helm install itself runs in test_role_nvidia_device_plugin_helm.py (helm from scripts/bootstrap.sh, the
 test chart tests/charts/nvidia-device-plugin); here the values are checked in render mode and the
 verification against Nodes in the double.
 """

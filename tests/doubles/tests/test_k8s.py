@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Kubernetes API double behaves like an API server for the python client (in process).
 
-kubernetes.core flows are covered by test_k8s_double_kubernetes_core.py.
+kubernetes.core flows are covered by test_k8s_kubernetes_core.py.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the Kubernetes API double serves for helm: TLS, OpenAPI v3, protobuf release Secrets, and the helm
 CLI's own install / upgrade / uninstall against it (kubernetes.core.helm through the roles is covered by
-test_helm_nvidia_device_plugin.py).
+tests/integration/test_role_nvidia_device_plugin_helm.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The mps_control engine against the strict fake nvidia-cuda-mps-control (tests/fakes)."""
+"""The MPS host engine (plugins/module_utils/_host/mps.py): host settings, parsers, and mps_control against the
+strict fake nvidia-cuda-mps-control (tests/fakes)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as _mps
 
-FAKE = str(pathlib.Path(__file__).parents[3] / "fakes" / "nvidia-cuda-mps-control")
+
+FAKE = str(pathlib.Path(__file__).parents[4] / "fakes" / "nvidia-cuda-mps-control")
 
 
 @pytest.fixture
@@ -211,3 +213,93 @@ def test_a_daemon_that_never_answers_fails_after_the_start_timeout(host, monkeyp
         _mps.converge(host.params(), run_command, lambda name: None, False)
     assert sum(slept) == _mps.START_TIMEOUT and set(slept) == {_mps.START_POLL}
     assert not host.info()["running"]
+
+
+GOOD = {"pipe_directory": "/run/nvidia-mps", "log_directory": "/var/log/nvidia-mps"}
+
+
+def _settings(**changes):
+    settings = dict(GOOD)
+    settings.update(changes)
+    return settings
+
+
+# ------------------------------------------------------------------------------ host settings
+
+
+def test_host_settings_build_the_daemon_environment():
+    result = _mps.host_settings(_settings(active_thread_percentage="50",
+                                          pinned_device_mem_limit={1: "512MB", "0": "10g"},
+                                          visible_devices=[0, "GPU-0f6f2a4e-1c9b-4b87-9d3e-7e0c1a2b3c4d"],
+                                          exclusive_process=True, pipe_directory="/run/nvidia-mps/"))
+    assert result["environment"] == {
+        "CUDA_MPS_PIPE_DIRECTORY": "/run/nvidia-mps",
+        "CUDA_MPS_LOG_DIRECTORY": "/var/log/nvidia-mps",
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50",
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=10G,1=512M",
+        "CUDA_VISIBLE_DEVICES": "0,GPU-0f6f2a4e-1c9b-4b87-9d3e-7e0c1a2b3c4d",
+    }
+    assert result["stop_policy"] == "refuse" and result["exclusive_process"] and not result["mig"]
+
+
+def test_one_mig_device_per_daemon_is_accepted():
+    result = _mps.host_settings(_settings(visible_devices=["MIG-5c5b2f3a-8f9e-5b4d-a1c2-3d4e5f6a7b8c"]))
+    assert result["mig"] and result["environment"]["CUDA_VISIBLE_DEVICES"].startswith("MIG-")
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"pipe_directory": "run/nvidia-mps"}, "pipe_directory: must be an absolute path"),
+    ({"pipe_directory": None}, "pipe_directory: must be an absolute path"),
+    ({"log_directory": "/var/log/my mps"}, "log_directory: must be an absolute path without spaces"),
+    ({"log_directory": "/run/nvidia-mps"}, "log_directory: must differ from pipe_directory"),
+    ({"active_thread_percentage": 0}, "active_thread_percentage: must be a whole number from 1 to 100, got 0"),
+    ({"active_thread_percentage": 101}, "from 1 to 100, got 101"),
+    ({"active_thread_percentage": "50%"}, "from 1 to 100, got '50%'"),
+    ({"active_thread_percentage": 12.5}, "from 1 to 100, got 12.5"),
+    ({"active_thread_percentage": True}, "from 1 to 100, got True"),
+    ({"pinned_device_mem_limit": {0: "10"}}, "pinned_device_mem_limit[0]: '10' is not a memory limit"),
+    ({"pinned_device_mem_limit": {0: "10T"}}, "'10T' is not a memory limit"),
+    ({"pinned_device_mem_limit": {0: "0G"}}, "'0G' is not a memory limit"),
+    ({"pinned_device_mem_limit": {0: "-1G"}}, "'-1G' is not a memory limit"),
+    ({"pinned_device_mem_limit": {0: "1.5G"}}, "'1.5G' is not a memory limit"),
+    ({"pinned_device_mem_limit": {"gpu0": "1G"}}, "pinned_device_mem_limit key: 'gpu0' is not a GPU index"),
+    ({"pinned_device_mem_limit": "0=1G"}, "pinned_device_mem_limit: must be a mapping"),
+    ({"visible_devices": ["all"]}, "visible_devices: 'all' is not a GPU index"),
+    ({"visible_devices": ["MIG-5c5b2f3a-8f9e-5b4d-a1c2-3d4e5f6a7b8c", 1]}, "a MIG device needs a control daemon of its own"),
+    ({"visible_devices": ["MIG-5c5b2f3a-8f9e-5b4d-a1c2-3d4e5f6a7b8c"], "exclusive_process": True},
+     "exclusive_process: compute mode is a property of the whole GPU"),
+    ({"stop_policy": "kill"}, "stop_policy: 'kill' is not one of: refuse, drain"),
+])
+def test_bad_host_settings_name_the_field(changes, message):
+    with pytest.raises(ValueError) as err:
+        _mps.host_settings(_settings(**changes))
+    assert message in str(err.value)
+
+
+def test_every_bad_field_is_reported_at_once():
+    with pytest.raises(ValueError) as err:
+        _mps.host_settings({"pipe_directory": "x", "log_directory": "y", "active_thread_percentage": 0})
+    assert str(err.value).count(": ") >= 3
+
+
+@pytest.mark.parametrize("text, pids", [("", []), ("\n", []), ("4242\n", [4242]), ("101\n202\n", [101, 202])])
+def test_server_list(text, pids):
+    assert _mps.parse_server_list(text) == pids
+
+
+@pytest.mark.parametrize("text", ["Cannot find MPS control daemon process", "12 34"])
+def test_server_list_refuses_other_text(text):
+    with pytest.raises(ValueError, match="one server PID per line"):
+        _mps.parse_server_list(text)
+
+
+def test_percentage_parse():
+    assert _mps.parse_percentage("100.0\n") == 100.0
+    with pytest.raises(ValueError, match="expected a number"):
+        _mps.parse_percentage("n/a")
+
+
+@pytest.mark.parametrize("spelled, megabytes", [("10G", 10240), ("10240M", 10240), ("512M", 512), (None, None)])
+def test_mem_limits_compare_in_megabytes_whatever_the_unit(spelled, megabytes):
+    limit = None if spelled is None else _mps.mem_limit("limit", spelled)
+    assert _mps.mem_limit_mb(limit) == megabytes

@@ -28,7 +28,7 @@ from ansible_collections.gpu_ops.cluster.tests.fakes import fake_nvidia_smi as f
 
 FAKES = pathlib.Path(fake.__file__).parent
 REPO = FAKES.parents[1]
-SAMPLES = pathlib.Path(__file__).parents[1] / "plugins" / "module_utils" / "fixtures" / "nvsmi"
+SAMPLES = pathlib.Path(__file__).parents[2] / "unit" / "plugins" / "module_utils" / "fixtures" / "nvsmi"
 MIG_KINDS = ["A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB", "A30-24GB"]
 
 

@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""GPU Operator / Network Operator catalog: values per chart version and platform, refusals, parsers.
+"""The GPU Operator plan (plugins/plugin_utils/_operators/gpu_operator_plan.py): values per chart version and platform, refusals.
 
-fixtures/gpu_operator/values_keys.json holds the leaf key paths of the upstream chart's values.yaml at
+module_utils/fixtures/gpu_operator/values_keys.json holds the leaf key paths of the upstream chart's values.yaml at
 each pinned tag (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml); rendered values are
 compared with it, independently of the catalog's own key table.
 """
@@ -16,28 +16,17 @@ import os
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gpu_operator
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import gpu_operator_plan as ops
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import inputs
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import network_operator_plan
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import readiness
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _perftest
 from ansible_collections.gpu_ops.cluster.tests.doubles.gpu_hosts import gpu_host as host
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "module_utils", "fixtures")
 with open(os.path.join(FIXTURES, "gpu_operator", "values_keys.json"), encoding="utf-8") as _handle:
     UPSTREAM_KEYS = json.load(_handle)["tags"]
 
 VERSIONS = ["v24.9.2", "v25.3.4", "v25.10.1", "v26.3.0"]
 PRESETS = ["generic", "gke", "aks", "openshift"]
-
-GUIDE_OUTPUT = """
- #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
- 2          5000             0.11               0.11               6.897101
- 65536      5000             92.39              92.38              0.176196
- 8388608    5000             92.39              92.39              0.001377
----------------------------------------------------------------------------------------
-"""
 
 
 def _leaf_paths(values, prefix=""):
@@ -341,214 +330,9 @@ def test_container_ofed_does_not_invent_rdma_devices():
     assert plan["rdma"]["mode"] == "off" and "no RDMA device" in plan["rdma"]["notes"][0]
 
 
-# ---- Network Operator -----------------------------------------------------------------------------
-
-def net_options(version, **extra):
-    base = {"chart_version": version, "ip_pools": [{"name": "rdma-pool", "subnet": "192.168.2.0/24", "gateway": "192.168.2.1"}],
-            "networks": [{"kind": "macvlan", "name": "rdma-net", "master": "ens64np1", "ip_pool": "rdma-pool",
-                          "range": "192.168.2.225/28"}]}
-    base.update(extra)
-    return base
-
-
-def test_network_operator_ipam_follows_the_chart_version():
-    new = network_operator_plan.network_operator_plan(net_options("25.10.0"), {"a": host()})
-    assert new["ipam"] == "nv-ipam" and "nvIpam" in new["nic_cluster_policy"]["spec"]
-    assert json.loads(new["networks"][0]["spec"]["ipam"]) == {"type": "nv-ipam", "poolName": "rdma-pool"}
-    assert new["ip_pools"][0]["spec"] == {"subnet": "192.168.2.0/24", "perNodeBlockSize": 16, "gateway": "192.168.2.1"}
-    old = network_operator_plan.network_operator_plan(net_options("25.7.0", ip_pools=[]), {"a": host()})
-    assert old["ipam"] == "whereabouts"
-    assert old["nic_cluster_policy"]["spec"]["secondaryNetwork"]["ipamPlugin"]["image"] == "whereabouts"
-    assert json.loads(old["networks"][0]["spec"]["ipam"])["type"] == "whereabouts"
-
-
-def test_nic_cluster_policy_carries_the_rdma_shared_device_plugin():
-    plan = network_operator_plan.network_operator_plan(net_options("26.4", ofed={"source": "operator", "version": "doca3.2.0-25.10-1.2.8.0-2"},
-                                                                   rdma_shared_device_plugin={"selectors": {"vendors": ["15b3"], "ifNames": ["ens64np1"]}}))
-    spec = plan["nic_cluster_policy"]["spec"]
-    assert plan["chart"]["chart_version"] == "26.4.1"
-    assert spec["ofedDriver"]["version"] == "doca3.2.0-25.10-1.2.8.0-2"
-    config = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
-    assert config["configList"][0]["resourceName"] == "rdma_shared_device_a"
-    assert config["configList"][0]["selectors"]["ifNames"] == ["ens64np1"]
-    assert spec["rdmaSharedDevicePlugin"]["version"] == "network-operator-v26.4.1"
-    assert plan["rdma_resources"] == ["rdma/rdma_shared_device_a"]
-    assert "state-OFED" in plan["expected_states"]
-
-
-NET_BAD = [
-    (net_options("24.1.0"), "chart_version"),
-    (net_options("25.10.0", ipam="whereabouts"), "Whereabouts was removed"),
-    (net_options("25.10.0", values={"deployCR": True}), "deployCR"),
-    (net_options("25.10.0", ofed={"source": "operator"}), "ofed.version"),
-    (net_options("25.10.0", networks=[{"kind": "macvlan", "name": "n", "ip_pool": "rdma-pool"}]), "networks[0].master"),
-    (net_options("25.10.0", networks=[{"kind": "vxlan", "name": "n"}]), "networks[0].kind"),
-    (net_options("25.10.0", networks=[{"kind": "macvlan", "name": "n", "master": "e", "ip_pool": "other"}]), "networks[0].ip_pool"),
-    (net_options("25.10.0", networks=[{"kind": "hostdevice", "name": "n", "ip_pool": "rdma-pool"}]), "networks[0].resource_name"),
-    (net_options("25.10.0", networks=[{"kind": "macvlan", "name": "n", "master": "e", "mode": "l2", "ip_pool": "rdma-pool"}]),
-     "networks[0].mode"),
-    (net_options("25.10.0", ip_pools=[{"name": "p", "subnet": "10.0.0.0"}]), "ip_pools[0].subnet"),
-    (net_options("25.10.0", rdma_shared_device_plugin={"selectors": {"vendor": ["15b3"]}}), "rdma_shared_device_plugin.selectors"),
-    # an SR-IOV device plugin selector: the RDMA shared device plugin would drop it and take every Mellanox device
-    (net_options("25.10.0", rdma_shared_device_plugin={"selectors": {"vendors": ["15b3"], "rootDevices": ["0000:18:00.0"]}}),
-     "unknown selector rootDevices (allowed: vendors, deviceIDs, drivers, ifNames, linkTypes)"),
-    (net_options("25.10.0", namespace="nvidia network"), "namespace"),
-]
-
-
-@pytest.mark.parametrize("settings,fragment", NET_BAD, ids=[str(i) for i in range(len(NET_BAD))])
-def test_bad_network_operator_input_is_refused_naming_the_option(settings, fragment):
-    with pytest.raises(inputs.OperatorInputError) as error:
-        network_operator_plan.network_operator_plan(settings, {"a": host()})
-    assert fragment in str(error.value)
-
-
-def test_host_mofed_must_be_installed_for_the_host_source():
-    with pytest.raises(inputs.OperatorInputError, match="ofed.source host: MLNX_OFED/DOCA-OFED is not installed on b"):
-        network_operator_plan.network_operator_plan(net_options("25.10.0"), {"a": host(), "b": host(ofed=False)})
-
-
-# ---- readiness ------------------------------------------------------------------------------------
-
-def _pod(name, node, component, ready, reason=None):
-    state = {"running": {}} if ready else {"waiting": {"reason": reason or "CrashLoopBackOff"}}
-    return {"metadata": {"name": name, "ownerReferences": [{"kind": "DaemonSet", "name": component}]},
-            "spec": {"nodeName": node},
-            "status": {"phase": "Running" if ready else "Pending",
-                       "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-                       "containerStatuses": [{"name": "main", "ready": ready, "state": state}]}}
-
-
-def test_readiness_names_the_component_and_node_that_are_not_ready():
-    policy = {"kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"}, "status": {"state": "notReady"}}
-    report = readiness.readiness_report(policy, [_pod("drv-a", "gpu-1", "nvidia-driver-daemonset", True),
-                                                 _pod("drv-b", "gpu-2", "nvidia-driver-daemonset", False, "ImagePullBackOff")])
-    assert report["ready"] is False
-    assert report["summary"][0] == "ClusterPolicy/cluster-policy is notReady"
-    assert "nvidia-driver-daemonset not ready on node gpu-2 (pod drv-b: main ImagePullBackOff)" in report["summary"]
-    ncp = {"kind": "NicClusterPolicy", "metadata": {"name": "nic-cluster-policy"}, "status": {"state": "notReady", "appliedStates": [
-        {"name": "state-OFED", "state": "notReady", "message": "waiting for driver"}, {"name": "state-multus-cni", "state": "ready"}]}}
-    assert readiness.readiness_report(ncp)["summary"][1] == "component state-OFED is notReady: waiting for driver"
-
-
-def test_driver_pod_report_wants_the_sidecars_and_their_messages():
-    pod = {"metadata": {"name": "nvidia-driver-daemonset-x"}, "spec": {"nodeName": "gpu-1", "containers": [
-        {"name": "nvidia-driver-ctr"}, {"name": "nvidia-peermem-ctr"}]},
-        "status": {"containerStatuses": [{"name": "nvidia-driver-ctr", "ready": True}, {"name": "nvidia-peermem-ctr", "ready": True}]}}
-    sidecars = [gpu_operator.DRIVER_SIDECARS["peermem"], gpu_operator.DRIVER_SIDECARS["gds"]]
-    problems = readiness.driver_pod_report([pod], sidecars, {"nvidia-driver-daemonset-x/nvidia-peermem-ctr": "waiting for mellanox ofed"})
-    assert problems == ["nvidia-driver-daemonset-x on node gpu-1: the nvidia-peermem-ctr log does not say "
-                        "'successfully loaded nvidia-peermem module'",
-                        "nvidia-driver-daemonset-x on node gpu-1 has no nvidia-fs-ctr container"]
-    ok = readiness.driver_pod_report([pod], sidecars[:1], {"nvidia-driver-daemonset-x/nvidia-peermem-ctr":
-                                                           "waiting...\nsuccessfully loaded nvidia-peermem module\n"})
-    assert ok == []
-
-
-# ---- perftest -------------------------------------------------------------------------------------
-
-def test_ib_write_bw_guide_output():
-    with open(os.path.join(FIXTURES, "perftest", "guide_ib_write_bw_dmabuf.txt"), encoding="utf-8") as handle:
-        result = _perftest.parse_ib_write_bw(handle.read())
-    assert result["unit"] == "Gb/sec" and result["device"] == "mlx5_0" and result["link_type"] == "Ethernet"
-    assert len(result["rows"]) == 23
-    assert result["rows"][15] == {"bytes": 65536, "iterations": 5000, "bw_peak_gbps": 92.39, "bw_average_gbps": 92.38,
-                                  "msg_rate_mpps": 0.176196}
-    assert result["bw_average_gbps"] == 92.39 and result["max_bw_average_gbps"] == 92.46
-
-
-def test_ib_write_bw_megabytes_tabs_and_warnings():
-    text = ("Conflicting CPU frequency values detected: 1500.000000 != 3000.000000. CPU Frequency is not max.\n"
-            " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
-            "Conflicting CPU frequency values detected: 1500.000000 != 3000.000000. CPU Frequency is not max.\n"
-            " 65536\t5000\t11548.00\t11547.50\t0.184760\n")
-    result = _perftest.parse_ib_write_bw(text)
-    assert result["unit"] == "MB/sec" and result["bw_average_gbps"] == pytest.approx(92.38)
-
-
-def test_ib_write_bw_without_a_table_is_an_error():
-    with pytest.raises(inputs.OperatorInputError, match="no ib_write_bw result table"):
-        _perftest.parse_ib_write_bw("Couldn't connect to 192.168.2.226:18515\nUnable to init the socket connection")
-
-
-def test_threshold_is_a_fraction_of_the_slowest_link():
-    assert _perftest.rdma_threshold({"a": host(rate=200), "b": host(rate=100)}, fraction=0.8) == (80.0, 100.0, "mlx5_0")
-    assert _perftest.rdma_threshold({"a": host()}, threshold=50) == (50.0, None, None)
-    with pytest.raises(inputs.OperatorInputError, match="mlx5_9"):
-        _perftest.rdma_threshold({"a": host()}, device="mlx5_9")
-    with pytest.raises(inputs.OperatorInputError, match="threshold_fraction"):
-        _perftest.rdma_threshold({"a": host()}, fraction=1.5)
-
-
-def test_the_guide_result_passes_the_default_threshold_of_its_100g_link():
-    threshold, dummy, dummy = _perftest.rdma_threshold({"a": host(rate=100)})
-    assert _perftest.parse_ib_write_bw(GUIDE_OUTPUT)["bw_average_gbps"] >= threshold
-
-
 def test_plans_do_not_share_state():
     settings = options("v25.10.1", values={"driver": {"env": [{"name": "A", "value": "1"}]}})
     frozen = copy.deepcopy(settings)
     first = ops.gpu_operator_plan(settings)
     first["chart"]["values"]["driver"]["env"].append({"name": "B"})
     assert settings == frozen and ops.gpu_operator_plan(settings)["chart"]["values"]["driver"]["env"] == [{"name": "A", "value": "1"}]
-
-
-def test_node_report_names_missing_labels_and_gpus():
-    expect = ops.gpu_operator_plan(options("v25.10.1"))["expect"]
-    good = {"metadata": {"name": "gpu-1", "labels": dict(expect["labels"])}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
-    short = {"metadata": {"name": "gpu-2", "labels": {"nvidia.com/gpu.present": "true"}}, "status": {"allocatable": {}}}
-    gpu_hosts = {"facts": {"h1": host(), "h2": host()}, "nodes": {"h1": "gpu-1", "h2": "gpu-2", "h3": "gpu-3"}}
-    problems = readiness.node_report([good, short], gpu_hosts, expect)
-    assert problems[0].startswith("node gpu-2: labels nvidia.com/gpu.deploy.container-toolkit=(missing)")
-    assert problems[1] == "node gpu-2: allocatable nvidia.com/gpu is 0, expected at least 8"
-    assert problems[2] == "node gpu-3 does not exist"
-    assert len(problems) == 3
-
-
-def test_driver_pod_report_reads_k8s_log_loop_results():
-    pod = {"metadata": {"name": "drv"}, "spec": {"nodeName": "gpu-1", "containers": [{"name": "nvidia-peermem-ctr"}]},
-           "status": {"containerStatuses": [{"name": "nvidia-peermem-ctr", "ready": True}]}}
-    sidecar = gpu_operator.DRIVER_SIDECARS["peermem"]
-    results = [{"item": [pod, sidecar], "log": "successfully loaded nvidia-peermem module"}]
-    assert readiness.driver_pod_report([pod], [sidecar], results) == []
-    assert readiness.driver_pod_report([pod], [sidecar], [{"item": [pod, sidecar], "failed": True}]) != []
-
-
-# helm's kubeVersion check leaves pre-release server versions out unless the constraint has a pre-release ("-0")
-KUBE_VERSIONS = [
-    (">= 1.21.0", "v1.33.5-gke.1234", True),  # GKE
-    (">= 1.21.0", "v1.34.3-eks-ac2d5a0", True),  # EKS
-    (">= 1.21.0", "v1.27.1-3443+19254894103e33-dirty", True),  # pre-release and build metadata
-    (">= 1.21.0-0", "v1.33.5-gke.1234", False),  # the fix from network-operator 26.1.0
-    (">=1.16.0-0 <1.40.0-0", "v1.33.5-gke.1234", False),
-    (">= 1.21.0", "v1.33.5", False),  # a release version: the range is helm's business
-    (">= 1.21.0", "v1.33.5+k3s1", False),  # build metadata alone is no pre-release
-    ("", "v1.33.5-gke.1234", False),  # no kubeVersion, no check
-]
-
-
-@pytest.mark.parametrize("constraint,server,refused", KUBE_VERSIONS, ids=[s for dummy, s, dummy2 in KUBE_VERSIONS])
-def test_kube_version_refusal_is_helms_prerelease_rule(constraint, server, refused):
-    message = network_operator_plan.kube_version_refusal("network-operator 25.10.0", constraint, server)
-    assert bool(message) is refused
-    if refused:
-        assert "network-operator 25.10.0 declares kubeVersion '%s'" % constraint in message and server in message
-
-
-@pytest.mark.parametrize("constraint,refused", [
-    (">= 1.21.0", True), (">= 1.21.0-0", False), ("", False), (">=1.16.0-0 <1.40.0-0", False), ("^1.28.0", True)])
-def test_kube_version_refusal_without_a_server_judges_any_prerelease(constraint, refused):
-    assert network_operator_plan.refuses_prerelease(constraint) is refused
-    message = network_operator_plan.kube_version_refusal("network-operator 25.10.0", constraint)
-    assert bool(message) is refused
-    if refused:
-        assert "declares kubeVersion '%s'" % constraint in message and "pre-release" in message
-
-
-def test_network_operator_charts_before_26_1_declare_no_prerelease():
-    """Upstream Chart.yaml kubeVersion per series: '>= 1.21.0' up to 25.10.0, '>= 1.21.0-0' from 26.1.0."""
-    plans = {v: network_operator_plan.network_operator_plan({"chart_version": v}, {}) for v in ("25.4.0", "25.10.0", "26.4.1")}
-    assert {v: p["kube_version"] for v, p in plans.items()} == {
-        "25.4.0": ">= 1.21.0", "25.10.0": ">= 1.21.0", "26.4.1": ">= 1.21.0-0"}
-    assert network_operator_plan.kube_version_refusal("x", plans["25.10.0"]["kube_version"], "v1.33.5-gke.1234")
-    assert not network_operator_plan.kube_version_refusal("x", plans["26.4.1"]["kube_version"], "v1.33.5-gke.1234")

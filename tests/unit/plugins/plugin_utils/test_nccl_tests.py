@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""nccl-tests output parser, on real outputs (fixtures/nccl_tests/).
+"""nccl-tests output parser, on real outputs (../module_utils/fixtures/nccl_tests/).
 
 - guide_tcpx_all_gather.txt, guide_tcpxo_all_gather.txt: the two tables of the seed guide
   (GKE "maximise GPU network bandwidth" guide, French edition), extracted verbatim.
@@ -23,7 +23,7 @@ import pytest
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _nccl_tests as nt
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "nccl_tests")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils", "fixtures", "nccl_tests")
 
 
 def fixture(name):

@@ -14,7 +14,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mi
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "nvsmi"
+FIXTURES = pathlib.Path(__file__).parents[1] / "fixtures" / "nvsmi"
 SAMPLES = sorted(FIXTURES.glob("*.txt"))
 
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The AWX API double enforces what AWX enforces (over HTTP, in process).
 
-The awx.awx flows through ansible-playbook are covered by test_awx_setup.py.
+The awx.awx flows through ansible-playbook are covered by tests/integration/test_playbook_awx_setup.py.
 """
 
 from __future__ import annotations

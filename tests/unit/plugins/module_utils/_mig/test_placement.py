@@ -1,0 +1,224 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The MIG placement solver (plugins/module_utils/_mig/placement.py): layouts, geometries, mig-parted counts."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import placement as mig_placement
+
+
+# --------------------------------------------------------------------------------------------
+# The solver
+# --------------------------------------------------------------------------------------------
+
+# Layouts the MIG guide shows as valid A100-40GB configurations.
+VALID_A100_40GB = [
+    {"7g.40gb": 1},
+    {"4g.20gb": 1, "2g.10gb": 1, "1g.5gb": 1},
+    {"4g.20gb": 1, "1g.5gb": 3},
+    {"3g.20gb": 2},
+    {"3g.20gb": 1, "2g.10gb": 1, "1g.5gb": 1},
+    {"3g.20gb": 1, "2g.10gb": 1, "1g.5gb": 2},  # 3-2-1-1: 3g must take slot 4
+    {"3g.20gb": 1, "2g.10gb": 2},
+    {"3g.20gb": 1, "1g.5gb": 4},
+    {"2g.10gb": 3, "1g.5gb": 1},
+    {"2g.10gb": 2, "1g.5gb": 3},
+    {"2g.10gb": 1, "1g.5gb": 5},
+    {"1g.5gb": 7},
+    {"1g.10gb": 4},
+    {"1g.5gb+me": 1, "1g.5gb": 6},
+    {"4g.20gb": 1, "3g.20gb": 1},
+    {"1g.10gb": 1, "2g.10gb": 2, "1g.5gb": 2},
+]
+
+INVALID_A100_40GB = [
+    ({"4g.20gb": 1, "3g.20gb": 1, "1g.5gb": 1}, "compute slices"),
+    ({"3g.20gb": 3}, "at most 2"),
+    ({"7g.40gb": 1, "1g.5gb": 1}, "compute slices"),
+    ({"1g.5gb": 8}, "at most 7"),
+    ({"2g.10gb": 4}, "at most 3"),
+    ({"1g.5gb+me": 2}, "media extensions"),
+    ({"1g.5gb+me": 1, "1g.5gb": 7}, "compute slices"),
+    ({"1g.10gb": 4, "1g.5gb": 1}, "memory slices"),
+    ({"3g.20gb": 1, "2g.10gb": 2, "1g.5gb": 1}, "memory slices"),
+]
+
+
+@pytest.mark.parametrize("layout", VALID_A100_40GB, ids=lambda d: "+".join("%sx%d" % kv for kv in sorted(d.items())))
+def test_solver_accepts_known_valid_a100_geometries(layout):
+    result = mig_placement.place("A100-40GB", layout)
+    assert result["fits"], result["reason"]
+    _assert_sound("A100-40GB", layout, result["placements"])
+
+
+@pytest.mark.parametrize("layout, why", INVALID_A100_40GB)
+def test_solver_rejects_invalid_a100_geometries(layout, why):
+    result = mig_placement.place("A100-40GB", layout)
+    assert not result["fits"]
+    assert result["placements"] == []
+    assert why in result["reason"]
+
+
+def test_three_two_one_one_puts_3g_at_slot_4_and_creates_it_first():
+    result = mig_placement.place("A100-40GB", {"3g.20gb": 1, "2g.10gb": 1, "1g.5gb": 2})
+    starts = {(p["profile"], p["start"]) for p in result["placements"]}
+    assert ("3g.20gb", 4) in starts and ("2g.10gb", 0) in starts
+    assert result["creation_order"][0]["profile"] == "3g.20gb"
+    assert (result["compute_slices_used"], result["memory_slices_used"]) == (7, 8)
+
+
+def test_pinned_starts():
+    ok = mig_placement.place("A100-40GB", ["3g.20gb@4", "4g.20gb"])
+    assert ok["fits"] and {(p["profile"], p["start"]) for p in ok["placements"]} == {("3g.20gb", 4), ("4g.20gb", 0)}
+    clash = mig_placement.place("A100-40GB", ["4g.20gb@0", "3g.20gb@0"])
+    assert not clash["fits"]
+    assert "no non-overlapping placement" in clash["reason"] and "4g.20gb@0" in clash["reason"]
+    wrong = mig_placement.place("A100-40GB", ["3g.20gb@2"])
+    assert not wrong["fits"] and "allowed starts: 0, 4" in wrong["reason"]
+    # pinned small instances leave no room for a 3g (slot 0 and slot 4 areas are both touched)
+    blocked = mig_placement.place("A100-40GB", ["1g.5gb@1", "1g.5gb@5", "3g.20gb"])
+    assert not blocked["fits"] and "3g.20gb takes 4 slots starting at {0,4}" in blocked["reason"]
+    with pytest.raises(ValueError, match="slot number"):
+        mig_placement.place("A100-40GB", ["3g.20gb@x"])
+
+
+def test_compute_instance_prefix_in_a_list_is_one_gpu_instance_each():
+    result = mig_placement.place("A100-40GB", ["1c.3g.20gb", "1c.3g.20gb"])
+    assert result["fits"]
+    assert [(p["profile"], p["compute_instances"]) for p in result["placements"]] == [("3g.20gb", [1]), ("3g.20gb", [1])]
+    with pytest.raises(ValueError, match="does not fit a 3g"):
+        mig_placement.place("A100-40GB", {"4c.3g.20gb": 1})
+
+
+@pytest.mark.parametrize("counts, instances", [
+    # mig-parted counts compute instances; those of one GI profile fill the GI created last
+    ({"1c.3g.20gb": 2}, [("3g.20gb", [1, 1])]),
+    ({"1c.3g.20gb": 3}, [("3g.20gb", [1, 1, 1])]),
+    ({"1c.3g.20gb": 6}, [("3g.20gb", [1, 1, 1]), ("3g.20gb", [1, 1, 1])]),
+    ({"2c.3g.20gb": 1, "1c.3g.20gb": 2}, [("3g.20gb", [2, 1]), ("3g.20gb", [1])]),
+    ({"3g.20gb": 1, "1c.3g.20gb": 3}, [("3g.20gb", [3]), ("3g.20gb", [1, 1, 1])]),
+    ({"1c.7g.40gb": 7}, [("7g.40gb", [1] * 7)]),
+    ({"4c.7g.40gb": 1, "3c.7g.40gb": 1}, [("7g.40gb", [4, 3])]),
+    ({"1c.2g.10gb": 2, "1g.5gb": 2}, [("2g.10gb", [1, 1]), ("1g.5gb", [1]), ("1g.5gb", [1])]),
+    ({"3c.3g.20gb": 1}, [("3g.20gb", [3])]),
+])
+def test_mig_parted_counts_pack_into_gpu_instances(counts, instances):
+    assert mig_placement.pack_compute_instances("A100-40GB", counts) == instances
+    placed = mig_placement.place("A100-40GB", counts)
+    assert placed["fits"], placed["reason"]
+    assert sorted((p["profile"], p.get("compute_instances", [int(p["profile"][0])])) for p in placed["placements"]) == \
+        sorted(instances)
+
+
+def test_mig_parted_counts_that_do_not_fit():
+    assert "at most 2" in mig_placement.place("A100-40GB", {"1c.3g.20gb": 7})["reason"]  # three 3g instances
+    with pytest.raises(ValueError, match="compute instance size 5 is not one of 1, 2, 3, 4, 7"):
+        mig_placement.place("A100-40GB", {"5c.7g.40gb": 1})
+    with pytest.raises(ValueError, match="whole number"):
+        mig_placement.pack_compute_instances("A100-40GB", {"1c.3g.20gb": -1})
+
+
+def test_a30_geometries():
+    assert mig_placement.place("A30", {"2g.12gb": 2})["fits"]
+    assert mig_placement.place("A30", {"2g.12gb+me": 1, "2g.12gb": 1})["fits"]
+    assert mig_placement.place("A30", {"1g.6gb": 4})["fits"]
+    assert "media extensions" in mig_placement.place("A30", {"1g.6gb+me": 1, "2g.12gb+me": 1})["reason"]
+    assert "compute slices" in mig_placement.place("A30", {"4g.24gb": 1, "1g.6gb": 1})["reason"]
+
+
+def test_request_errors():
+    with pytest.raises(ValueError, match="whole number"):
+        mig_placement.place("A100-40GB", {"1g.5gb": -1})
+    with pytest.raises(ValueError, match="does not exist on A100-80GB"):
+        mig_placement.place("A100-80GB", {"1g.5gb": 1})
+    assert mig_placement.place("A100-40GB", {})["fits"]  # MIG enabled, no instances
+
+
+def _assert_sound(model, layout, placements):
+    """Placements are non-overlapping, at allowed starts, and realise exactly the layout."""
+    entry = _mig.gpu_model(model)
+    used = [0] * entry["memory_slices"]
+    counts = {}
+    for p in placements:
+        found = entry["profiles"][p["profile"]]
+        assert p["start"] in found["placements"] and p["size"] == found["memory_slices"]
+        for slot in range(p["start"], p["start"] + p["size"]):
+            used[slot] += 1
+        counts[p["profile"]] = counts.get(p["profile"], 0) + 1
+    assert max(used) <= 1
+    assert counts == {k: v for k, v in layout.items() if v}
+
+
+def _feasible_by_enumeration(model):
+    """Every multiset that some set of non-overlapping placements realises (independent of the solver)."""
+    entry = _mig.gpu_model(model)
+    options = [(name, start, p["memory_slices"], p["compute_slices"], p["media_extensions"])
+               for name, p in entry["profiles"].items() for start in p["placements"]]
+    feasible = set()
+
+    def grow(index, slots, compute, media, chosen):
+        feasible.add(tuple(sorted(chosen)))
+        for i in range(index, len(options)):
+            name, start, size, g, me = options[i]
+            span = set(range(start, start + size))
+            if span & slots or compute + g > entry["compute_slices"] or (me and media):
+                continue
+            grow(i + 1, slots | span, compute + g, media or me, chosen + [name])
+
+    grow(0, frozenset(), 0, False, [])
+    return {t for t in feasible
+            if all(t.count(n) <= entry["profiles"][n]["max_instances"] for n in set(t))}
+
+
+@pytest.mark.parametrize("model", ["A100-40GB", "A30-24GB"])
+def test_solver_agrees_with_exhaustive_enumeration(model):
+    entry = _mig.gpu_model(model)
+    feasible = _feasible_by_enumeration(model)
+    names = sorted(entry["profiles"])
+    ranges = [range(entry["profiles"][n]["max_instances"] + 2) for n in names]
+    checked = 0
+    for counts in itertools.product(*ranges):
+        if sum(counts) > entry["memory_slices"] + 1:
+            continue
+        layout = dict(zip(names, counts))
+        key = tuple(sorted(itertools.chain.from_iterable([n] * c for n, c in layout.items())))
+        result = mig_placement.place(model, layout)
+        assert result["fits"] == (key in feasible), (layout, result["reason"])
+        if result["fits"]:
+            _assert_sound(model, layout, result["placements"])
+        checked += 1
+    assert checked > 150
+
+
+# --------------------------------------------------------------------------------------------
+# Expectations
+# --------------------------------------------------------------------------------------------
+
+
+def test_standard_layouts_differ_per_model():
+    assert mig_placement.standard_layouts("A100-40GB")["all-1g.10gb"] == {"1g.10gb": 4}
+    assert mig_placement.standard_layouts("A100-80GB")["all-1g.10gb"] == {"1g.10gb": 7}
+    assert mig_placement.standard_layouts("H100-80GB")["all-1g.10gb.me"] == {"1g.10gb+me": 1}
+    assert mig_placement.standard_layouts("H200")["all-balanced"] == {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}
+    assert mig_placement.standard_layouts("A30")["all-balanced"] == {"1g.6gb": 2, "2g.12gb": 1}
+    assert mig_placement.standard_layouts("A100-40GB")["all-disabled"] is None
+
+
+def test_layout_forms():
+    assert mig_placement.normalize_layout("A100-40GB", "3g.20gb", 2) == [{"3g.20gb": 2}, {"3g.20gb": 2}]
+    assert mig_placement.normalize_layout("A100-40GB", "all-balanced", 1) == [{"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}]
+    assert mig_placement.normalize_layout("A100-40GB", None, 2) == [None, None]
+    assert mig_placement.normalize_layout("A100-40GB", [{"7g.40gb": 1}, "disabled", ["3g.20gb", "3g.20gb"]], 3) == [
+        {"7g.40gb": 1}, None, {"3g.20gb": 2}]
+    with pytest.raises(ValueError, match="3 entries for 2 GPUs"):
+        mig_placement.normalize_layout("A100-40GB", [None, None, None], 2)
+    with pytest.raises(ValueError, match="GPU 1 .* does not fit"):
+        mig_placement.normalize_layout("A100-40GB", [{"7g.40gb": 1}, {"4g.20gb": 1, "3g.20gb": 1, "1g.5gb": 1}], 2)
+    with pytest.raises(ValueError, match="gpus must be a whole number"):
+        mig_placement.normalize_layout("A100-40GB", "1g.5gb", 0)

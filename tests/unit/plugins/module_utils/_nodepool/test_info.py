@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_nodepool_info's engine (plugins/module_utils/_nodepool/info.py): the GPU facts of GKE and AKS pool documents,
+and which documents it reads."""
+
+from __future__ import annotations
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as aks
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import info
+
+A3_HIGH = {"name": "a3high", "status": "RUNNING", "version": "1.30.4-gke.1129000", "locations": ["us-central1-c"],
+           "config": {"machineType": "a3-highgpu-8g", "imageType": "COS_CONTAINERD",
+                      "accelerators": [{"acceleratorType": "nvidia-h100-80gb", "acceleratorCount": "8"}]},
+           "networkConfig": {"additionalNodeNetworkConfigs": [
+               {"network": "fab-gpunic-%d" % i, "subnetwork": "fab-gpunic-%d-sub" % i} for i in range(1, 5)]}}
+L4_SHARED = {"name": "l4", "config": {"machineType": "g2-standard-8", "accelerators": [{
+    "acceleratorType": "nvidia-l4", "acceleratorCount": "1",
+    "gpuSharingConfig": {"gpuSharingStrategy": "TIME_SHARING", "maxSharedClientsPerGpu": "4"}}]}}
+AKS_MIG = {"name": "mig", "properties": {"vmSize": "Standard_ND96asr_v4", "count": 1, "gpuInstanceProfile": "MIG1g",
+                                         "osSKU": "Ubuntu", "mode": "User", "provisioningState": "Succeeded",
+                                         "orchestratorVersion": "1.30"}}
+
+
+def test_gke_gpudirect_pool_facts():
+    facts = info.gke_pool_facts(A3_HIGH)
+    assert (facts["name"], facts["status"], facts["machine_type"], facts["accelerator_count"]) == (
+        "a3high", "RUNNING", "a3-highgpu-8g", 8)
+    assert facts["additional_node_networks"][0] == dict(network="fab-gpunic-1", subnetwork="fab-gpunic-1-sub")
+    assert facts["gpudirect"] == dict(profile="tcpx", gpu_nics_needed=4, gpu_nics=4, ready=True)
+    assert facts["expected_resources"] == {"nvidia.com/gpu": 8}
+
+
+def test_gke_gpudirect_pool_without_all_its_nics_is_not_ready():
+    pool = dict(A3_HIGH, networkConfig={"additionalNodeNetworkConfigs": [{"network": "n1", "subnetwork": "s1"}]})
+    assert info.gke_pool_facts(pool)["gpudirect"] == dict(profile="tcpx", gpu_nics_needed=4, gpu_nics=1, ready=False)
+
+
+def test_gke_time_shared_pool_multiplies_the_gpu_resource():
+    facts = info.gke_pool_facts(L4_SHARED)
+    assert facts["gpudirect"] is None and facts["locations"] == []
+    assert facts["gpu_sharing"]["maxSharedClientsPerGpu"] == "4"
+    assert facts["expected_resources"] == {"nvidia.com/gpu": 4}
+
+
+def test_gke_pool_without_a_gpu_expects_nothing():
+    facts = info.gke_pool_facts({"name": "cpu", "config": {"machineType": "e2-standard-4"}})
+    assert facts["accelerator_type"] is None and facts["expected_resources"] is None
+
+
+def test_aks_mig_pool_facts_per_strategy():
+    single = info.aks_pool_facts(AKS_MIG)
+    assert single["mig"]["mig_profile"] == "1g.5gb" and single["mig"]["instances_per_vm"] == 56
+    assert single["orchestrator_version"] == "1.30" and single["provisioning_state"] == "Succeeded"
+    assert single["expected_resources"] == {"nvidia.com/gpu": 56}
+    assert info.aks_pool_facts(AKS_MIG, "mixed")["expected_resources"] == {"nvidia.com/mig-1g.5gb": 56}
+
+
+def test_aks_pool_on_a_size_without_mig_reports_the_problem():
+    facts = info.aks_pool_facts({"name": "bad", "properties": {"vmSize": "Standard_D4s_v5", "gpuInstanceProfile": "MIG1g"}})
+    assert facts["mig"]["gpu_instance_profile"] == "MIG1g" and "Standard_D4s_v5" in facts["mig"]["problem"]
+
+
+class _Session:
+    """What the engine calls on a session: documents by URL, None for a 404; every read is logged."""
+
+    project = "info-project"
+
+    def __init__(self, documents):
+        self.documents = documents
+        self.reads = []
+
+    def container_url(self, path):
+        return "container:" + path
+
+    def url(self, path, api_version):
+        return "arm:%s?%s" % (path, api_version)
+
+    def get(self, url):
+        self.reads.append(url)
+        return self.documents.get(url)
+
+
+CLUSTER = "container:projects/info-project/locations/us-central1/clusters/fab"
+
+
+def test_gke_pools_lists_or_reads_one_pool():
+    session = _Session({CLUSTER + "/nodePools": {"nodePools": [A3_HIGH, L4_SHARED]}, CLUSTER + "/nodePools/l4": L4_SHARED,
+                        CLUSTER: {"name": "fab"}})
+    pools, exists = info.gke_pools(session, dict(location="us-central1", cluster="fab"))
+    assert exists and [p["name"] for p in pools] == ["a3high", "l4"]
+    assert session.reads == [CLUSTER + "/nodePools"], "a cluster with pools is not read again"
+    pools, exists = info.gke_pools(session, dict(location="us-central1", cluster="fab", name="l4"))
+    assert exists and [p["name"] for p in pools] == ["l4"]
+
+
+def test_gke_pools_of_a_missing_cluster():
+    assert info.gke_pools(_Session({}), dict(location="us-central1", cluster="fab")) == ([], False)
+    session = _Session({CLUSTER: {"name": "fab"}})
+    assert info.gke_pools(session, dict(location="us-central1", cluster="fab", name="none")) == ([], True)
+
+
+def test_aks_pools_use_the_strategy_and_the_api_version():
+    base = "arm:%s" % (aks.PROVIDER_PATH % ("rg", "aks1"))
+    session = _Session({"%s/agentPools?%s" % (base, aks.API_VERSION): {"value": [AKS_MIG]}})
+    pools, exists = info.aks_pools(session, dict(resource_group="rg", cluster="aks1", mig_strategy="mixed"))
+    assert exists and pools[0]["expected_resources"] == {"nvidia.com/mig-1g.5gb": 56}
+    assert info.aks_pools(_Session({}), dict(resource_group="rg", cluster="aks1", name="mig")) == ([], False)

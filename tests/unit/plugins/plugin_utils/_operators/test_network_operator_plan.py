@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Network Operator plan (plugins/plugin_utils/_operators/network_operator_plan.py): values per chart version, refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import inputs
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import network_operator_plan
+from ansible_collections.gpu_ops.cluster.tests.doubles.gpu_hosts import gpu_host as host
+
+
+# ---- Network Operator -----------------------------------------------------------------------------
+
+def net_options(version, **extra):
+    base = {"chart_version": version, "ip_pools": [{"name": "rdma-pool", "subnet": "192.168.2.0/24", "gateway": "192.168.2.1"}],
+            "networks": [{"kind": "macvlan", "name": "rdma-net", "master": "ens64np1", "ip_pool": "rdma-pool",
+                          "range": "192.168.2.225/28"}]}
+    base.update(extra)
+    return base
+
+
+def test_network_operator_ipam_follows_the_chart_version():
+    new = network_operator_plan.network_operator_plan(net_options("25.10.0"), {"a": host()})
+    assert new["ipam"] == "nv-ipam" and "nvIpam" in new["nic_cluster_policy"]["spec"]
+    assert json.loads(new["networks"][0]["spec"]["ipam"]) == {"type": "nv-ipam", "poolName": "rdma-pool"}
+    assert new["ip_pools"][0]["spec"] == {"subnet": "192.168.2.0/24", "perNodeBlockSize": 16, "gateway": "192.168.2.1"}
+    old = network_operator_plan.network_operator_plan(net_options("25.7.0", ip_pools=[]), {"a": host()})
+    assert old["ipam"] == "whereabouts"
+    assert old["nic_cluster_policy"]["spec"]["secondaryNetwork"]["ipamPlugin"]["image"] == "whereabouts"
+    assert json.loads(old["networks"][0]["spec"]["ipam"])["type"] == "whereabouts"
+
+
+def test_nic_cluster_policy_carries_the_rdma_shared_device_plugin():
+    plan = network_operator_plan.network_operator_plan(net_options("26.4", ofed={"source": "operator", "version": "doca3.2.0-25.10-1.2.8.0-2"},
+                                                                   rdma_shared_device_plugin={"selectors": {"vendors": ["15b3"], "ifNames": ["ens64np1"]}}))
+    spec = plan["nic_cluster_policy"]["spec"]
+    assert plan["chart"]["chart_version"] == "26.4.1"
+    assert spec["ofedDriver"]["version"] == "doca3.2.0-25.10-1.2.8.0-2"
+    config = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
+    assert config["configList"][0]["resourceName"] == "rdma_shared_device_a"
+    assert config["configList"][0]["selectors"]["ifNames"] == ["ens64np1"]
+    assert spec["rdmaSharedDevicePlugin"]["version"] == "network-operator-v26.4.1"
+    assert plan["rdma_resources"] == ["rdma/rdma_shared_device_a"]
+    assert "state-OFED" in plan["expected_states"]
+
+
+NET_BAD = [
+    (net_options("24.1.0"), "chart_version"),
+    (net_options("25.10.0", ipam="whereabouts"), "Whereabouts was removed"),
+    (net_options("25.10.0", values={"deployCR": True}), "deployCR"),
+    (net_options("25.10.0", ofed={"source": "operator"}), "ofed.version"),
+    (net_options("25.10.0", networks=[{"kind": "macvlan", "name": "n", "ip_pool": "rdma-pool"}]), "networks[0].master"),
+    (net_options("25.10.0", networks=[{"kind": "vxlan", "name": "n"}]), "networks[0].kind"),
+    (net_options("25.10.0", networks=[{"kind": "macvlan", "name": "n", "master": "e", "ip_pool": "other"}]), "networks[0].ip_pool"),
+    (net_options("25.10.0", networks=[{"kind": "hostdevice", "name": "n", "ip_pool": "rdma-pool"}]), "networks[0].resource_name"),
+    (net_options("25.10.0", networks=[{"kind": "macvlan", "name": "n", "master": "e", "mode": "l2", "ip_pool": "rdma-pool"}]),
+     "networks[0].mode"),
+    (net_options("25.10.0", ip_pools=[{"name": "p", "subnet": "10.0.0.0"}]), "ip_pools[0].subnet"),
+    (net_options("25.10.0", rdma_shared_device_plugin={"selectors": {"vendor": ["15b3"]}}), "rdma_shared_device_plugin.selectors"),
+    # an SR-IOV device plugin selector: the RDMA shared device plugin would drop it and take every Mellanox device
+    (net_options("25.10.0", rdma_shared_device_plugin={"selectors": {"vendors": ["15b3"], "rootDevices": ["0000:18:00.0"]}}),
+     "unknown selector rootDevices (allowed: vendors, deviceIDs, drivers, ifNames, linkTypes)"),
+    (net_options("25.10.0", namespace="nvidia network"), "namespace"),
+]
+
+
+@pytest.mark.parametrize("settings,fragment", NET_BAD, ids=[str(i) for i in range(len(NET_BAD))])
+def test_bad_network_operator_input_is_refused_naming_the_option(settings, fragment):
+    with pytest.raises(inputs.OperatorInputError) as error:
+        network_operator_plan.network_operator_plan(settings, {"a": host()})
+    assert fragment in str(error.value)
+
+
+def test_host_mofed_must_be_installed_for_the_host_source():
+    with pytest.raises(inputs.OperatorInputError, match="ofed.source host: MLNX_OFED/DOCA-OFED is not installed on b"):
+        network_operator_plan.network_operator_plan(net_options("25.10.0"), {"a": host(), "b": host(ofed=False)})
+
+
+# helm's kubeVersion check leaves pre-release server versions out unless the constraint has a pre-release ("-0")
+KUBE_VERSIONS = [
+    (">= 1.21.0", "v1.33.5-gke.1234", True),  # GKE
+    (">= 1.21.0", "v1.34.3-eks-ac2d5a0", True),  # EKS
+    (">= 1.21.0", "v1.27.1-3443+19254894103e33-dirty", True),  # pre-release and build metadata
+    (">= 1.21.0-0", "v1.33.5-gke.1234", False),  # the fix from network-operator 26.1.0
+    (">=1.16.0-0 <1.40.0-0", "v1.33.5-gke.1234", False),
+    (">= 1.21.0", "v1.33.5", False),  # a release version: the range is helm's business
+    (">= 1.21.0", "v1.33.5+k3s1", False),  # build metadata alone is no pre-release
+    ("", "v1.33.5-gke.1234", False),  # no kubeVersion, no check
+]
+
+
+@pytest.mark.parametrize("constraint,server,refused", KUBE_VERSIONS, ids=[s for dummy, s, dummy2 in KUBE_VERSIONS])
+def test_kube_version_refusal_is_helms_prerelease_rule(constraint, server, refused):
+    message = network_operator_plan.kube_version_refusal("network-operator 25.10.0", constraint, server)
+    assert bool(message) is refused
+    if refused:
+        assert "network-operator 25.10.0 declares kubeVersion '%s'" % constraint in message and server in message
+
+
+@pytest.mark.parametrize("constraint,refused", [
+    (">= 1.21.0", True), (">= 1.21.0-0", False), ("", False), (">=1.16.0-0 <1.40.0-0", False), ("^1.28.0", True)])
+def test_kube_version_refusal_without_a_server_judges_any_prerelease(constraint, refused):
+    assert network_operator_plan.refuses_prerelease(constraint) is refused
+    message = network_operator_plan.kube_version_refusal("network-operator 25.10.0", constraint)
+    assert bool(message) is refused
+    if refused:
+        assert "declares kubeVersion '%s'" % constraint in message and "pre-release" in message
+
+
+def test_network_operator_charts_before_26_1_declare_no_prerelease():
+    """Upstream Chart.yaml kubeVersion per series: '>= 1.21.0' up to 25.10.0, '>= 1.21.0-0' from 26.1.0."""
+    plans = {v: network_operator_plan.network_operator_plan({"chart_version": v}, {}) for v in ("25.4.0", "25.10.0", "26.4.1")}
+    assert {v: p["kube_version"] for v, p in plans.items()} == {
+        "25.4.0": ">= 1.21.0", "25.10.0": ">= 1.21.0", "26.4.1": ">= 1.21.0-0"}
+    assert network_operator_plan.kube_version_refusal("x", plans["25.10.0"]["kube_version"], "v1.33.5-gke.1234")
+    assert not network_operator_plan.kube_version_refusal("x", plans["26.4.1"]["kube_version"], "v1.33.5-gke.1234")

@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubernetes' naming rules and the apply role's manifest checks (plugins/plugin_utils/_k8s_names.py), called
+directly (tests/unit/plugins/filter/test_k8s_names.py tests the filters that wrap them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names as names
+
+
+@pytest.mark.parametrize("rule, value", [
+    ("dns1123_label", "gpu-operator"), ("dns1123_label", "a" * 63),
+    ("dns1123_subdomain", "nvidia.com"), ("helm_release", "r" * 53),
+    ("label_key", "nvidia.com/gpu.present"), ("label_value", ""), ("label_value", "NVIDIA-A100-SXM4-40GB"),
+    ("image", "nvcr.io/nvidia/gpu-operator:v25.3.4"), ("image", "busybox"),
+    ("image", "registry.local:5000/team/app@sha256:" + "a" * 64), ("path_segment", "site-render_1.0"),
+])
+def test_names_kubernetes_accepts(rule, value):
+    assert names.check(rule, value) is None
+
+
+@pytest.mark.parametrize("rule, value", [
+    ("dns1123_label", "GPU"), ("dns1123_label", "a" * 64), ("dns1123_label", "-gpu"), ("dns1123_label", None),
+    ("dns1123_subdomain", "nvidia..com"), ("helm_release", "r" * 54), ("label_key", "-bad"),
+    ("label_value", "a b"), ("image", "NVCR.IO/Upper Case"), ("path_segment", "../etc"), ("path_segment", ".hidden"),
+])
+def test_names_kubernetes_refuses_say_why(rule, value):
+    why = names.check(rule, value)
+    assert isinstance(why, str) and why
+
+
+def test_an_unknown_rule_is_an_error_listing_the_rules():
+    with pytest.raises(ValueError, match="rule 'nope' is not one of .*dns1123_label"):
+        names.check("nope", "x")
+
+
+def test_problems_name_each_option_and_skip_optional_empty_values():
+    found = names.problems([
+        dict(option="namespace", rule="dns1123_label", value="GPU"),
+        dict(option="release", rule="helm_release", value="gpu-operator"),
+        dict(option="registry", rule="registry", value="", required=False),
+        dict(option="labels", rule="labels", value={}, required=False),
+    ])
+    assert len(found) == 1 and found[0].startswith("namespace: ")
+
+
+@pytest.mark.parametrize("checks", ["namespace", [dict(rule="dns1123_label", value="x")], [["option"]]])
+def test_malformed_checks_are_refused(checks):
+    with pytest.raises(ValueError):
+        names.problems(checks)
+
+
+def test_values_in_messages_are_ascii_and_cut():
+    assert names.show("caf\u00e9\n") == "'caf\\xe9\\n'"
+    assert len(names.show("x" * 500)) <= 80
+
+
+SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "data": {"t": "c2VjcmV0"}}
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "gpu"}}
+NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu"}}
+
+
+def test_secrets_are_found_at_any_depth_by_path_only():
+    manifests = [CM, {"apiVersion": "v1", "kind": "List", "items": [NS, {"kind": "ConfigMapList", "items": [SECRET]}]}]
+    assert names.secret_paths(manifests) == ["apply_manifests[1].items[1].items[0]"]
+    assert "c2VjcmV0" not in repr(names.manifest_problems(manifests))
+
+
+def test_flatten_puts_list_items_in_place():
+    assert names.flatten([NS, {"kind": "List", "items": [CM, {"kind": "ConfigMapList", "items": [CM]}]}]) == [NS, CM, CM]
+
+
+def test_apply_batches_group_runs_with_the_same_wait_condition():
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "gpu"}}
+    ready = {"type": "Available", "status": "True"}
+    batches = names.apply_batches([NS, CM, deploy, CM], wait_condition=ready, wait_condition_kinds=["Deployment"])
+    assert [b["label"] for b in batches] == ["Namespace/gpu, ConfigMap/cm", "Deployment/d", "ConfigMap/cm"]
+    assert [b["wait_condition"] for b in batches] == [{}, ready, {}]
+    assert names.apply_batches([NS, CM], leave_out=[NS]) == [{"definition": [CM], "wait_condition": {},
+                                                              "label": "ConfigMap/cm"}]
+
+
+@pytest.mark.parametrize("args, kwargs", [(("not a list",), {}), (([NS],), dict(wait_condition="Ready")),
+                                          (([NS],), dict(leave_out=NS))])
+def test_apply_batches_refuse_bad_arguments(args, kwargs):
+    with pytest.raises(TypeError):
+        names.apply_batches(*args, **kwargs)
