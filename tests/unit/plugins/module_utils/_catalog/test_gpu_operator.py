@@ -51,7 +51,13 @@ def test_key_history_explains_keys_some_series_lack():
 
 def test_choices_and_the_auto_kernel_module_minimum():
     assert "auto" in catalog.KERNEL_MODULE_TYPES and "off" in catalog.RDMA_MODES
-    assert catalog.MIG_STRATEGIES == ("none", "single", "mixed")
     # "auto" needs an R570+ driver container; the pinned drivers of the newest series have one
     newest = catalog.GPU_OPERATOR_CHARTS[max(catalog.GPU_OPERATOR_CHARTS, key=lambda s: tuple(map(int, s[1:].split("."))))]
     assert tuple(map(int, newest["driver_version"].split("."))) >= catalog.KERNEL_MODULE_AUTO_MIN_DRIVER
+
+
+def test_facts_other_catalogs_own_are_read_not_copied():
+    """GKE's driver directory belongs to the GKE catalog, the strategies to the MIG catalog: one table per fact."""
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
+    assert catalog.GPU_OPERATOR_PLATFORMS["gke"]["install_dir"] == gke_gpudirect.HOST_NVIDIA_DIR
+    assert not hasattr(catalog, "MIG_STRATEGIES") and not hasattr(catalog, "SHARING_STRATEGIES")
