@@ -73,17 +73,3 @@ def test_bad_input_fails_in_the_role_before_any_request(run_playbook, gcp_double
     result = run_playbook(play(gcp_defaults, role_vars)).assert_failed()
     assert "firewall_allow_any_source" in json.dumps(result.failed[0]["result"])
     assert gcp_double.requests == []
-
-
-def test_deprecated_variables_still_work_with_a_warning(run_playbook, gcp_double, gcp_defaults, tmp_path):
-    render = tmp_path / "rendered"
-    role_vars = dict(gcp_gpu_vpcs_cluster="a3high", gcp_gpu_vpcs_region="us-central1-c", gcp_gpu_vpcs_profile="tcpx")
-    result = run_playbook(play(gcp_defaults, role_vars),
-                          extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
-    bodies = [json.loads((render / "requests" / name).read_text()) for name in sorted(os.listdir(render / "requests"))]
-    assert len(bodies) == 12  # tcpx: 4 x (network, subnet, firewall)
-    assert {b["body"]["region"] for b in bodies if "/subnetworks" in b["url"]} == {"us-central1"}
-    for old, new in (("gcp_gpu_vpcs_profile", "gcp_gpu_vpcs_gpudirect"), ("gcp_gpu_vpcs_region", "gcp_gpu_vpcs_location")):
-        message = result.task("Warn about the deprecated variable %s" % old)["result"]["msg"]
-        assert "%s is deprecated and will be removed in version 2.0.0; set %s instead" % (old, new) in message
-    assert gcp_double.requests == []

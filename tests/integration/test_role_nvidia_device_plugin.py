@@ -144,7 +144,7 @@ def test_verify_passes_when_every_node_matches(run_playbook, k8s_double):
     _pool(k8s_double, {"nvidia.com/mig-1g.5gb": "56"}, GFD_MIXED)
     result = run_playbook(_play(_aks("mixed", nvidia_device_plugin_min_nodes=2), "verify"),
                           env=k8s_double.env()).assert_ok()
-    report = result.task("Record the verification")["result"]["ansible_facts"]["nvidia_device_plugin_verify_result"]
+    report = result.task("Record the verification")["result"]["ansible_facts"]["__nvidia_device_plugin_verify_result"]
     assert report["ok"] is True
     assert [n["name"] for n in report["nodes"]] == ["aks-migpool-0", "aks-migpool-1"]
     assert report["nodes"][0]["actual_resources"] == {"nvidia.com/mig-1g.5gb": 56}
