@@ -170,13 +170,6 @@ gpudirect:
   returned: always
   type: str
   sample: tcpxo
-profile:
-  description:
-    - The GPUDirect profile, or null (the same as RV(gpudirect)).
-    - Deprecated, use RV(gpudirect); will be removed in version 2.0.0.
-  returned: always
-  type: str
-  sample: tcpxo
 region:
   description: The region of the subnets (of O(location)).
   returned: always

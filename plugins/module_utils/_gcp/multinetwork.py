@@ -319,7 +319,6 @@ def outputs(fabric):
     annotation = gpudirect.interfaces_annotation(fabric["profile"], names, interfaces=interfaces)
     return dict(
         gpudirect=fabric["profile"],
-        profile=fabric["profile"],  # deprecated name of gpudirect
         region=fabric["region"],
         device_mode=fabric["device_mode"],
         networks=[dict(index=n["index"], network=n[NETWORK], subnetwork=n[SUBNETWORK], firewall=n[FIREWALL],
