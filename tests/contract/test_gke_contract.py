@@ -18,7 +18,7 @@ import pytest
 from ansible_collections.gpu_ops.cluster.plugins.modules import gke_cluster, gpu_nodepool
 from ansible_collections.gpu_ops.cluster.tests.contract.discovery import discovery
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
-from ansible_collections.gpu_ops.cluster.tests.unit.plugins.modules.gke_harness import (  # pylint: disable=unused-import
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils._gcp.gke_harness import (  # pylint: disable=unused-import
     PROJECT,
     REGION,
     ZONE,

@@ -7,6 +7,10 @@ Every case runs the real module against the GCP double, which already holds a mu
 cluster, an eight-network GPU NIC fabric, and clusters that are wrong in one way each (no
 multi-networking, Autopilot, a release channel, an old node version). Each case must fail, name the
 option in its message, and leave the double without a single mutating request.
+
+A module-level test: one table across three modules and their entry points, so it stays in
+tests/unit/plugins/modules/ rather than at the mirrored path of one engine. The harness is
+tests/unit/plugins/module_utils/_gcp/gke_harness.py.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.modules import gke_cluster, gke_multinetwork, gpu_nodepool
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
-from ansible_collections.gpu_ops.cluster.tests.unit.plugins.modules.gke_harness import (  # pylint: disable=unused-import
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils._gcp.gke_harness import (  # pylint: disable=unused-import
     PROJECT,
     REGION,
     ZONE,

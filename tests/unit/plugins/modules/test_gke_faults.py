@@ -2,7 +2,12 @@
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Faults from the GCP double: 429/503 bursts, connection resets, operations ending in error, a run
-killed half-way. Every re-run converges to exactly one cluster and one pool, nothing duplicated."""
+killed half-way. Every re-run converges to exactly one cluster and one pool, nothing duplicated.
+
+A module-level test: it drives gke_cluster and gpu_nodepool end to end through their entry points (main() and,
+for the killed runs, the module file as a process), so it stays in tests/unit/plugins/modules/ rather than at the
+mirrored path of one engine. The harness is tests/unit/plugins/module_utils/_gcp/gke_harness.py.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import time
 import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.modules import gke_cluster, gpu_nodepool
-from ansible_collections.gpu_ops.cluster.tests.unit.plugins.modules.gke_harness import (  # pylint: disable=unused-import
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils._gcp.gke_harness import (  # pylint: disable=unused-import
     PROJECT,
     REGION,
     ZONE,
@@ -152,7 +157,7 @@ def test_cluster_busy_with_another_operation(gcp, module_runner):
     # someone else's long update is running on the cluster: the pool create waits for it
     gcp.set_latency(1.0, operation_type="UPDATE_CLUSTER")
     gcp.clear_log()
-    from ansible_collections.gpu_ops.cluster.tests.unit.plugins.modules.gke_harness import api_call
+    from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils._gcp.gke_harness import api_call
 
     api_call(gcp, "PUT", CLUSTERS.lstrip("/") + "/a3mega", {"update": {"desiredLocations": [ZONE]}})
     result = module_runner(gpu_nodepool.main, pool_args(gcp, networks))

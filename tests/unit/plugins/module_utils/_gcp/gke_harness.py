@@ -1,7 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Helpers for the GKE module tests: run a module's main() in-process against the GCP double.
+"""Helpers for the GKE tests: run a module's main() in-process against the GCP double.
+
+Shared by the engine tests beside it (test_cluster.py, test_nodepool.py), the module-level tests
+tests/unit/plugins/modules/test_gke_bad_inputs.py and test_gke_faults.py, and tests/contract/test_gke_contract.py;
+its name does not start with test_, so no runner collects it as a test file.
 
 The module runs unchanged; only AnsibleModule's exit_json/fail_json are turned into exceptions so
 that the test can read the result, and the GCP session polls operations every few milliseconds

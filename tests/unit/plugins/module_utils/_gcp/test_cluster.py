@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gke_cluster against the GCP double: create, no-op re-run, sparse updates, immutable fields, check mode, diff."""
+"""The GKE cluster engine (plugins/module_utils/_gcp/cluster.py) against the GCP double, run through gke_cluster's
+main(): create, no-op re-run, sparse updates, immutable fields, check mode, diff."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import os
 import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.modules import gke_cluster
-from ansible_collections.gpu_ops.cluster.tests.unit.plugins.modules.gke_harness import (  # pylint: disable=unused-import
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils._gcp.gke_harness import (  # pylint: disable=unused-import
     PROJECT,
     REGION,
     ZONE,

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gke_multinetwork against the GCP double (in-process)."""
+"""The GKE multi-networking engine (plugins/module_utils/_gcp/multinetwork.py) against the GCP double, run
+in-process through gke_multinetwork's main()."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gpu_nodepool (provider gke) against the GCP double."""
+"""The GKE node-pool engine (plugins/module_utils/_gcp/nodepool.py) against the GCP double, run through
+gpu_nodepool's main() with provider gke."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import json
 import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.modules import gke_cluster, gpu_nodepool
-from ansible_collections.gpu_ops.cluster.tests.unit.plugins.modules.gke_harness import (  # pylint: disable=unused-import
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils._gcp.gke_harness import (  # pylint: disable=unused-import
     PROJECT,
     REGION,
     ZONE,

@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""nccl_env module: the catalog's NCCL environments and the nccl.conf it manages.
+"""The nccl_env engine (plugins/module_utils/_host/nccl_conf.py): the catalog's NCCL environments and the
+nccl.conf it manages.
 
-The module runs unchanged through main(); only exit_json/fail_json are turned into exceptions so
-that the result can be read. Files are real files in a temporary folder.
+The engine runs through the nccl_env module's main(), unchanged; only exit_json/fail_json are turned into
+exceptions so that the result can be read. Files are real files in a temporary folder. The module's own
+argument spec is tested in tests/unit/plugins/modules/test_nccl_env.py.
 """
 
 from __future__ import annotations
@@ -238,11 +240,6 @@ def test_invalid_input_names_the_option(run, args, message):
     result = run(args)
     assert result.get("failed"), result
     assert message in result["msg"]
-
-
-def test_invalid_fabric_lists_choices(run):
-    result = run(dict(fabric="efa"))
-    assert result["failed"] and "tcpx, tcpxo, rdma, ib, roce, socket" in result["msg"]
 
 
 # ------------------------------------------------------------------ dest

@@ -4,7 +4,8 @@
 """The shared shape of the node-pool engines (_nodepool.NodePoolEngine) and the resulting-document rule.
 
 The flow is exercised through a minimal engine over an in-memory pool store (the GKE and AKS
-engines are tested against their cloud doubles in tests/unit/plugins/modules/test_gke_nodepool.py / module_utils/_azure/test_nodepool.py).
+engines are tested against their cloud doubles in tests/unit/plugins/module_utils/_gcp/test_nodepool.py and
+module_utils/_azure/test_nodepool.py).
 """
 
 from __future__ import annotations
