@@ -19,23 +19,25 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudi
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import parse_taints as parse_node_taints
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import taint_text as node_taint_text
 
+# Every pattern ends in \Z, not $: $ also matches before a trailing newline, which is no part of a name.
 # GKE cluster and node pool names: lowercase letters, digits and hyphens, starting with a letter,
 # not ending with a hyphen, at most 40 characters.
-GKE_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?$")
+GKE_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?\Z")
 # Compute Engine resource names (networks, subnetworks, reservations, resource policies): RFC 1035, <= 63.
-GCE_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$")
+GCE_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?\Z")
 # Compute Engine machine types: predefined (a3-megagpu-8g, e2-medium) or custom (n2-custom-8-32768[-ext]):
 # a resource name with at least one hyphen
-MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+$")
+MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+\Z")
 # Persistent Disk and Hyperdisk types (pd-balanced, pd-ssd, hyperdisk-balanced, ...)
-DISK_TYPE = re.compile(r"^(?:pd|hyperdisk)-[a-z]+$")
+DISK_TYPE = re.compile(r"^(?:pd|hyperdisk)-[a-z]+\Z")
 # GKE node image types (COS_CONTAINERD, UBUNTU_CONTAINERD, ...); the API takes either case
-IMAGE_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*$")
-REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
-ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
-PROJECT = re.compile(r"^(?:[a-z][-a-z0-9.:]{4,61}[a-z0-9]|[a-z][-a-z0-9]{4,28}[a-z0-9])$")
+IMAGE_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*\Z")
+REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+\Z")
+ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]\Z")
+# a project ID (6-30 characters), optionally domain-scoped (example.com:my-project), 63 characters at most
+PROJECT = re.compile(r"^(?=.{6,63}\Z)(?:[a-z][-a-z0-9.]*[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]\Z")
 SERVICE_ACCOUNT = re.compile(r"^(?:default|[a-z][-a-z0-9]{4,28}[a-z0-9]@[-a-z0-9.:]+\.(?:iam\.)?gserviceaccount\.com"
-                             r"|[0-9]+-compute@developer\.gserviceaccount\.com)$")
+                             r"|[0-9]+-compute@developer\.gserviceaccount\.com)\Z")
 
 TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 TAINT_EFFECT_NAMES = dict((v, k) for k, v in TAINT_EFFECTS.items())

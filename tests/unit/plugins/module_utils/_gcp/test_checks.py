@@ -52,7 +52,6 @@ def test_name_none_is_not_checked():
     assert problems_of(checks.check_name, "name", None) == []
 
 
-@pytest.mark.xfail(strict=True, reason="GKE_NAME ends in $, which also matches before a trailing newline")
 def test_gke_name_with_a_trailing_newline_is_refused():
     assert problems_of(checks.check_name, "name", "pool\n") != []
 
@@ -125,12 +124,14 @@ def test_node_types_prefix_names_the_nested_option_and_all_problems_are_listed()
 
 # ---- project -----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value", ["abcdef", "my-project-1", "a" * 30, "example.com:my-project", "a" * 63])
+@pytest.mark.parametrize("value", ["abcdef", "my-project-1", "a" * 30, "example.com:my-project",
+                                   "e" * 32 + ".com:" + "p" * 26])  # 63 characters, domain-scoped
 def test_project_accepted(value):
     assert problems_of(checks.check_project, value) == []
 
 
-@pytest.mark.parametrize("value", ["abcde", "a" * 64, "1project", "project-", "My-project", "my_project", ""])
+@pytest.mark.parametrize("value", ["abcde", "a" * 31, "a" * 64, "e" * 33 + ".com:" + "p" * 26, "1project", "project-",
+                                   "My-project", "my_project", "", "my-project\n"])
 def test_project_refused(value):
     assert problems_of(checks.check_project, value) == ["project: %r is not a valid Google Cloud project ID" % (value,)]
 
@@ -139,8 +140,6 @@ def test_project_none_is_not_checked():
     assert problems_of(checks.check_project, None) == []
 
 
-@pytest.mark.xfail(strict=True, reason="PROJECT's domain-scoped branch does not require the ':', so a plain project ID "
-                                       "of 31 to 63 characters passes")
 def test_plain_project_id_longer_than_30_is_refused():
     assert problems_of(checks.check_project, "a" * 31) != []
 
