@@ -195,6 +195,22 @@ def mig_config_status(nodes, config, events=None, event_count=10):
     return mig_nodes.mig_config_status(plain(nodes), config, plain(events or []), event_count)
 
 
+def mig_label_patches(targets, nodes, config, every=False):
+    """Node patches for the MIG manager's config label (and its state, pending), only where the config label differs."""
+    if not isinstance(targets, (list, tuple)) or not all(isinstance(t, str) and t for t in targets):
+        raise AnsibleFilterError("mig_label_patches: the input must be a list of node names, got %r" % (targets,))
+    if not isinstance(nodes, (list, tuple)) or not all(isinstance(n, dict) for n in nodes):
+        raise AnsibleFilterError("mig_label_patches: nodes must be a list of Node documents (k8s_info resources), got %s"
+                                 % type(nodes).__name__)
+    if not isinstance(config, str) or not config:
+        raise AnsibleFilterError("mig_label_patches: config must be a mig-parted config name, got %r" % (config,))
+    try:
+        _inputs.boolean("every", every)
+    except ValueError as exc:
+        raise AnsibleFilterError("mig_label_patches: %s" % exc)
+    return _call("mig_label_patches", mig_nodes.mig_label_patches, list(targets), plain(nodes), config, bool(every))
+
+
 class FilterModule:
     """MIG filters."""
 
@@ -209,4 +225,5 @@ class FilterModule:
             "mig_parted_config": mig_parted_config,
             "mig_manager_problems": mig_manager_problems,
             "mig_config_status": mig_config_status,
+            "mig_label_patches": mig_label_patches,
         }

@@ -104,7 +104,7 @@ def test_failed_state_is_reported_at_once_with_the_node_events(k8s_double, run_p
     assert "node gpu-1: nvidia.com/mig.config.state=failed for config all-1g.10gb" in message
     assert "Warning GPUResetFailed: nvidia-smi -r: GPU is in use by nvidia_drm (x3)" in message
     assert "node gpu-2: nvidia.com/mig.config.state=failed" in message and "recent events: none" in message
-    attempts = failed.task("Wait for nvidia.com/mig.config.state=success on every node")["result"]["attempts"]
+    attempts = failed.task("Wait for the MIG manager's success state on every node")["result"]["attempts"]
     assert attempts < 30  # stopped on failed, not after mig_manager_timeout / poll_interval = 600 polls
 
 

@@ -16,7 +16,7 @@ import json
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import (
-    GPU_RESOURCE, MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_RESOURCE_PREFIX, SHARING_STRATEGIES, STRATEGIES, find_gpu_model, gpu_model,
+    GPU_RESOURCE, MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_CONFIG_STATES, MIG_RESOURCE_PREFIX, SHARING_STRATEGIES, STRATEGIES, find_gpu_model, gpu_model,
     resource_name,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.placement import (
@@ -360,13 +360,32 @@ def parted_config_problems(config, name, model=None, source="the mig-parted conf
     return problems
 
 
+_PENDING, _REBOOTING, _SUCCESS, _FAILED = MIG_CONFIG_STATES
+
+
 def mig_config_state(node, config):
     """One Node's MIG manager state for ``config``: dict(name, config, state, done, failed)."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     have, state = labels.get(MIG_CONFIG_LABEL), labels.get(MIG_CONFIG_STATE_LABEL)
     current = have == config
     return dict(name=(node.get("metadata") or {}).get("name"), config=have, state=state,
-                done=current and state == "success", failed=current and state == "failed")
+                done=current and state == _SUCCESS, failed=current and state == _FAILED)
+
+
+def mig_label_patches(targets, nodes, config, every=False):
+    """Node patches that ask the MIG manager for ``config`` on the ``targets`` (node names).
+
+    Each patch sets ``nvidia.com/mig.config`` to ``config`` and ``nvidia.com/mig.config.state`` to
+    ``pending`` (what reconfigure-mig.sh then moves on to success or failed), so a wait never reads the
+    previous config's success. Only the nodes (read as ``nodes``) whose config label differs get a patch:
+    a patch is a write even when it changes nothing, so a re-run sends none. ``every`` (render mode:
+    nothing was read) patches them all.
+    """
+    current = dict((((n.get("metadata") or {}).get("name")), ((n.get("metadata") or {}).get("labels") or {}).get(MIG_CONFIG_LABEL))
+                   for n in nodes or [])
+    return [dict(apiVersion="v1", kind="Node", metadata=dict(name=name, labels={
+        MIG_CONFIG_LABEL: config, MIG_CONFIG_STATE_LABEL: _PENDING}))
+        for name in targets if every or current.get(name) != config]
 
 
 def _event_time(event):
@@ -402,8 +421,8 @@ def mig_config_status(nodes, config, events=None, event_count=10):
             what = "%s=%s (expected %s)" % (MIG_CONFIG_LABEL, state["config"], config)
         else:
             what = "%s=%s" % (MIG_CONFIG_STATE_LABEL, state["state"] or "(not set)")
-        hint = {"failed": "the MIG manager could not apply it; see the nvidia-mig-manager pod's log on the node",
-                "rebooting": "the MIG manager is rebooting the node (WITH_REBOOT=true)"}.get(
+        hint = {_FAILED: "the MIG manager could not apply it; see the nvidia-mig-manager pod's log on the node",
+                _REBOOTING: "the MIG manager is rebooting the node (WITH_REBOOT=true)"}.get(
             state["state"], "the MIG manager has not finished; is nvidia-mig-manager running there "
                             "(label nvidia.com/gpu.deploy.mig-manager=true)?")
         recent = node_events(events, state["name"], event_count)

@@ -22,9 +22,10 @@ import json
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gpudirect_rdma
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import SHARING_STRATEGIES, STRATEGIES as MIG_STRATEGIES
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import GPU_RESOURCE, SHARING_STRATEGIES, STRATEGIES as MIG_STRATEGIES
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gpu_operator import (
-    AKS_DRIVER_SOURCES, CRITICAL_PRIORITY_CLASSES, DRIVER_FEATURE_FIELDS, DRIVER_SIDECARS, DRIVER_TYPES,
+    AKS_DRIVER_SOURCES, CLUSTER_POLICY_NAME, CRITICAL_PRIORITY_CLASSES, DRIVER_DAEMONSET_LABEL, DRIVER_FEATURE_FIELDS,
+    DRIVER_SIDECARS, DRIVER_TYPES,
     GKE_NVIDIA_DIR, GPU_OPERATOR_CHART, GPU_OPERATOR_CHARTS, GPU_OPERATOR_PLATFORMS, GPU_OPERATOR_REPO_URL,
     GPU_PRESENT_LABEL, KERNEL_MODULE_AUTO_MIN_DRIVER, KERNEL_MODULE_TYPES, MIG_CONFIG_DEFAULTS,
     POD_SECURITY_LABELS, PULL_POLICIES, RDMA_MODES, SANDBOX_WORKLOADS,
@@ -185,7 +186,7 @@ def _device_plugin_values(options, mig_strategy):
              "device_plugin.sharing.replicas must be a whole number >= 2 for %s, got %r", strategy, replicas)
     block = {"renameByDefault": bool(sharing.get("rename_by_default")),
              "resources": [{"name": name, "replicas": replicas}
-                           for name in (sharing.get("resources") or ["nvidia.com/gpu"])]}
+                           for name in (sharing.get("resources") or [GPU_RESOURCE])]}
     if sharing.get("fail_requests_greater_than_one") is not None:
         block["failRequestsGreaterThanOne"] = bool(sharing["fail_requests_greater_than_one"])
     config_name = _dns_label("device_plugin.sharing.config_name", sharing.get("config_name") or "shared")
@@ -424,10 +425,12 @@ def gpu_operator_plan(options, hosts=None):
         "objects": objects,
         "rdma": {"mode": mode, "use_host_mofed": bool(use_host_mofed) if mode != "off" else False, "notes": notes},
         "kernel_module_type": module_type,
+        "names": {"cluster_policy": CLUSTER_POLICY_NAME, "driver_selector": DRIVER_DAEMONSET_LABEL,
+                  "gpu_resource": GPU_RESOURCE},
         "expect": {
             "labels": dict([(GPU_PRESENT_LABEL, "true")] + [
                 ("nvidia.com/gpu.deploy.%s" % label, "true") for key, label in DEPLOY_LABELS if components[key]]),
-            "gpu_resource": "nvidia.com/gpu" if mig_strategy != "mixed" else None,
+            "gpu_resource": GPU_RESOURCE if mig_strategy != "mixed" else None,
             "driver_sidecars": sidecars if driver_on else [],
         },
     }

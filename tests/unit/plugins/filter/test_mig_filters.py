@@ -19,7 +19,7 @@ FIXTURES = pathlib.Path(__file__).parents[1] / "module_utils" / "fixtures" / "nv
 
 def test_every_filter_has_a_doc_file_naming_it():
     names = list(mig.FilterModule().filters()) + list(nvsmi.FilterModule().filters())
-    assert len(names) == 11
+    assert len(names) == 12
     for name in names:
         doc = yaml.safe_load((FILTER_DIR / (name + ".yml")).read_text())
         assert doc["DOCUMENTATION"]["name"] == name
@@ -50,6 +50,10 @@ def test_aks_profile_feeds_the_expectation_filters():
     (lambda: mig.mig_device_plugin_config("auto"), "none, single, mixed"),
     (lambda: mig.mig_placements("A100-40GB", {"9g.99gb": 1}), "does not exist on A100-40GB"),
     (lambda: mig.mig_parted_config("A100-40GB", {"7g.40gb": 2}), "at most 1"),
+    (lambda: mig.mig_label_patches("node-a", [], "x"), "mig_label_patches: the input must be a list of node names"),
+    (lambda: mig.mig_label_patches(["a"], None, "x"), "mig_label_patches: nodes must be a list of Node documents"),
+    (lambda: mig.mig_label_patches(["a"], [], ""), "mig_label_patches: config must be a mig-parted config name"),
+    (lambda: mig.mig_label_patches(["a"], [], "x", every="yes"), "mig_label_patches: every: must be true or false"),
     (lambda: nvsmi.nvsmi_parse("x", "smi"), "kind 'smi' is not one of"),
     (lambda: nvsmi.nvsmi_parse("GPU 0: x", "list", fields="a"), "fields only applies"),
     (lambda: nvsmi.nvsmi_parse("Unable to list: Insufficient Permissions", "lgi"), "Insufficient Permissions"),
@@ -77,6 +81,13 @@ def test_verify_and_device_plugin_config_filters():
     config = mig.mig_device_plugin_config("mixed", {"strategy": "time-slicing", "replicas": 3},
                                           {"nvidia.com/mig-1g.5gb": 56})
     assert config["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/mig-1g.5gb", "replicas": 3}]
+
+
+def test_label_patches_filter_names_the_catalog_labels():
+    nodes = [{"metadata": {"name": "a", "labels": {"nvidia.com/mig.config": "all-1g.10gb"}}}, {"metadata": {"name": "b"}}]
+    assert mig.mig_label_patches(["a", "b"], nodes, "all-1g.10gb") == [{"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "b", "labels": {"nvidia.com/mig.config": "all-1g.10gb", "nvidia.com/mig.config.state": "pending"}}}]
+    assert len(mig.mig_label_patches(["a", "b"], [], "all-1g.10gb", every=True)) == 2
 
 
 def test_nvsmi_filters():

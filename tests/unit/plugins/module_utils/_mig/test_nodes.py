@@ -170,6 +170,19 @@ def _labelled_node(name, config=None, state=None):
     return {"metadata": {"name": name, "labels": labels}}
 
 
+def test_mig_label_patches_only_where_the_config_label_differs():
+    nodes = [_labelled_node("a", "x", "success"), _labelled_node("b", "y", "success"), _labelled_node("c"), _labelled_node("d", "x")]
+    patches = mig_nodes.mig_label_patches(["a", "b", "c"], nodes, "x")
+    assert patches == [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+        "nvidia.com/mig.config": "x", "nvidia.com/mig.config.state": "pending"}}} for name in ("b", "c")]
+    # a re-run after the patches: nothing left to send
+    assert mig_nodes.mig_label_patches(["a", "b", "c"], [_labelled_node(n, "x", "pending") for n in "abc"], "x") == []
+    # a node not read (not among the nodes) gets its patch
+    assert [p["metadata"]["name"] for p in mig_nodes.mig_label_patches(["e"], nodes, "x")] == ["e"]
+    # render mode read nothing: every target, in the given order
+    assert [p["metadata"]["name"] for p in mig_nodes.mig_label_patches(["d", "a"], [], "x", every=True)] == ["d", "a"]
+
+
 def test_mig_config_status_and_events():
     events = [{"involvedObject": {"kind": "Node", "name": "b"}, "type": "Warning", "reason": "Rebooted",
                "message": "Node b has been\n  rebooted", "lastTimestamp": "2026-11-23T10:00:02Z", "count": 2},

@@ -105,6 +105,13 @@ def test_peermem_enables_the_sidecar_with_the_networks_ofed():
                                                   "message": "successfully loaded nvidia-peermem module"}]
 
 
+def test_the_plan_carries_the_names_the_role_waits_on():
+    """The role reads the ClusterPolicy name and the driver pods' selector from here, never as literals of its own."""
+    plan = ops.gpu_operator_plan(options("v25.10.1"), {})
+    assert plan["names"] == {"cluster_policy": "cluster-policy", "driver_selector": "app=nvidia-driver-daemonset",
+                             "gpu_resource": "nvidia.com/gpu"}
+
+
 def test_gke_preset_follows_the_published_recipe():
     plan = ops.gpu_operator_plan(options("v25.10.1", "gke", gke_version="1.33.4-gke.1000000"))
     values = plan["chart"]["values"]
