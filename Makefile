@@ -1,5 +1,6 @@
 # Commands that do everything on a fresh machine:
-#   make demo   render the demo A3 Mega (TCPXO) GKE plan into rendered/ (no credentials, no cluster)
+#   make demo   render the demo A3 Mega (TCPXO) GKE plan into rendered/ (no credentials, no cluster; render mode
+#               is on only because of -e gpu_ops_render_dir, no inventory sets it)
 #   make demo-operators   render the bare-metal GPU Operator / Network Operator plan into rendered-operators/
 #   make test   the whole test suite (sanity, units, contract, integration, molecule, lint, build)
 PYTHON ?= python3.11
@@ -13,7 +14,7 @@ venv:
 
 demo: venv
 	rm -rf rendered
-	$(VENV)/bin/ansible-playbook -i inventories/local playbooks/site.yml
+	$(VENV)/bin/ansible-playbook -i inventories/local playbooks/site.yml -e gpu_ops_render_dir=$(CURDIR)/rendered
 
 demo-operators: venv
 	rm -rf rendered-operators

@@ -66,8 +66,6 @@ def write_inventory(folder, fleet, kubeconfigs=None):
             host_vars["gke_gpudirect_k8s"] = dict(kubeconfig=kubeconfigs[host])
         groups.setdefault(layout[0], {"hosts": {}})["hosts"][host] = host_vars
     common = dict(ansible_connection="local", ansible_python_interpreter=sys.executable)
-    if not kubeconfigs:
-        common["gpu_ops_render_dir"] = "%s/render/{{ inventory_hostname }}" % folder
     document = {"all": {"children": {"gke_clusters": {"vars": common, "children": groups}}}}
     with open(os.path.join(inventory, "hosts.yml"), "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=1)
@@ -195,7 +193,9 @@ def measure(count, forks_list, repeat, mode, wait_for=None, partial=None):
             converge_s = time.perf_counter() - started
             _progress("first converge of %d clusters: %.0f s (load %.1f)" % (count, converge_s, os.getloadavg()[0]))
         else:
-            inventory, extra, converge_s = write_inventory(folder, fleet), None, None
+            # render mode only from the command line (-e), as for a user: one folder per cluster
+            inventory, converge_s = write_inventory(folder, fleet), None
+            extra = {"gpu_ops_render_dir": "%s/render/{{ inventory_hostname }}" % folder}
         if wait_for:
             _wait_for(wait_for)
         result = dict(mode=mode, clusters=count, converge_s=converge_s and round(converge_s, 1), runs=[],

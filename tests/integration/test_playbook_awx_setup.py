@@ -162,3 +162,35 @@ def test_a_bad_template_list_fails_before_any_change(awx, run_playbook):
     messages = [item.get("msg", "") for item in failed["result"]["results"]]
     assert any("gke_gpu_cluster_recreate cannot be a survey question: bool" in msg for msg in messages), messages
     assert len(awx.mutating_requests()) == before
+
+
+def test_render_plans_every_object_and_contacts_no_controller(awx, run_playbook, tmp_path):
+    """-e gpu_ops_render_dir: one file per AWX object under awx/, credential inputs masked, the double untouched."""
+    render = tmp_path / "plan"
+    result = run_playbook(PLAYBOOK, extra_vars=setup_vars(awx, gpu_ops_render_dir=str(render))).assert_ok()
+    assert awx.mutating_requests() == []
+    files = sorted(p.name for p in (render / "awx").iterdir())
+    assert files == ["10-organization.yaml", "20-project.yaml", "30-credential-01-gcp-service-account.yaml",
+                     "30-credential-02-azure-service-principal.yaml", "30-credential-03-aks-api.yaml",
+                     "40-inventory-01-gpu-fleet.yaml", "50-job_template-01-gke-gpudirect.yaml",
+                     "50-job_template-02-gke-gpudirect-teardown.yaml", "50-job_template-03-aks-mig.yaml",
+                     "50-job_template-04-gpu-hosts.yaml", "50-job_template-05-gpu-operator.yaml"]
+    everything = "".join(p.read_text(encoding="utf-8") for p in (render / "awx").iterdir()) + result.stdout + result.stderr
+    for secret in SECRETS.values():
+        assert secret.splitlines()[1 if "\n" in secret else 0] not in everything
+    azure = yaml.safe_load((render / "awx/30-credential-02-azure-service-principal.yaml").read_text(encoding="utf-8"))
+    assert azure["credential_type"] == "Microsoft Azure Resource Manager"
+    assert azure["inputs"] == {key: "********" for key in ("subscription", "client", "tenant", "secret")}
+    source = yaml.safe_load((render / "awx/40-inventory-01-gpu-fleet.yaml").read_text(encoding="utf-8"))
+    assert [o["module"] for o in source] == ["awx.awx.inventory", "awx.awx.inventory_source"]
+    assert source[1]["source_path"] == "inventories/fleet"
+    defaults = yaml.safe_load((REPO_ROOT / "roles/awx_job_templates/defaults/main.yml").read_text(encoding="utf-8"))
+    expected = {t["name"]: t for t in defaults["awx_job_templates_templates"]}
+    aks = yaml.safe_load((render / "awx/50-job_template-03-aks-mig.yaml").read_text(encoding="utf-8"))
+    assert aks["playbook"] == "playbooks/aks_mig.yml" and aks["credentials"] == ["Azure service principal", "AKS API"]
+    role_specs = {"nvidia_device_plugin": yaml.safe_load(
+        (REPO_ROOT / "roles/nvidia_device_plugin/meta/argument_specs.yml").read_text(encoding="utf-8"))}
+    assert aks["survey_spec"] == awx_survey_spec(expected["AKS MIG"]["survey"], "AKS MIG", expected["AKS MIG"]["description"],
+                                                 role_specs=role_specs)
+    assert aks["ask_limit_on_launch"] is True and aks["survey_enabled"] is True
+    assert "RENDER MODE: nothing will be created" in result.stdout

@@ -112,6 +112,17 @@ def test_the_nccl_environment_is_rendered_three_ways(rendered):
 
 def test_the_summary_says_what_was_written(rendered):
     out, result = rendered
-    written = sum(1 for p in out.rglob("*") if p.is_file())
+    written = sum(1 for p in out.rglob("*") if p.is_file() and p.name != ".gpu_ops_render")
     assert "Rendered %d files" % written in result.stdout
     assert "Nothing was contacted" in result.stdout
+
+
+def test_the_banners_come_once_each_though_site_imports_gke_gpudirect(rendered):
+    """site.yml imports gke_gpudirect.yml: only the outermost playbook prints the render mode banners."""
+    out, result = rendered
+    banners = [r["result"]["msg"] for r in result.results
+               if r["action"].endswith("debug") and str(r["result"].get("msg", "")).startswith("RENDER MODE")]
+    assert banners == ["RENDER MODE: nothing will be created, changed or deleted; the plan is written to %s" % out,
+                       banners[-1]], result.output
+    assert banners[-1].startswith("RENDER MODE: nothing was created, changed or deleted; the plan is ")
+    assert banners[-1] == result.results[-1]["result"]["msg"]
