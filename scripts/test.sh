@@ -134,20 +134,26 @@ integration_smoke() { pytest_in_stage -n 2 "${integration_smoke_files[@]}"; }
 
 # ansible-lint and molecule install collections under ~/.ansible; give them a HOME of their own so
 # that a copy left there can never shadow the working tree (for them or for anything else).
-isolated_home() {
-    local home="${TMPDIR:-/tmp}/gpu_ops_cluster-home-$line"
-    mkdir -p "$home"
-    echo "$home"
+# A new, empty HOME for every step: ansible-lint and molecule install the collection under
+# ~/.ansible, and a copy left by an earlier run (another checkout, an older commit) would be found
+# before the working tree.
+with_isolated_home() {
+    local home rc
+    home=$(mktemp -d "${TMPDIR:-/tmp}/gpu_ops_cluster-home-$line.XXXXXX") || return 1
+    (HOME=$home "$@")
+    rc=$?
+    rm -rf "$home"
+    return $rc
 }
 
 lint() {
-    (HOME=$(isolated_home) PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$root/.collections" \
-        "$venv/bin/ansible-lint" --offline --profile production)
+    (PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$root/.collections" \
+        with_isolated_home "$venv/bin/ansible-lint" --offline --profile production)
 }
 
 molecule_test() {
-    (cd "$root" && HOME=$(isolated_home) PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$root/.collections" \
-        "$venv/bin/molecule" test --all)
+    (cd "$root" && PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$root/.collections" \
+        with_isolated_home "$venv/bin/molecule" test --all)
 }
 
 build_and_doc() {
