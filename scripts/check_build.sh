@@ -16,10 +16,19 @@ ansible-galaxy collection build "$root" --output-path "$work/dist" --force
 tarball=$(ls "$work"/dist/gpu_ops-cluster-*.tar.gz)
 echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
 # developer-only trees stay out of what users install (galaxy.yml build_ignore)
-if tar -tzf "$tarball" | grep -E '^(\./)?(molecule|tests/output|benchmarks/results)/'; then
+if tar -tzf "$tarball" | grep -E '^(\./)?((molecule|tests/output|benchmarks|scripts|rendered|rendered-operators|\.ci)/|(Makefile|ansible\.cfg|pytest\.ini)$)'; then
     echo "the tarball carries developer-only files (above); add them to build_ignore in galaxy.yml" >&2
     exit 1
 fi
+# and it carries what a user needs (grep reads a saved listing: grep -q closing a pipe early fails under pipefail)
+tar -tzf "$tarball" > "$work/listing"
+for wanted in MANIFEST.json FILES.json README.md meta/runtime.yml plugins/modules/gke_cluster.py \
+        plugins/module_utils/_core/contract.py roles/apply/meta/argument_specs.yml playbooks/site.yml docs/layout.md; do
+    if ! grep -qx "\(\./\)\?$wanted" "$work/listing"; then
+        echo "the tarball lacks $wanted" >&2
+        exit 1
+    fi
+done
 ansible-galaxy collection install "$tarball" -p "$work/collections" --no-deps
 ln -s "$root/.collections/ansible_collections/kubernetes" "$work/collections/ansible_collections/kubernetes"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: gpu_host_facts
 short_description: Facts of an NVIDIA GPU host - GPUs, MIG modes, driver, kernel modules, OFED, RDMA devices, GPUDirect RDMA mode
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Gathers, into C(ansible_facts.gpu_host), what GPU automation needs to know about a bare-metal host or a Kubernetes
     node reached over SSH - the GPUs (model, UUID, memory, MIG capable, current and pending MIG mode, compute mode),

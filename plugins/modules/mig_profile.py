@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: mig_profile
 short_description: Declarative MIG geometry of the GPUs of a host, applied through nvidia-smi
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Makes the MIG GPU instances and compute instances of a host's GPUs match a desired geometry, per GPU (by index,
     UUID or V(all)) - a list of profiles such as V([3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]) or a named layout
