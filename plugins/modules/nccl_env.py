@@ -32,7 +32,8 @@ extends_documentation_fragment:
 attributes:
   diff_mode:
     details:
-      - The diff shows the lines of O(dest), and its mode and owner when they change.
+      - The diff is O(dest) itself, before and after (shown as a unified diff); when only its mode or owner
+        changes, the diff shows those attributes. RV(changes) names every changed field.
 options:
   fabric:
     description:

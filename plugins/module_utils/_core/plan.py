@@ -100,6 +100,9 @@ class Change:
         self.after = after
         self.fields = list(fields or [])
         self.request = request
+        # (before, after) text of a managed file: --diff then shows the file itself, which Ansible
+        # renders as a unified diff, instead of a JSON document of its lines
+        self.text = None
 
     @property
     def key(self):
@@ -112,6 +115,9 @@ class Change:
         return result
 
     def as_diff(self):
+        if self.text is not None:
+            return dict(before_header="%s (%s)" % (self.key, "absent" if self.before is None else "current"),
+                        after_header="%s (%s)" % (self.key, self.action), before=self.text[0], after=self.text[1])
         before = self.before
         after = self.after
         if self.action == UPDATE and self.fields:

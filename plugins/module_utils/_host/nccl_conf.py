@@ -126,6 +126,8 @@ def run(params, context):
             change = plan.create("file", dest, desired)
         elif current != conf:
             change = plan.update("file", dest, dict(content=_lines(current)), desired, ["content"])
+        if change is not None:
+            change.text = (current or "", conf)
         if change is not None and not context.check_mode:
             _write(context.files, dest, conf)
         if os.path.exists(dest):

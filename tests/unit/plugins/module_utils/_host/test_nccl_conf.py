@@ -253,7 +253,8 @@ def test_dest_create_check_mode_writes_nothing(run, tmp_path):
     result = run(dict(fabric="roce", interfaces=["mlx5_0"], dest=dest), check=True, diff=True)
     assert result["changed"] and not os.path.exists(dest)
     assert result["changes"] == [dict(action="create", kind="file", name=dest)]
-    assert "NCCL_IB_HCA=" in result["diff"][0]["after"] and result["diff"][0]["before"] == ""
+    assert result["diff"][0]["after"] == result["nccl_conf"] and result["diff"][0]["before"] == ""
+    assert "NCCL_IB_HCA=" in result["diff"][0]["after"]
 
 
 def test_dest_create_then_noop(run, tmp_path):
@@ -282,8 +283,11 @@ def test_dest_change_check_mode_then_apply(run, tmp_path):
     assert check["changes"] == [dict(action="update", kind="file", name=dest, fields=["content"])]
     assert open(dest).read() == before  # check mode leaves the file alone
     diff = check["diff"][0]
-    assert "NCCL_ALGO=Ring" in diff["before"] and "NCCL_ALGO=Ring,Tree" in diff["after"]
+    # the file itself on both sides (Ansible shows it as a unified diff), not a JSON list of its lines
+    assert diff["before"] == before and diff["after"] == check["nccl_conf"]
+    assert "NCCL_ALGO=Ring\n" in diff["before"] and "NCCL_ALGO=Ring,Tree\n" in diff["after"]
     assert "NCCL_NVLS_ENABLE=0" in diff["before"] and "NCCL_NVLS_ENABLE" not in diff["after"]
+    assert diff["before_header"] == "file/%s (current)" % dest and diff["after_header"] == "file/%s (update)" % dest
     applied = run(args)
     assert applied["changed"] and "NCCL_ALGO=Ring,Tree\n" in open(dest).read()
     assert not run(args)["changed"]
