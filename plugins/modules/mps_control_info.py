@@ -56,7 +56,7 @@ default_active_thread_percentage:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps_info as engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as engine
 
 
 def main():
@@ -64,7 +64,7 @@ def main():
         argument_spec=dict(pipe_directory=dict(type="path", required=True),
                            control_binary=dict(type="str", default="nvidia-cuda-mps-control")),
         supports_check_mode=True)
-    run_module(module, engine.run)
+    run_module(module, engine.run_info)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every source path the docs, role READMEs, argument specs and plugin docstrings name exists.
+"""Every source or test path the docs, role READMEs, argument specs and plugin docstrings name exists.
 
 After files move, a stale mention is how a newcomer gets lost: this fails on the first one.
 """
@@ -14,12 +14,14 @@ import re
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # plugins/module_utils/_gcp/offers.py, module_utils/_catalog/mig.py, plugin_utils/_operators/inputs.py ...
 PATH = re.compile(r"(?<![\w/])(?:plugins/)?((?:module_utils|plugin_utils|modules|filter|doc_fragments|action)/[\w/]+\.(?:py|yml))")
+# tests/integration/test_role_apply.py, tests/unit/test_layout.py ... (a test a doc tells people to run or read)
+TEST_PATH = re.compile(r"(?<![\w/])(tests/[\w/.-]+\.py)\b")
 SCANNED_SUFFIXES = (".md", ".py", ".yml", ".yaml")
 SKIPPED = ("tests/output", ".venv", ".collections", ".git", "changelogs")
 
 
 def _texts():
-    for top in ("docs", "roles", "plugins", "benchmarks", "tests/fakes", "README.md", "CONTRIBUTING.md"):
+    for top in ("docs", "roles", "plugins", "benchmarks", "tests/fakes", "tests/charts", "README.md", "CONTRIBUTING.md"):
         base = os.path.join(ROOT, top)
         if os.path.isfile(base):
             yield top, base
@@ -40,6 +42,9 @@ def _stale(texts):
                 for mention in PATH.findall(line):
                     if not os.path.exists(os.path.join(ROOT, "plugins", mention)):
                         stale.append("%s:%d names plugins/%s" % (rel, number, mention))
+                for mention in TEST_PATH.findall(line):
+                    if not os.path.exists(os.path.join(ROOT, mention)):
+                        stale.append("%s:%d names %s" % (rel, number, mention))
     return stale
 
 
@@ -49,5 +54,7 @@ def test_every_named_source_path_exists():
 
 def test_a_stale_path_is_reported(tmp_path):
     doc = tmp_path / "old.md"
-    doc.write_text("The catalog is in `plugins/module_utils/_gpudirect.py`; the MIG one in module_utils/_catalog/mig.py.\n")
-    assert _stale([("old.md", str(doc))]) == ["old.md:1 names plugins/module_utils/_gpudirect.py"]
+    doc.write_text("The catalog is in `plugins/module_utils/_gpudirect.py`; the MIG one in module_utils/_catalog/mig.py.\n"
+                   "Run tests/unit/test_layout.py, not tests/unit/test_contract.py.\n")
+    assert _stale([("old.md", str(doc))]) == ["old.md:1 names plugins/module_utils/_gpudirect.py",
+                                              "old.md:2 names tests/unit/test_contract.py"]

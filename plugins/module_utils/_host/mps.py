@@ -5,7 +5,7 @@
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """NVIDIA MPS on a host: the control daemon's settings and its control commands.
 
-Read by the mps_control module (``run``), the mps_control_info module (``_host/mps_info.py``) and,
+Read by the mps_control module (``run``), the mps_control_info module (``run_info``) and,
 through the filters in plugins/filter/mps.py, the ``mps`` role. Kubernetes-side MPS (ACK rules, allocation
 report) lives in plugin_utils/_gpu_sharing.py, so that the host module imports nothing it does not need.
 
@@ -402,6 +402,14 @@ def converge(params, run_command, get_bin_path, check_mode):
         if running:
             _configure(control, params, limits, check_mode, result)
     return result
+
+
+def run_info(params, context):
+    """Entry point of the mps_control_info module (the contract of ``_core.contract``)."""
+    try:
+        return info(params, context.run_command, context.get_bin_path)
+    except ValueError as exc:
+        raise EngineError(str(exc))
 
 
 def run(params, context):
