@@ -41,7 +41,15 @@ _IMAGE = re.compile(
     r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$"
     % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
 
-KIND_SECRET = "Secret"
+# The names API discovery gives the core/v1 Secret resource: kind, plural and singular (it has no short names).
+# kubernetes.core resolves a manifest's kind by each of them in turn (K8SClient.resource: kind, name,
+# singularName, shortNames), so every one of these spellings creates a Secret; compared case-insensitively.
+SECRET_KIND_NAMES = frozenset(("secret", "secrets"))
+
+
+def is_secret_kind(kind):
+    """Whether the API server would take ``kind`` (any case, surrounding blanks) as the Secret resource."""
+    return isinstance(kind, str) and kind.strip().lower() in SECRET_KIND_NAMES
 
 
 def show(value, limit=80):
@@ -270,7 +278,7 @@ def secret_paths(manifests, where="apply_manifests"):
         if not isinstance(item, dict):
             continue
         kind = item.get("kind")
-        if isinstance(kind, str) and kind.strip().lower() == KIND_SECRET.lower():
+        if is_secret_kind(kind):
             found.append(path)
         elif _is_list_kind(kind) or "items" in item and "metadata" not in item:
             found.extend(secret_paths(item.get("items"), path + ".items"))
