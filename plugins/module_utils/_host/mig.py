@@ -284,6 +284,16 @@ def _layout_instances(gpu, entry):
     return instances
 
 
+def _layout_text(profiles):
+    """A requested layout as a person reads it: every entry when short, counts per entry when long."""
+    if len(profiles) <= 8:
+        return "[%s]" % ", ".join(profiles)
+    counts = {}
+    for text in profiles:
+        counts[text] = counts.get(text, 0) + 1
+    return "[%s] (%d instances)" % (", ".join("%d x %s" % (n, text) for text, n in counts.items()), len(profiles))
+
+
 def _fit_problem(gpu, instances):
     """None when the instances fit this GPU's rules, else the reason and the nearest layout that fits."""
     rules = gpu["rules"]
@@ -296,8 +306,8 @@ def _fit_problem(gpu, instances):
         nearest = unpinned  # the same instances where the placement rules allow them
     else:
         nearest = mig_placement.nearest_fit(rules, request)
-    return "%s: layout [%s] does not fit: %s; nearest layout that fits: %s" % (
-        _label(gpu), ", ".join(request), result["reason"], "[%s]" % ", ".join(nearest) if nearest else "none")
+    return "%s: layout %s does not fit: %s; nearest layout that fits: %s" % (
+        _label(gpu), _layout_text(request), result["reason"], "[%s]" % ", ".join(nearest) if nearest else "none")
 
 
 def resolve(entries, gpus):

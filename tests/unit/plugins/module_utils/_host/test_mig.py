@@ -165,6 +165,12 @@ INVALID = [
     ("H100-80GB", [dict(gpu="0", profiles=[dict(profile="3g.40gb", cis=[1])])], "unknown keys cis"),
     ("H100-80GB x2", [dict(gpu="all", profiles=["7g.80gb"]), dict(gpu="1", profiles=["4g.40gb", "4g.40gb"])],
      "GPU 1 (H100-80GB): layout [4g.40gb, 4g.40gb]"),
+    # long lists are answered at once (they took minutes when the nearest layout was searched over subsets)
+    ("H100-80GB", [dict(gpu="0", profiles=["1g.10gb"] * 1000)],
+     "GPU 0 (H100-80GB): layout [1000 x 1g.10gb] (1000 instances) does not fit: 1000 x 1g.10gb requested, H100-80GB allows at most 7"),
+    ("H100-80GB", [dict(gpu="0", profiles=["1g.10gb"] * 1000)], "nearest layout that fits: [%s]" % ", ".join(["1g.10gb"] * 7)),
+    ("H100-80GB", [dict(gpu="0", profiles=["3g.40gb", "2g.20gb", "1g.10gb", "4g.40gb"] * 5)],
+     "layout [5 x 3g.40gb, 5 x 2g.20gb, 5 x 1g.10gb, 5 x 4g.40gb] (20 instances) does not fit"),
 ]
 
 
