@@ -14,7 +14,6 @@ nvidia-smi compute-instance profile ids (NVIDIA MIG User Guide, ``nvidia-smi mig
 from __future__ import annotations
 
 import copy
-import itertools
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import (
     COMPUTE_INSTANCE_PROFILE_IDS, gpu_model, parse_profile, parted_profile_name, profile, profile_names,
