@@ -501,6 +501,26 @@ def _destroy(smi, gpu, instances):
         smi("mig", "-i", index, "-dgi", "-gi", ",".join(str(i["gpu_instance_id"]) for i in instances))
 
 
+def _refuse_busy_teardown(steps):
+    """MigError before any write when instances to remove or re-split sit on a GPU with compute processes.
+
+    nvidia-smi's compute-process list names the GPU, not the MIG device, and a destroy of a busy instance
+    fails half-way through a GPU's (or the host's) changes; so a GPU with processes keeps its instances,
+    and no GPU is touched (no partial teardown). Adding instances beside running work stays allowed.
+    """
+    problems = []
+    for one in steps:
+        gpu = one["gpu"]
+        touched = one["destroy"] + [instance for instance, _spec in one["recompute"]]
+        if touched and gpu["processes"]:
+            problems.append("%s: cannot remove or re-split %s while compute processes run on the GPU: %s" % (
+                _label(gpu), ", ".join(_describe(i) for i in touched),
+                ", ".join("%d (%s)" % (p["pid"], p["name"]) for p in gpu["processes"])))
+    if problems:
+        raise MigError("the requested MIG geometry cannot be applied (nothing was changed): %s; stop those processes "
+                       "and run again" % "; ".join(problems))
+
+
 def _create_cis(smi, gpu, gi_id, slices):
     ids = ",".join(str(mig_catalog.COMPUTE_INSTANCE_PROFILE_IDS[s]) for s in slices)
     smi("mig", "-i", str(gpu["index"]), "-gi", str(gi_id), "-cci", ids)
@@ -640,10 +660,12 @@ def converge(module_params, run_command, check_mode, diff):
         gpus = [_predicted(g, s) for g, s in zip([g for g in gpus if g["index"] in desired], steps)] + \
             [g for g in gpus if g["index"] not in desired]
         gpus.sort(key=lambda g: g["index"])
-    elif plan.changed and not check_mode:
-        for one in steps:
-            apply_gpu(smi, one, module_params["allow_reset"], report)
-        gpus = read_host(smi)
+    elif plan.changed:
+        _refuse_busy_teardown(steps)
+        if not check_mode:
+            for one in steps:
+                apply_gpu(smi, one, module_params["allow_reset"], report)
+            gpus = read_host(smi)
     result = plan.result(diff=diff)
     result.update(
         gpus=[geometry(g) for g in gpus],
