@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-VARIABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+VARIABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 QUESTION_NAME_MAX = 80
 
 

@@ -88,7 +88,7 @@ def validate_request(gpus):
         if unknown:
             raise MigError("%s: unknown keys %s (allowed: gpu, profiles, layout)" % (where, ", ".join(sorted(unknown))))
         selector = str(entry.get("gpu", "")).strip()
-        if not selector or not (selector == "all" or selector.isdigit() or re.match(r"^GPU-[0-9a-fA-F-]+$", selector)):
+        if not selector or not (selector == "all" or selector.isdigit() or re.match(r"^GPU-[0-9a-fA-F-]+\Z", selector)):
             raise MigError("%s.gpu: %r is not a GPU index, a GPU UUID (GPU-...) or all" % (where, entry.get("gpu")))
         if selector in seen:
             raise MigError("%s.gpu: %s is named twice" % (where, selector))
