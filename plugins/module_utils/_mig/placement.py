@@ -337,7 +337,7 @@ def nearest_fit(model, request):
     for keep in range(min(len(items), entry["memory_slices"], sum(limits)), 0, -1):
         best = None
         for counts in _count_vectors(limits, keep):
-            chosen = [found[text] for text, count in zip(distinct, counts) for _ in range(count)]
+            chosen = [found[text] for text, count in zip(distinct, counts) for _copy in range(count)]
             score = (sum(f["compute_slices"] for f in chosen), sum(f["memory_slices"] for f in chosen))
             if score[0] > entry["compute_slices"] or score[1] > entry["memory_slices"]:
                 continue

@@ -258,3 +258,10 @@ def test_nearest_fit_none_when_nothing_fits():
     assert mig_placement.nearest_fit("A100-SXM4-40GB", []) is None
     with pytest.raises(ValueError):
         mig_placement.nearest_fit("A100-SXM4-40GB", ["9g.99gb"])
+
+
+def test_count_vectors_lists_every_split_largest_first_counts_first():
+    assert list(mig_placement._count_vectors([2, 1], 2)) == [(2, 0), (1, 1)]
+    assert list(mig_placement._count_vectors([3, 2, 1], 3)) == [(3, 0, 0), (2, 1, 0), (2, 0, 1), (1, 2, 0), (1, 1, 1), (0, 2, 1)]
+    assert list(mig_placement._count_vectors([1, 1], 3)) == []
+    assert list(mig_placement._count_vectors([], 0)) == [()]
