@@ -86,12 +86,13 @@ def test_collection_tarball_leaves_out_local_and_test_output(context):
     assert not leaked, leaked
 
 
-
 # ---------------------------------------------------------------- what the collection needs, derived
 
-# Modules that run a program on the machine they run on: kubernetes.core's helm modules run helm
-# (kubernetes.core documents "helm (https://github.com/helm/helm/releases)" as their requirement).
-BINARY_MODULES = ((re.compile(r"^kubernetes\.core\.helm(_.*)?$"), "helm"),)
+# A module's DOCUMENTATION ``requirements`` name what it needs: an entry "name (URL)" whose URL is not
+# PyPI is a program (kubernetes.core's helm modules: "helm (https://github.com/helm/helm/releases)"); one
+# without a URL, or with a PyPI URL, is a Python distribution; "python >= 3.x" and sentences are neither.
+PROGRAM_REQUIREMENT = re.compile(r"^([A-Za-z0-9_.-]+) \((https?://(?!pypi\.org/)[^)]*)\)$")
+PYTHON_REQUIREMENT = re.compile(r"^([A-Za-z0-9_.-]+)(\s*[<>=!~].*)?(\s+\(https://pypi\.org/project/([^/)]+)/?\))?$")
 # Modules that run a command given in the task, and the commands the roles run with them on the
 # managed GPU hosts (never in the execution environment). A new command task fails the test until it
 # is classified here, or the EE provides its program.
@@ -126,13 +127,44 @@ def module_calls(root):
     return calls
 
 
-def needed_binaries(calls):
-    """Binary -> the modules that need it, for the modules that run a program of their own."""
+def documented_requirements(module):
+    """The ``requirements`` of a module's DOCUMENTATION, read from the installed module (None when not found)."""
+    namespace, collection, name = module.split(".")
+    dotted = ("ansible.modules.%s" % name if (namespace, collection) == ("ansible", "builtin")
+              else "ansible_collections.%s.%s.plugins.modules.%s" % (namespace, collection, name))
+    try:
+        spec = importlib.util.find_spec(dotted)
+    except ImportError:
+        spec = None
+    if spec is None or not spec.origin:
+        return None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "DOCUMENTATION":
+            return (yaml.safe_load(node.value.value) or {}).get("requirements") or []
+    return []
+
+
+def needed_binaries(calls, requirements_of=documented_requirements):
+    """Program -> the modules whose documented requirements name it."""
     needed = {}
-    for dummy, module, dummy_args in calls:
-        for pattern, binary in BINARY_MODULES:
-            if pattern.match(module):
-                needed.setdefault(binary, set()).add(module)
+    for module in sorted({m for dummy, m, dummy_args in calls}):
+        for entry in requirements_of(module) or ():
+            match = PROGRAM_REQUIREMENT.match(str(entry).strip())
+            if match:
+                needed.setdefault(match.group(1), set()).add(module)
+    return needed
+
+
+def documented_python(calls, requirements_of=documented_requirements):
+    """Distribution -> the modules whose documented requirements name it (python itself left out)."""
+    needed = {}
+    for module in sorted({m for dummy, m, dummy_args in calls}):
+        for entry in requirements_of(module) or ():
+            entry = str(entry).strip()
+            match = PYTHON_REQUIREMENT.match(entry)
+            if match and not PROGRAM_REQUIREMENT.match(entry) and match.group(1).lower() != "python":
+                needed.setdefault(_canonical(match.group(4) or match.group(1)), set()).add(module)
     return needed
 
 
@@ -231,8 +263,9 @@ def helm_pin():
 
 def test_every_binary_the_roles_need_is_in_the_ee():
     calls = module_calls(REPO_ROOT)
+    assert all(documented_requirements(m) is not None for dummy, m, dummy_args in calls), "a module was not found"
     needed = needed_binaries(calls)
-    assert "helm" in needed, "the roles install charts with kubernetes.core.helm: the scan found no module (scan broken?)"
+    assert needed.get("helm") == {"kubernetes.core.helm"}, needed
     definition = yaml.safe_load((REPO_ROOT / "meta/execution-environment.yml").read_text(encoding="utf-8"))
     missing = sorted(set(needed) - ee_binaries(definition))
     assert not missing, "the EE installs no %s, which %s run" % (missing, sorted(m for b in missing for m in needed[b]))
@@ -244,6 +277,25 @@ def test_every_collection_the_roles_call_is_in_requirements_yml():
     listed = {c["name"] for c in yaml.safe_load((REPO_ROOT / "requirements.yml").read_text(encoding="utf-8"))["collections"]}
     assert "kubernetes.core" in used
     assert sorted(used - BUNDLED - listed) == []
+
+
+def test_every_python_library_the_called_modules_document_is_in_the_ee():
+    """Ours from requirements.txt; another collection's from its own requirements.txt, which ansible-builder's
+    introspection installs with it (kubernetes.core's jsonpatch)."""
+    ours = requirement_names((REPO_ROOT / "requirements.txt").read_text(encoding="utf-8"))
+    needed = documented_python(module_calls(REPO_ROOT))
+    assert {"kubernetes", "pyyaml"} <= set(needed), needed
+    missing = []
+    for dist, modules in sorted(needed.items()):
+        collections = {m.rsplit(".", 1)[0] for m in modules}
+        theirs = set()
+        for collection in collections - BUNDLED:
+            spec = importlib.util.find_spec("ansible_collections.%s" % collection)
+            path = Path(list(spec.submodule_search_locations)[0]) / "requirements.txt"
+            theirs |= requirement_names(path.read_text(encoding="utf-8")) if path.is_file() else set()
+        if dist not in ours | theirs:
+            missing.append("%s (%s)" % (dist, ", ".join(sorted(modules))))
+    assert missing == []
 
 
 def test_every_third_party_import_of_plugins_is_in_requirements_txt():
@@ -278,7 +330,14 @@ def test_the_derivations_catch_what_is_missing(tmp_path):
         {"name": "run", "ansible.builtin.command": {"argv": ["kubectl", "get", "nodes"]}},
         {"name": "shell", "ansible.builtin.shell": "gcloud auth print-access-token"}]))
     calls = module_calls(tmp_path)
-    assert needed_binaries(calls) == {"helm": {"kubernetes.core.helm_info"}}
+    assert needed_binaries(calls) == {"helm": {"kubernetes.core.helm_info"}}, "read from helm_info's own documentation"
+    documented = {"x.y.tool": ["python >= 3.9", "kubectl (https://kubernetes.io/docs/tasks/tools/)",
+                               "jsonpatch", "kubernetes >= 24.2.0", "yaml (https://pypi.org/project/PyYAML/)",
+                               "A system managed by systemd."]}
+    fake = [(None, "x.y.tool", {})]
+    assert needed_binaries(fake, documented.get) == {"kubectl": {"x.y.tool"}}
+    assert documented_python(fake, documented.get) == {"jsonpatch": {"x.y.tool"}, "kubernetes": {"x.y.tool"},
+                                                       "pyyaml": {"x.y.tool"}}
     assert ee_binaries({"additional_build_steps": {"append_final": ["RUN true"]}}) == set()
     assert unclassified_commands(calls) == ["new: ansible.builtin.command kubectl", "new: ansible.builtin.shell gcloud"]
     (tmp_path / "plugins").mkdir()

@@ -58,9 +58,8 @@ def play(kubeconfig, gke, **role_vars):
              "vars": dict({"gke_gpu_cluster_project": GCP_PROJECT, "gke_gpu_cluster_location": "us-central1",
                            "gke_gpu_cluster_name": "a3", "gke_gpu_cluster_kubeconfig": kubeconfig,
                            "__gke_gpu_cluster_cluster": gke}, **role_vars)},
-            {"name": "Read the nodes with the kubeconfig", "kubernetes.core.k8s_info": {"kind": "Node",
-                                                                                         "kubeconfig": kubeconfig},
-             "register": "nodes"},
+            {"name": "Read the nodes with the kubeconfig",
+             "kubernetes.core.k8s_info": {"kind": "Node", "kubeconfig": kubeconfig}, "register": "nodes"},
             {"name": "Nodes", "ansible.builtin.debug": {"msg": "{{ nodes.resources | map(attribute='metadata.name') }}"}},
         ]}]
 

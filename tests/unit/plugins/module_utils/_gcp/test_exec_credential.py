@@ -65,8 +65,8 @@ def test_the_environment_awx_injects_is_read_as_the_modules_read_it(gcp, key_fil
     rc, document, dummy = run(environ={"GCP_AUTH_KIND": "accesstoken", "GCP_ACCESS_TOKEN": "ya29.given"})
     assert rc == 0 and document["status"] == {"token": "ya29.given"}
     # an argument wins over the environment
-    rc, document, dummy = run(["--auth-kind", "accesstoken"], {"GCP_AUTH_KIND": "serviceaccount",
-                                                                 "GCP_ACCESS_TOKEN": "ya29.given"})
+    environ = {"GCP_AUTH_KIND": "serviceaccount", "GCP_ACCESS_TOKEN": "ya29.given"}
+    rc, document, dummy = run(["--auth-kind", "accesstoken"], environ)
     assert rc == 0 and document["status"]["token"] == "ya29.given"
 
 
