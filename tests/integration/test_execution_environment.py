@@ -5,10 +5,11 @@
 and the execution environment provides what the roles and modules need.
 
 `create` needs no container engine; the image itself is not built here. What the collection needs is
-derived from the tree, not listed: the modules the roles and playbooks call (a binary for the ones that
-run one, the collection they come from), the commands the roles run, the command of the kubeconfig the
-GKE role writes, and the third-party imports of plugins/ (mapped to their distributions through the
-installed packages' file lists). Each must be provided by the EE definition or its inputs.
+derived from the tree, not listed: the modules the roles and playbooks call (the programs and Python
+libraries their DOCUMENTATION requires, the collection they come from), the commands the roles run, the
+command of the kubeconfig the GKE role writes, and the third-party imports of plugins/ (mapped to their
+distributions through the installed packages' file lists). Each must be provided by the EE definition
+or its inputs.
 """
 
 from __future__ import annotations
