@@ -105,4 +105,5 @@ def main(argv=None, environ=None, stdout=None, stderr=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # a client-go exec plugin, not an Ansible module: its exit status is what the client reads
+    raise SystemExit(main())
