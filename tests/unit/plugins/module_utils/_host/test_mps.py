@@ -160,6 +160,7 @@ def test_a_daemon_that_cannot_start_is_an_error(host):
 @pytest.mark.parametrize("changes, message", [
     ({"pipe_directory": "relative"}, "pipe_directory: must be an absolute path"),
     ({"active_thread_percentage": 0}, "active_thread_percentage: must be a whole number from 1 to 100"),
+    ({"active_thread_percentage": 101}, "active_thread_percentage: must be a whole number from 1 to 100"),
     ({"pinned_device_mem_limit": {"0": "lots"}}, "pinned_device_mem_limit[0]: 'lots' is not a memory limit"),
     ({"poll_interval": 0}, "poll_interval: must be at least 1"),
     ({"environment": {"cuda visible": "0"}}, "'cuda visible' is not an environment variable name"),
@@ -169,6 +170,21 @@ def test_bad_params_are_refused_before_any_call(host, changes, message):
         host.converge(**changes)
     assert message in str(err.value)
     assert host.calls == []
+
+
+@pytest.mark.parametrize("percentage", [1, 100])
+def test_the_percentage_bounds_are_accepted(host, percentage):
+    result = host.converge(active_thread_percentage=percentage)
+    assert result["default_active_thread_percentage"] == float(percentage)  # 100 is the daemon's own default
+
+
+def test_a_bare_binary_name_is_looked_up_on_path(host):
+    """control_binary without a slash is found the way the module finds programs (get_bin_path), then run."""
+    looked_up = []
+    result = _mps.converge(host.params(control_binary="nvidia-cuda-mps-control"), host.run_command,
+                           lambda name: looked_up.append(name) or FAKE, False)
+    assert looked_up == ["nvidia-cuda-mps-control"] and result["running"]
+    assert host.calls[0][0][0] == FAKE
 
 
 def test_missing_binary_is_named(host):
