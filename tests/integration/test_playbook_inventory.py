@@ -84,13 +84,20 @@ def test_a_limit_that_leaves_none_of_the_group_fails_saying_so(run_playbook, tmp
     assert not render.exists()
 
 
-def test_the_pattern_variable_names_other_hosts(run_playbook, tmp_path):
-    """-e gke_gpudirect_hosts picks the clusters: the check follows it (one fleet cluster here)."""
-    render, result = _run(run_playbook, tmp_path, "gke_gpudirect.yml", *_inventory("fleet"),
-                          gke_gpudirect_hosts="a3_high_tcpx:&a3high-us-east4", gke_gpudirect_nccl_test=False)
+def test_the_pattern_variable_picks_the_clusters_and_each_keeps_its_files(run_playbook, tmp_path):
+    """-e gke_gpudirect_hosts picks the clusters (the fleet's two TCPX ones): the check follows it, every request of
+    both is kept, and neither cluster's manifests overwrite the other's (each step carries its inventory host)."""
+    render, result = _run(run_playbook, tmp_path, "gke_gpudirect.yml", *_inventory("fleet"), gke_gpudirect_hosts="a3_high_tcpx")
     result.assert_ok()
-    assert {r["host"] for r in result.tasks("Check the required settings of cluster")} == {"a3high-us-east4"}
-    assert (render / "requests").is_dir()
+    hosts = ["a3high-europe-west4", "a3high-us-east4"]
+    assert sorted({r["host"] for r in result.tasks("Check the required settings of cluster")}) == hosts
+    requests = sorted((render / "requests").iterdir())
+    assert len(requests) == 2 * (3 * 4 + 2)  # per TCPX cluster: 4 x (network, subnet, firewall), cluster, node pool
+    assert [p.name[:3] for p in requests] == ["%03d" % n for n in range(1, len(requests) + 1)]
+    for host in hosts:
+        assert sum(1 for p in requests if host in p.read_text(encoding="utf-8")) >= 2, host
+        for step, count in (("20-gke-gpu-networks", 8), ("30-gpudirect-tcpx-installer", 1), ("31-nri-device-injector", 1)):
+            assert len(list((render / "manifests" / (step + "-" + host)).iterdir())) == count, (step, host)
     render, result = _run(run_playbook, tmp_path / "none", "gke_gpudirect.yml", *_inventory("fleet"),
                           gke_gpudirect_hosts="no_such_group")
     assert "runs on the inventory hosts of no_such_group (" in _check_message(result)
