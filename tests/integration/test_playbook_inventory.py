@@ -126,3 +126,14 @@ def test_a_cluster_without_a_required_variable_fails_naming_it_before_any_reques
     assert [r["task"] for r in failed] == ["Check the required settings of cluster a3mega-demo"], result.output
     assert failed[0]["result"]["msg"].startswith("a3mega-demo: required and not set: %s (" % ", ".join(names))
     assert not (render / "requests").exists() and not (render / "manifests").exists()
+
+
+def test_gpu_hosts_render_without_the_gpu_model_fails_naming_it(run_playbook, tmp_path):
+    """Render mode plans a host's MIG geometry from its GPU model and count: missing (or null), they are named."""
+    render, result = _run(run_playbook, tmp_path, "gpu_hosts.yml", *_inventory("baremetal"), "--limit", "dgx-a100-01",
+                          gpu_hosts_gpu_model=None)
+    assert result.rc != 0, result.output
+    assert [r["task"] for r in result.failed] == ["Check what render mode needs of dgx-a100-01"], result.output
+    assert result.failed[0]["result"]["msg"].startswith(
+        "dgx-a100-01: required in render mode and not set: gpu_hosts_gpu_model (")
+    assert not (render / "checks").exists()
