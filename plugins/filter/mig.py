@@ -115,7 +115,7 @@ def mig_parted_config(gpu_model, layout, name="custom", device_filter=True, incl
     try:
         _inputs.boolean("device_filter", device_filter)
         _inputs.boolean("include_defaults", include_defaults)
-        if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", name):
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z", name):
             raise ValueError("name: %r is not a mig-parted config name (letters, digits, '.', '_' and '-')" % (name,))
     except ValueError as exc:
         raise AnsibleFilterError("mig_parted_config: %s" % exc)

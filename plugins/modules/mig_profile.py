@@ -21,6 +21,9 @@ description:
   - Keeps the instances that already match, destroys only the ones that differ, and creates the new ones at explicit
     placements (C(-cgi <profile>:<start>)), largest first, so that creation never depends on the driver's choice of
     slot. Re-running with the same geometry changes nothing.
+  - Instances are never removed or re-split on a GPU that runs compute processes, because nvidia-smi names the GPU
+    of a process, not its MIG device. The module then fails naming the GPU, the instances and the processes, and
+    changes nothing on any GPU, also in check mode. Adding instances beside running work is allowed.
   - Enabling or disabling MIG mode may need a GPU reset. The module resets a GPU only with O(allow_reset=true) and no
     process on it; otherwise the mode stays pending, the module returns C(reboot_required) with the processes in the
     way, and creates the instances on the next run after the reboot.

@@ -24,16 +24,30 @@ with suboptions                           non-empty string, and structures belon
                                           (``unaskable_reason`` says why for each)
 ========================================  =========================================================
 
-required -> required, default -> default (password questions never carry one: AWX stores it
-encrypted and answers ``$encrypted$``, which would make every re-run a change), description ->
-question_name (first sentence) and question_description.
+No question carries a default, and none is required, so a survey never overrides the inventory unless the
+user answers. What AWX does with a survey (awx/main/models/mixins.py at tag 24.6.1):
+
+- ``SurveyJobTemplateMixin._update_unified_job_kwargs``: every question whose ``default`` is not None (an
+  empty string included) and passes the question's validation is added to the job's extra vars, whether
+  or not the launcher answered; runtime answers are added on top. Extra vars override every inventory
+  variable, so a question with the role's default would replace each cluster's own value with it.
+- ``_survey_element_validation``: a ``required`` question missing from the launch is an error
+  ("'x' value missing"), so a required question forces an answer (an override) on every launch.
+- The UI (awx/ui/src/components/LaunchPrompt/steps/useSurveyStep.js ``getInitialValues``) pre-fills
+  a question with its default, and awx/ui/src/util/prompt/getSurveyValues.js leaves blank answers
+  ('' or an empty multiselect) out of the extra vars.
+
+So a question without a default that is left blank sends nothing: the inventory's value holds, else the
+role's default. The role's default is named in the question's description, and a role's required
+option is checked by the role's own argument validation. description -> question_name (first sentence)
+and question_description.
 """
 
 from __future__ import annotations
 
 import re
 
-VARIABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+VARIABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 QUESTION_NAME_MAX = 80
 
 
@@ -53,6 +67,19 @@ def _question_name(variable, description):
     if len(first) > QUESTION_NAME_MAX:
         first = first[:QUESTION_NAME_MAX - 3].rstrip() + "..."
     return first
+
+
+def _with_unanswered(description, option):
+    """The description plus what an unanswered question means (no default is sent: see the docstring)."""
+    if option.get("required"):
+        keep = "the inventory's value (the role requires one)"
+    elif option.get("no_log") or option.get("default") in (None, "", []):
+        keep = "the inventory's value, else the role's default"
+    else:
+        default = option["default"]
+        shown = ", ".join(str(d) for d in default) if isinstance(default, (list, tuple)) else str(default)
+        keep = "the inventory's value, else the role's default (%s)" % shown
+    return ("%s Unanswered: %s." % (description, keep)).strip()
 
 
 def unaskable_reason(option):
@@ -83,34 +110,25 @@ def question(variable, option):
         "question_name": _question_name(variable, description),
         "question_description": description,
         "variable": variable,
-        "required": bool(option.get("required", False)),
+        # never required: a required question must be answered on every launch, overriding the inventory
+        "required": False,
     }
-    default = option.get("default")
     choices = [str(c) for c in option.get("choices") or [] if str(c) != ""]
     if kind == "list":
         item["type"] = "multiselect"
         item["choices"] = choices
-        if default:
-            item["default"] = "\n".join(str(d) for d in default)
     elif choices:
         item["type"] = "multiplechoice"
         item["choices"] = choices
-        if default not in (None, ""):
-            item["default"] = str(default)
     elif kind == "int":
         item["type"] = "integer"
-        if default is not None:
-            item["default"] = int(default)
     elif kind == "float":
         item["type"] = "float"
-        if default is not None:
-            item["default"] = float(default)
     elif option.get("no_log"):
         item["type"] = "password"
     else:
         item["type"] = "text"
-        if default not in (None, ""):
-            item["default"] = str(default)
+    item["question_description"] = _with_unanswered(description, option)
     return item
 
 

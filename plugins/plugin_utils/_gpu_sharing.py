@@ -54,7 +54,7 @@ def _labels(doc):
 
 def _whole(value, what):
     text = str(value).strip()
-    if re.match(r"^[0-9]+$", text):
+    if re.match(r"^[0-9]+\Z", text):
         return int(text)
     raise ValueError("%s: %r is not a whole number" % (what, value))
 

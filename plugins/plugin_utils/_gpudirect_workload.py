@@ -44,7 +44,7 @@ WORKLOAD_KINDS = {
 SIDECAR_MODES = ("auto", "native", "classic")
 # Pod annotation listing the env keys the patch manages (so a re-patch can update or drop them).
 MANAGED_ENV_ANNOTATION = "gpu-ops.cluster/gpudirect-env"
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 
 class WorkloadError(ValueError):

@@ -28,20 +28,28 @@ IMAGE_NAME_MAX = 255
 PATH_SEGMENT_MAX = 128
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL = re.compile(r"^%s$" % _LABEL)
-_DNS1123_SUBDOMAIN = re.compile(r"^%s(\.%s)*$" % (_LABEL, _LABEL))
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_PATH_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_DNS1123_LABEL = re.compile(r"^%s\Z" % _LABEL)
+_DNS1123_SUBDOMAIN = re.compile(r"^%s(\.%s)*\Z" % (_LABEL, _LABEL))
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
+_PATH_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 # distribution/reference: [domain[:port]/]path-component(/path-component)*[:tag][@digest]
 _DOMAIN = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?"
 _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
 _IMAGE = re.compile(
     r"^(?:(?P<domain>%s)/)?(?P<path>%s(?:/%s)*)(?::(?P<tag>[\w][\w.-]{0,127}))?"
-    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$"
+    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?\Z"
     % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
 
-KIND_SECRET = "Secret"
+# The names API discovery gives the core/v1 Secret resource: kind, plural and singular (it has no short names).
+# kubernetes.core resolves a manifest's kind by each of them in turn (K8SClient.resource: kind, name,
+# singularName, shortNames), so every one of these spellings creates a Secret; compared case-insensitively.
+SECRET_KIND_NAMES = frozenset(("secret", "secrets"))
+
+
+def is_secret_kind(kind):
+    """Whether the API server would take ``kind`` (any case, surrounding blanks) as the Secret resource."""
+    return isinstance(kind, str) and kind.strip().lower() in SECRET_KIND_NAMES
 
 
 def show(value, limit=80):
@@ -153,7 +161,7 @@ def image(value):
                 % show(text))
     domain = match.group("domain")
     if domain and not ("." in domain or ":" in domain or domain == "localhost") and not re.match(
-            r"^%s$" % _PATH_COMPONENT, domain):
+            r"^%s\Z" % _PATH_COMPONENT, domain):
         # without '.', ':' or localhost the first part is a repository path component: lowercase only
         return "%s is not an image reference: %s must be lowercase" % (show(text), show(domain))
     name = text.split("@", 1)[0]
@@ -164,7 +172,7 @@ def image(value):
     return None
 
 
-_REGISTRY = re.compile(r"^%s(?:/%s)*$" % (_DOMAIN, _PATH_COMPONENT))
+_REGISTRY = re.compile(r"^%s(?:/%s)*\Z" % (_DOMAIN, _PATH_COMPONENT))
 
 
 def registry(value):
@@ -270,7 +278,7 @@ def secret_paths(manifests, where="apply_manifests"):
         if not isinstance(item, dict):
             continue
         kind = item.get("kind")
-        if isinstance(kind, str) and kind.strip().lower() == KIND_SECRET.lower():
+        if is_secret_kind(kind):
             found.append(path)
         elif _is_list_kind(kind) or "items" in item and "metadata" not in item:
             found.extend(secret_paths(item.get("items"), path + ".items"))
@@ -357,7 +365,7 @@ def _object_problems(item, path):
         if not isinstance(value, str) or not value.strip():
             found.append("%s.%s: is required (a non-empty string)" % (path, field))
     kind = item.get("kind")
-    if isinstance(kind, str) and kind and not re.match(r"^[A-Za-z][A-Za-z0-9]*$", kind):
+    if isinstance(kind, str) and kind and not re.match(r"^[A-Za-z][A-Za-z0-9]*\Z", kind):
         found.append("%s.kind: %s is not a Kubernetes kind (letters and digits)" % (path, show(kind)))
     metadata = item.get("metadata")
     if not isinstance(metadata, dict):

@@ -23,14 +23,14 @@ from __future__ import annotations
 import re
 
 _TAG_PREFIX = re.compile(r"^\s*\[\d+,\d+\]<(?:stdout|stderr)>:")
-_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\Z")
 _RANK = re.compile(
-    r"^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$")
+    r"^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)\Z")
 _OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?", re.I)
 _AVG_BUS_BW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?", re.I)
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _CONCLUDED = re.compile(r"^#\s*Collective test concluded:\s*(\S+)")
-_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(.*)$")
+_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(.*)\Z")
 _PARAMS = re.compile(r"^#\s*nThread\s")
 _NCCL_VERSION = re.compile(r"^(?:#\s*)?NCCL version\s+(\S+)")
 

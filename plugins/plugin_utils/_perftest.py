@@ -18,7 +18,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs 
 # --------------------------------------------------------------------------------------------
 
 _PERFTEST_HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[(Gb|MB)/sec\]\s+BW average\[(Gb|MB)/sec\]")
-_PERFTEST_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
+_PERFTEST_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*\Z")
 
 
 def parse_ib_write_bw(text):

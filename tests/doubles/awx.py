@@ -13,6 +13,7 @@ Start it (in-process, from pytest)::
         awx.module_defaults()       # {"group/awx.awx.controller": {...}} for a play
         awx.objects("job_templates")            # stored objects, as GET returns them
         awx.survey(job_template_id)             # the stored survey spec
+        awx.launch_extra_vars(job_template_id, answers)   # the extra vars a launch would give the playbook
         awx.mutating_requests()     # [(method, path), ...] of POST/PATCH/PUT/DELETE
 
 or as a process: ``python -m ansible_collections.gpu_ops.cluster.tests.doubles.awx PORT [PROJECT_FILE ...]``
@@ -42,7 +43,12 @@ Rules enforced as AWX does (messages are AWX's):
   ``$encrypted$``; a job template takes one credential per type, of kind ssh/vault/cloud/net/kubernetes.
 - Every response carries ``X-API-Product-Name: AWX`` and ``X-API-Product-Version`` (the modules check them).
 
-What it does not do: RBAC (the token is a superuser), jobs and launches, real project syncs (an update is
+What a launch does with a survey, without running a job (``launch_extra_vars``): AWX's
+SurveyJobTemplateMixin._update_unified_job_kwargs (awx/main/models/mixins.py, tag 24.6.1) starts from the
+template's extra_vars, adds every question's ``default`` that is not None (whether or not it was answered),
+then the launch's answers; a required question missing from the answers is refused ("'x' value missing").
+
+What it does not do: RBAC (the token is a superuser), running jobs, real project syncs (an update is
 created already successful), hosts and groups, labels, notifications, instance groups, schedules, workflows.
 """
 
@@ -327,6 +333,24 @@ class AwxDouble:
     def survey(self, job_template_id):
         with self.lock:
             return _display_survey(self.surveys.get(job_template_id))
+
+    def launch_extra_vars(self, job_template_id, answers=None):
+        """The extra vars a launch with survey ``answers`` gives the playbook (see the docstring): the template's
+        extra_vars, then each question's default that is not None, then the answers."""
+        answers = dict(answers or {})
+        with self.lock:
+            template = self.store["job_templates"][job_template_id]
+            spec = self.surveys.get(job_template_id) or {}
+            extra = template.get("extra_vars") or ""
+            extra_vars = (json.loads(extra) if extra.strip().startswith("{") else {}) if extra else {}
+            if template.get("survey_enabled"):
+                for item in spec.get("spec", []):
+                    if item.get("required") and item["variable"] not in answers:
+                        raise ApiError(400, {"variables_needed_to_start": ["'%s' value missing" % item["variable"]]})
+                    if item.get("default") is not None:
+                        extra_vars[item["variable"]] = item["default"]
+            extra_vars.update(answers)
+            return extra_vars
 
     def credentials_of(self, job_template_id):
         with self.lock:

@@ -917,8 +917,10 @@ class K8sDouble:
         return kubernetes.client.ApiClient(configuration)
 
     def dynamic_client(self):
+        """A dynamic client with its own discovery cache: the library's default cache file is keyed by host and
+        port in the shared temp folder, so a double that reuses a port would read an earlier double's discovery."""
         import kubernetes.dynamic  # pylint: disable=import-outside-toplevel
-        return kubernetes.dynamic.DynamicClient(self.api_client())
+        return kubernetes.dynamic.DynamicClient(self.api_client(), cache_file=os.path.join(self._tmpdir, "discovery.json"))
 
     # ------------------------------------------------------------------ registry
     def _register(self, rtype):

@@ -94,6 +94,10 @@ def assert_created(awx):
         # the stored survey is the one generated from the roles' argument specs
         assert awx.survey(template["id"]) == awx_survey_spec(expected[name]["survey"], name, expected[name]["description"],
                                                              role_specs=role_specs)
+        # a launch where nobody answers adds no variable: each cluster keeps its inventory values
+        assert awx.launch_extra_vars(template["id"]) == {}, name
+        asked = {q["variable"] for q in awx.survey(template["id"])["spec"]}
+        assert awx.launch_extra_vars(template["id"], {v: "answer" for v in asked}) == {v: "answer" for v in asked}
     assert awx.credentials_of(templates["GKE GPUDirect"]["id"]) == ["GCP service account"]
     assert awx.credentials_of(templates["AKS MIG"]["id"]) == ["Azure service principal", "AKS API"]
     gcp = awx.find("credentials", "GCP service account")

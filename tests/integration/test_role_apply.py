@@ -357,6 +357,9 @@ def test_secrets_are_refused_before_anything_is_written_or_sent(run_playbook, k8
         ([{"apiVersion": "v1", "kind": "List",
            "items": [{"apiVersion": "v1", "kind": "ConfigMapList", "items": [secret]}]}],
          "apply_manifests[0].items[0].items[0]"),
+        # the plural and singular resource names, which kubernetes.core resolves to the Secret kind as well
+        ([dict(secret, kind="secrets")], "apply_manifests[0]"),
+        ([MANIFESTS[0], dict(secret, kind="secret")], "apply_manifests[1]"),
     ]
     for index, (manifests, path) in enumerate(cases):
         extra = {"gpu_ops_render_dir": str(tmp_path / "rendered")} if index % 2 else {}

@@ -74,16 +74,16 @@ NOT_CARRIED_ON_RECREATE = ("nodeImageVersion", "powerState", "status", "creation
 
 SETTLED_STATES = ("succeeded", "failed", "canceled", "cancelled")
 
-SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 # The path parameters' rules of the ContainerService REST API (the older generated SDKs carried them as
 # validation): a resource group 1-90 characters (common-types ResourceGroupNameParameter, not ending with '.'),
 # a managed cluster 1-63 (ResourceNameParameter), an agent pool ^[a-z][a-z0-9]{0,11}$ (AgentPoolNameParameter; a
 # Windows pool has at most 6 characters, and this engine creates Linux pools only).
-RESOURCE_GROUP = re.compile(r"^[-\w._()]{0,89}[-\w_()]$", re.UNICODE)
-CLUSTER_NAME = re.compile(r"^[A-Za-z0-9](?:[-_A-Za-z0-9]{0,61}[A-Za-z0-9])?$")
-POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
-VM_SIZE = re.compile(r"^standard_[a-z0-9_]+$", re.IGNORECASE)
-VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+RESOURCE_GROUP = re.compile(r"^[-\w._()]{0,89}[-\w_()]\Z", re.UNICODE)
+CLUSTER_NAME = re.compile(r"^[A-Za-z0-9](?:[-_A-Za-z0-9]{0,61}[A-Za-z0-9])?\Z")
+POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}\Z")
+VM_SIZE = re.compile(r"^standard_[a-z0-9_]+\Z", re.IGNORECASE)
+VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?\Z")
 RESERVED_LABEL_PREFIXES = ("kubernetes.azure.com/",)
 
 # gpu_nodepool options of the GKE provider, with the value that counts as "not set". The GCP account

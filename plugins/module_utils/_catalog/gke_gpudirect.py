@@ -333,8 +333,8 @@ GPU_CONTAINER_MOUNTS = {
 # LD_LIBRARY_PATH entry every GPU container needs, per fabric.
 LIBRARY_PATHS = {"tcpx": LIBRARY_DIR, "tcpxo": LIBRARY_DIR, "rdma": LIBRARY_DIR}
 
-_GKE_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)-gke\.(\d+)$")
-_GKE_MINOR = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?$")
+_GKE_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)-gke\.(\d+)\Z")
+_GKE_MINOR = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?\Z")
 
 
 # --------------------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ GPU_OPERATOR_COMMON_KEYS = frozenset((
 
 def chart_series(version):
     """The catalog series of a chart version: v25.3.4 -> v25.3."""
-    match = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$", str(version).strip())
+    match = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?\Z", str(version).strip())
     if not match:
         return None
     return "v%s.%s" % (match.group(1), match.group(2))

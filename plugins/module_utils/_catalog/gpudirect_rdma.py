@@ -134,7 +134,7 @@ def gpudirect_rdma_planned(facts, driver_version, kernel_module_type=None):
         common.append("no RDMA device in /sys/class/infiniband and ib_core is not loaded")
     dmabuf = list(common)
     for gpu in gpus or []:
-        device = int(str(gpu.get("device") or "0"), 16) if re.match(r"^(0x)?[0-9a-f]+$", str(gpu.get("device") or "")) else None
+        device = int(str(gpu.get("device") or "0"), 16) if re.match(r"^(0x)?[0-9a-f]+\Z", str(gpu.get("device") or "")) else None
         if device is not None and device < TURING_MIN_PCI_DEVICE:
             dmabuf.append("GPU %s (PCI device 10de:%04x) is older than Turing; DMA-BUF and the open kernel modules "
                           "need Turing or newer" % (gpu.get("address"), device))

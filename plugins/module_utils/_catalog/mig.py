@@ -246,8 +246,8 @@ COMPUTE_INSTANCE_PROFILE_IDS = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}
 def _normalise(name):
     text = re.sub(r"[^A-Z0-9]+", "-", str(name).upper()).strip("-")
     text = re.sub(r"^NVIDIA-", "", text)
-    text = re.sub(r"-SHARED$", "", text)
-    text = re.sub(r"-MIG-[0-9A-Z-]*$", "", text)  # GFD single-strategy product suffix
+    text = re.sub(r"-SHARED\Z", "", text)
+    text = re.sub(r"-MIG-[0-9A-Z-]*\Z", "", text)  # GFD single-strategy product suffix
     return text
 
 
@@ -282,7 +282,7 @@ def find_gpu_model(product):
 
 
 _PROFILE = re.compile(
-    r"^(?:(?P<c>\d+)c\.)?(?P<g>\d+)g\.(?P<gb>\d+)gb(?P<attrs>(?:[+-][a-z.]+(?:,[a-z.]+)*)?)$")
+    r"^(?:(?P<c>\d+)c\.)?(?P<g>\d+)g\.(?P<gb>\d+)gb(?P<attrs>(?:[+-][a-z.]+(?:,[a-z.]+)*)?)\Z")
 
 
 def parse_profile(name):
@@ -293,7 +293,7 @@ def parse_profile(name):
     """
     text = str(name).strip()
     text = re.sub(r"^(nvidia\.com/)?mig[- ]", "", text, flags=re.IGNORECASE).strip().lower()
-    text = re.sub(r"\.(me\.all|me|gfx)$", r"+\1", text)  # resource spelling of attributes
+    text = re.sub(r"\.(me\.all|me|gfx)\Z", r"+\1", text)  # resource spelling of attributes
     match = _PROFILE.match(text)
     if not match:
         raise ValueError("%r is not a MIG profile name (expected <G>g.<GB>gb, e.g. 1g.5gb or 1g.5gb+me)" % (name,))

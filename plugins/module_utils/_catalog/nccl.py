@@ -251,7 +251,7 @@ NCCL_SCRIPT_KEYS = frozenset(["NCCL_DYNAMIC_CHUNK_SIZE", "NCCL_LIB_DIR"])
 
 # Keys whose value is appended to the existing one rather than replacing it (exports, pod env).
 PATH_KEYS = ("LD_LIBRARY_PATH",)
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,7 +334,7 @@ def nccl_environment(fabric, gke_version=None, machine_type=None, interfaces=Non
             interfaces = [i.strip() for i in interfaces.split(",") if i.strip()]
         interfaces = list(interfaces)
         for name in interfaces:
-            if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9_.:=@-]+$", name):
+            if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9_.:=@-]+\Z", name):
                 raise ValueError("interfaces: %r is not an interface name" % (name,))
         if len(set(interfaces)) != len(interfaces):
             raise ValueError("interfaces: names repeat: %s" % ", ".join(interfaces))
@@ -429,7 +429,7 @@ def as_k8s_env(env):
 
 
 def _shell_quote(value):
-    if value and re.match(r"^[A-Za-z0-9_@%+=:,./-]+$", value):
+    if value and re.match(r"^[A-Za-z0-9_@%+=:,./-]+\Z", value):
         return value
     return "'" + value.replace("'", "'\"'\"'") + "'"
 

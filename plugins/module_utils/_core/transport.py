@@ -96,7 +96,7 @@ class CredentialsError(Exception):
 # C0 and C1 control characters and DEL: never part of a token, a secret or a key's identifiers
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # the token68 alphabet of RFC 6750 (what a bearer token is written in)
-_TOKEN68 = re.compile(r"^[A-Za-z0-9._~+/-]+=*$")
+_TOKEN68 = re.compile(r"^[A-Za-z0-9._~+/-]+=*\Z")
 # a secret shorter than this is not masked inside other text (it would mask unrelated words)
 MIN_SECRET_LENGTH = 4
 

@@ -200,11 +200,11 @@ def parse_time(problems, option, value):
 
 def to_datetime(value):
     text = "%s" % (value,)
-    if not re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$", text):
+    if not re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)\Z", text):
         return None
     text = text[:-1] + "+00:00" if text.endswith("Z") else text
     # Python < 3.11 fromisoformat wants 0, 3 or 6 fraction digits
-    match = re.match(r"^(.*T\d\d:\d\d:\d\d)\.(\d+)(.*)$", text)
+    match = re.match(r"^(.*T\d\d:\d\d:\d\d)\.(\d+)(.*)\Z", text)
     if match:
         text = "%s.%s%s" % (match.group(1), (match.group(2) + "000000")[:6], match.group(3))
     try:

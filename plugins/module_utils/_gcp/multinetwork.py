@@ -63,7 +63,7 @@ MAX_NICS = 8
 MAX_CONCURRENCY = 3 * MAX_NICS
 DEFAULT_CONCURRENCY = 16
 ANY_SOURCE = ("0.0.0.0/0",)
-DNS_LABEL = re.compile(r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_LABEL = re.compile(r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?\Z")
 FIREWALL_ALLOWED = [{"IPProtocol": "tcp"}, {"IPProtocol": "udp"}, {"IPProtocol": "icmp"}]
 # a create refused with one of these is not "invalid input": no rollback (auth, quota, conflict, rate)
 NOT_INVALID = (401, 403, 409, 429)

@@ -54,8 +54,8 @@ RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 MAX_SHARED_CLIENTS = 48
 MIN_DISK_GB = 12
 SCOPE_PREFIX = "https://www.googleapis.com/auth/"
-RESERVATION = re.compile(r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?(?:/reservationBlocks/[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)?$")
-PARTITION = re.compile(r"^[1-7]g\.[0-9]+gb$")
+RESERVATION = re.compile(r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?(?:/reservationBlocks/[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)?\Z")
+PARTITION = re.compile(r"^[1-7]g\.[0-9]+gb\Z")
 
 # GKE accelerator type -> GPU model of the MIG catalog (_catalog/mig.py), for the partition sizes.
 GKE_ACCELERATOR_MIG_MODELS = {

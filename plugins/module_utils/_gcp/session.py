@@ -195,6 +195,58 @@ def read_service_account_file(path, secrets):
     return text
 
 
+def google_credentials(auth_kind, service_account_file, service_account_contents, access_token, scopes, secrets):
+    """google-auth credentials for ``auth_kind`` and the token endpoint of a key (None otherwise).
+
+    The one place the options become credentials: GcpSession and the kubeconfig's exec credential plugin
+    (``_gcp/exec_credential.py``) both call it. Secrets read on the way join ``secrets``.
+    """
+    if not HAS_GOOGLE_AUTH:
+        raise CredentialsError("google-auth is required to talk to Google Cloud (pip install google-auth)")
+    if auth_kind not in AUTH_KINDS:
+        raise CredentialsError("auth_kind must be one of %s, got %r" % (", ".join(AUTH_KINDS), auth_kind),
+                               option="auth_kind")
+    try:
+        if auth_kind == "accesstoken":
+            if not access_token:
+                raise CredentialsError("auth_kind=accesstoken needs access_token", option="access_token")
+            token = clean_credential("access_token", access_token, token=True)
+            return google.oauth2.credentials.Credentials(token), None
+        if auth_kind == "serviceaccount":
+            if service_account_contents:
+                info = service_account_info(service_account_contents, "service_account_contents", secrets)
+            elif service_account_file:
+                info = service_account_info(read_service_account_file(service_account_file, secrets),
+                                            "service_account_file", secrets)
+            else:
+                raise CredentialsError(
+                    "auth_kind=serviceaccount needs service_account_file or service_account_contents")
+            return (google.oauth2.service_account.Credentials.from_service_account_info(info, scopes=scopes),
+                    info["token_uri"])
+        credentials, dummy = google.auth.default(scopes=scopes)
+        return credentials, None
+    except CredentialsError:
+        raise
+    except (google.auth.exceptions.GoogleAuthError, ValueError, KeyError, OSError) as exc:
+        raise CredentialsError("could not load %s credentials: %s" % (
+            auth_kind, scrub("%s: %s" % (type(exc).__name__, exc), secrets))) from None
+
+
+def refresh(credentials, auth_kind, token_uri, secrets):
+    """Obtain a token now (an access token is used as given); CredentialsError naming where the login failed.
+    The token joins ``secrets``."""
+    if auth_kind == "accesstoken":
+        return
+    try:
+        credentials.refresh(google.auth.transport.requests.Request())
+    except (google.auth.exceptions.GoogleAuthError, ValueError) as exc:
+        where = token_uri or "the source of Application Default Credentials (gcloud, metadata server)"
+        raise CredentialsError("Google login failed at %s (auth_kind=%s): %s" % (
+            where, auth_kind, scrub("%s: %s" % (type(exc).__name__, exc), secrets))) from None
+    finally:
+        secrets.add(getattr(credentials, "token", None))
+
+
 class GcpSession(CloudSession):
     """Credentials, endpoints, HTTP with retries, operation waiters and a small thread pool."""
 
@@ -259,24 +311,14 @@ class GcpSession(CloudSession):
         """Obtain a token now for a key or Application Default Credentials (an access token is used as
         given): a failure is a login failure at the token endpoint, reported before any API request."""
         credentials = self._auth.authorized.credentials if self._auth else None
-        if credentials is None or self.auth_kind == "accesstoken":
+        if credentials is None:
             return
         try:
-            credentials.refresh(google.auth.transport.requests.Request())
-        except (google.auth.exceptions.GoogleAuthError, ValueError) as exc:
-            where = self.token_uri or "the source of Application Default Credentials (gcloud, metadata server)"
-            raise CredentialsError("Google login failed at %s (auth_kind=%s): %s" % (
-                where, self.auth_kind,
-                scrub("%s: %s" % (type(exc).__name__, exc), self.secrets))) from None
+            refresh(credentials, self.auth_kind, self.token_uri, self.secrets)
         finally:
             self._auth.remember_token()
 
     def _authorized_session(self, auth_kind, service_account_file, service_account_contents, access_token, scopes):
-        if not HAS_GOOGLE_AUTH:
-            raise CredentialsError("google-auth is required to talk to Google Cloud (pip install google-auth)")
-        if auth_kind not in AUTH_KINDS:
-            raise CredentialsError("auth_kind must be one of %s, got %r" % (", ".join(AUTH_KINDS), auth_kind),
-                                   option="auth_kind")
         credentials = self._credentials(auth_kind, service_account_file, service_account_contents, access_token, scopes)
         # a static access token cannot be refreshed: a 401 must reach us as it is, not as google-auth's
         # advice about refresh tokens
@@ -290,30 +332,9 @@ class GcpSession(CloudSession):
         return session
 
     def _credentials(self, auth_kind, service_account_file, service_account_contents, access_token, scopes):
-        try:
-            if auth_kind == "accesstoken":
-                if not access_token:
-                    raise CredentialsError("auth_kind=accesstoken needs access_token", option="access_token")
-                token = clean_credential("access_token", access_token, token=True)
-                return google.oauth2.credentials.Credentials(token)
-            if auth_kind == "serviceaccount":
-                if service_account_contents:
-                    info = service_account_info(service_account_contents, "service_account_contents", self.secrets)
-                elif service_account_file:
-                    info = service_account_info(read_service_account_file(service_account_file, self.secrets),
-                                                "service_account_file", self.secrets)
-                else:
-                    raise CredentialsError(
-                        "auth_kind=serviceaccount needs service_account_file or service_account_contents")
-                self.token_uri = info["token_uri"]
-                return google.oauth2.service_account.Credentials.from_service_account_info(info, scopes=scopes)
-            credentials, dummy = google.auth.default(scopes=scopes)
-            return credentials
-        except CredentialsError:
-            raise
-        except (google.auth.exceptions.GoogleAuthError, ValueError, KeyError, OSError) as exc:
-            raise CredentialsError("could not load %s credentials: %s" % (
-                auth_kind, scrub("%s: %s" % (type(exc).__name__, exc), self.secrets))) from None
+        credentials, self.token_uri = google_credentials(auth_kind, service_account_file, service_account_contents,
+                                                         access_token, scopes, self.secrets)
+        return credentials
 
     # ---------------------------------------------------------------- URLs
 

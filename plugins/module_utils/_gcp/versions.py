@@ -24,7 +24,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudi
 )
 
 LATEST = "latest"
-_MINOR = re.compile(r"^(\d+)\.(\d+)$")
+_MINOR = re.compile(r"^(\d+)\.(\d+)\Z")
 CHANNELS = ("RAPID", "REGULAR", "STABLE", "EXTENDED")
 
 

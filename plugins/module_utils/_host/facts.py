@@ -145,7 +145,7 @@ def ofed(run_tool, ofed_info):
         return dict(present=False, kind=None, version=None)
     rc, out, _err = run_tool([ofed_info, "-s"])
     text = (out or "").strip()
-    match = re.search(r"(MLNX_OFED_LINUX|OFED-internal|DOCA[-_]OFED\S*?|OFED)-(\d[\w.\-]*?):?\s*$", text)
+    match = re.search(r"(MLNX_OFED_LINUX|OFED-internal|DOCA[-_]OFED\S*?|OFED)-(\d[\w.\-]*?):?\s*\Z", text)
     if rc != 0 or not match:
         return dict(present=False, kind=None, version=None)
     kind = "mofed" if match.group(1) == "MLNX_OFED_LINUX" else "doca-ofed"

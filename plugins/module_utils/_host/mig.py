@@ -88,7 +88,7 @@ def validate_request(gpus):
         if unknown:
             raise MigError("%s: unknown keys %s (allowed: gpu, profiles, layout)" % (where, ", ".join(sorted(unknown))))
         selector = str(entry.get("gpu", "")).strip()
-        if not selector or not (selector == "all" or selector.isdigit() or re.match(r"^GPU-[0-9a-fA-F-]+$", selector)):
+        if not selector or not (selector == "all" or selector.isdigit() or re.match(r"^GPU-[0-9a-fA-F-]+\Z", selector)):
             raise MigError("%s.gpu: %r is not a GPU index, a GPU UUID (GPU-...) or all" % (where, entry.get("gpu")))
         if selector in seen:
             raise MigError("%s.gpu: %s is named twice" % (where, selector))
@@ -284,6 +284,16 @@ def _layout_instances(gpu, entry):
     return instances
 
 
+def _layout_text(profiles):
+    """A requested layout as a person reads it: every entry when short, counts per entry when long."""
+    if len(profiles) <= 8:
+        return "[%s]" % ", ".join(profiles)
+    counts = {}
+    for text in profiles:
+        counts[text] = counts.get(text, 0) + 1
+    return "[%s] (%d instances)" % (", ".join("%d x %s" % (n, text) for text, n in counts.items()), len(profiles))
+
+
 def _fit_problem(gpu, instances):
     """None when the instances fit this GPU's rules, else the reason and the nearest layout that fits."""
     rules = gpu["rules"]
@@ -296,8 +306,8 @@ def _fit_problem(gpu, instances):
         nearest = unpinned  # the same instances where the placement rules allow them
     else:
         nearest = mig_placement.nearest_fit(rules, request)
-    return "%s: layout [%s] does not fit: %s; nearest layout that fits: %s" % (
-        _label(gpu), ", ".join(request), result["reason"], "[%s]" % ", ".join(nearest) if nearest else "none")
+    return "%s: layout %s does not fit: %s; nearest layout that fits: %s" % (
+        _label(gpu), _layout_text(request), result["reason"], "[%s]" % ", ".join(nearest) if nearest else "none")
 
 
 def resolve(entries, gpus):
@@ -491,6 +501,26 @@ def _destroy(smi, gpu, instances):
         smi("mig", "-i", index, "-dgi", "-gi", ",".join(str(i["gpu_instance_id"]) for i in instances))
 
 
+def _refuse_busy_teardown(steps):
+    """MigError before any write when instances to remove or re-split sit on a GPU with compute processes.
+
+    nvidia-smi's compute-process list names the GPU, not the MIG device, and a destroy of a busy instance
+    fails half-way through a GPU's (or the host's) changes; so a GPU with processes keeps its instances,
+    and no GPU is touched (no partial teardown). Adding instances beside running work stays allowed.
+    """
+    problems = []
+    for one in steps:
+        gpu = one["gpu"]
+        touched = one["destroy"] + [instance for instance, _spec in one["recompute"]]
+        if touched and gpu["processes"]:
+            problems.append("%s: cannot remove or re-split %s while compute processes run on the GPU: %s" % (
+                _label(gpu), ", ".join(_describe(i) for i in touched),
+                ", ".join("%d (%s)" % (p["pid"], p["name"]) for p in gpu["processes"])))
+    if problems:
+        raise MigError("the requested MIG geometry cannot be applied (nothing was changed): %s; stop those processes "
+                       "and run again" % "; ".join(problems))
+
+
 def _create_cis(smi, gpu, gi_id, slices):
     ids = ",".join(str(mig_catalog.COMPUTE_INSTANCE_PROFILE_IDS[s]) for s in slices)
     smi("mig", "-i", str(gpu["index"]), "-gi", str(gi_id), "-cci", ids)
@@ -630,10 +660,12 @@ def converge(module_params, run_command, check_mode, diff):
         gpus = [_predicted(g, s) for g, s in zip([g for g in gpus if g["index"] in desired], steps)] + \
             [g for g in gpus if g["index"] not in desired]
         gpus.sort(key=lambda g: g["index"])
-    elif plan.changed and not check_mode:
-        for one in steps:
-            apply_gpu(smi, one, module_params["allow_reset"], report)
-        gpus = read_host(smi)
+    elif plan.changed:
+        _refuse_busy_teardown(steps)
+        if not check_mode:
+            for one in steps:
+                apply_gpu(smi, one, module_params["allow_reset"], report)
+            gpus = read_host(smi)
     result = plan.result(diff=diff)
     result.update(
         gpus=[geometry(g) for g in gpus],

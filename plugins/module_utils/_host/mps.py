@@ -34,9 +34,9 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract imp
 
 STOP_POLICIES = ("refuse", "drain")
 # <n>G or <n>M as the control daemon takes it; MB/GB as the environment variable also allows
-_MEM_LIMIT = re.compile(r"^(?P<n>[1-9][0-9]*)\s*(?P<unit>[MG])B?$", re.IGNORECASE)
+_MEM_LIMIT = re.compile(r"^(?P<n>[1-9][0-9]*)\s*(?P<unit>[MG])B?\Z", re.IGNORECASE)
 # a device of CUDA_VISIBLE_DEVICES / the pinned-memory limit: an index, a GPU UUID or a MIG UUID
-_DEVICE = re.compile(r"^(?:[0-9]+|GPU-[0-9a-fA-F-]{8,}|MIG-[0-9a-zA-Z/-]{8,})$")
+_DEVICE = re.compile(r"^(?:[0-9]+|GPU-[0-9a-fA-F-]{8,}|MIG-[0-9a-zA-Z/-]{8,})\Z")
 
 
 def _problem(field, text):
@@ -274,7 +274,7 @@ def _check_params(params):
         if params.get(key) is not None and params[key] < lowest:
             problems.append(_problem(key, "must be at least %d, got %s" % (lowest, params[key])))
     for key in params.get("environment") or {}:
-        if not re.match(r"^[A-Z_][A-Z0-9_]*$", str(key)):
+        if not re.match(r"^[A-Z_][A-Z0-9_]*\Z", str(key)):
             problems.append(_problem("environment", "%r is not an environment variable name" % (key,)))
     if problems:
         raise ValueError("; ".join(problems))

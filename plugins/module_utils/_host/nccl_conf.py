@@ -31,8 +31,8 @@ def _lines(text):
 
 
 # ansible.builtin.file's symbolic modes: comma-separated [ugoa]*[-+=]([rwxXst]*|[ugo])
-_SYMBOLIC_MODE = re.compile(r"^[ugoa]*[-+=](?:[rwxXst]*|[ugo])(?:,[ugoa]*[-+=](?:[rwxXst]*|[ugo]))*$")
-_CONF_LINE = re.compile(r"^(?:#[^\x00-\x1f\x7f]*|[A-Za-z_][A-Za-z0-9_]*=[^\x00-\x1f\x7f]*)$")
+_SYMBOLIC_MODE = re.compile(r"^[ugoa]*[-+=](?:[rwxXst]*|[ugo])(?:,[ugoa]*[-+=](?:[rwxXst]*|[ugo]))*\Z")
+_CONF_LINE = re.compile(r"^(?:#[^\x00-\x1f\x7f]*|[A-Za-z_][A-Za-z0-9_]*=[^\x00-\x1f\x7f]*)\Z")
 
 
 def _mode_problem(mode):
@@ -44,7 +44,7 @@ def _mode_problem(mode):
     if not isinstance(mode, str) or not mode.strip():
         return "must be an octal string such as '0644' or a symbolic mode such as 'u=rw,go=r'"
     if mode.isdigit():
-        if not re.match(r"^[0-7]{1,5}$", mode) or int(mode, 8) > 0o7777:
+        if not re.match(r"^[0-7]{1,5}\Z", mode) or int(mode, 8) > 0o7777:
             return "%r is not an octal mode (digits 0-7, at most 07777)" % mode
         return None
     if not _SYMBOLIC_MODE.match(mode):

@@ -209,7 +209,7 @@ def _quantity(value):
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     text = str(value).strip()
-    return int(text) if re.match(r"^\d+$", text) else text
+    return int(text) if re.match(r"^\d+\Z", text) else text
 
 
 def _is_gpu_resource(name):

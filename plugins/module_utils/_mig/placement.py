@@ -14,7 +14,6 @@ nvidia-smi compute-instance profile ids (NVIDIA MIG User Guide, ``nvidia-smi mig
 from __future__ import annotations
 
 import copy
-import itertools
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import (
     COMPUTE_INSTANCE_PROFILE_IDS, gpu_model, parse_profile, parted_profile_name, profile, profile_names,
@@ -309,23 +308,52 @@ def compute_split_problems(gpu_instance_profile, slices):
     return problems
 
 
+def _count_vectors(limits, total):
+    """Every tuple of counts ``c`` with ``0 <= c[i] <= limits[i]`` and ``sum(c) == total``, the largest first counts first."""
+    if not limits:
+        if total == 0:
+            yield ()
+        return
+    rest = sum(limits[1:])
+    for first in range(min(limits[0], total), max(0, total - rest) - 1, -1):
+        for tail in _count_vectors(limits[1:], total - first):
+            yield (first,) + tail
+
+
 def nearest_fit(model, request):
     """The largest part of ``request`` (a list of profiles, ``@slot`` pins allowed) that fits, or None.
 
-    Drops as few instances as possible; among equal drops keeps the most compute, then memory.
+    Drops as few instances as possible; among equal drops keeps the most compute, then memory, then the
+    earliest entries. Equal entries are interchangeable, so the search runs over how many of each distinct
+    entry to keep (a handful of profiles) rather than over subsets of the list, and never keeps more
+    instances than the GPU has memory slices (each instance takes at least one): a list of a thousand
+    entries is answered as fast as one of eight.
     """
     entry = gpu_model(model)
-    items = list(request)
-    for drop in range(1, len(items) + 1):
+    items = [str(text) for text in request]
+    distinct = list(dict.fromkeys(items))
+    found = {text: profile(entry, text.partition("@")[0]) for text in distinct}
+    limits = [min(items.count(text), found[text]["max_instances"]) for text in distinct]
+    for keep in range(min(len(items), entry["memory_slices"], sum(limits)), 0, -1):
         best = None
-        for kept in itertools.combinations(range(len(items)), len(items) - drop):
-            candidate = [items[i] for i in kept]
-            if not candidate or not place(entry, candidate)["fits"]:
+        for counts in _count_vectors(limits, keep):
+            chosen = [found[text] for text, count in zip(distinct, counts) for _copy in range(count)]
+            score = (sum(f["compute_slices"] for f in chosen), sum(f["memory_slices"] for f in chosen))
+            if score[0] > entry["compute_slices"] or score[1] > entry["memory_slices"]:
                 continue
-            found = [profile(entry, str(text).partition("@")[0]) for text in candidate]
-            score = (sum(f["compute_slices"] for f in found), sum(f["memory_slices"] for f in found))
-            if best is None or score > best[0]:
-                best = (score, candidate)
+            if best is not None and score < best[0]:
+                continue
+            remaining = dict(zip(distinct, counts))
+            kept = []
+            for index, text in enumerate(items):
+                if remaining[text]:
+                    remaining[text] -= 1
+                    kept.append(index)
+            candidate = [items[i] for i in kept]
+            if best is not None and (score, [-i for i in kept]) <= (best[0], best[1]):
+                continue
+            if place(entry, candidate)["fits"]:
+                best = (score, [-i for i in kept], candidate)
         if best is not None:
-            return best[1]
+            return best[2]
     return None

@@ -35,7 +35,7 @@ class NvsmiError(ValueError):
     """nvidia-smi answered with an error, or with text that is not the expected output."""
 
 
-_NOTHING_FOUND = re.compile(r"^\s*No\b.*\bfound\.?\s*$", re.IGNORECASE)
+_NOTHING_FOUND = re.compile(r"^\s*No\b.*\bfound\.?\s*\Z", re.IGNORECASE)
 _NOT_AVAILABLE = ("n/a", "[n/a]", "[not supported]", "not supported", "[insufficient permissions]", "[unknown error]",
                   "[gpu is lost]", "")
 
@@ -50,7 +50,7 @@ def _lines(text):
 
 def _nothing_or_error(lines, what):
     """[] when nvidia-smi said there is nothing; NvsmiError with its message otherwise."""
-    meaningful = [line.strip() for line in lines if line.strip() and not re.match(r"^[+|=\-\s]*$", line)]
+    meaningful = [line.strip() for line in lines if line.strip() and not re.match(r"^[+|=\-\s]*\Z", line)]
     if not meaningful or any(_NOTHING_FOUND.match(line) for line in meaningful):
         return []
     raise NvsmiError("no %s in the nvidia-smi output: %s" % (what, " ".join(meaningful)[:300]))
@@ -72,9 +72,9 @@ def _number(text):
     text = _value(text)
     if text is None:
         return None
-    if re.match(r"^-?\d+$", text):
+    if re.match(r"^-?\d+\Z", text):
         return int(text)
-    if re.match(r"^-?\d+\.\d+$", text):
+    if re.match(r"^-?\d+\.\d+\Z", text):
         return float(text)
     return text
 
@@ -90,7 +90,7 @@ def _mig_name(name):
 _LIST_TOKEN = re.compile(
     r"(?P<gpu>GPU\s+(?P<gpu_index>\d+):\s+(?P<gpu_name>[^\n]+?)\s+\(UUID:\s*(?P<gpu_uuid>GPU-[0-9A-Fa-f-]+)\))"
     r"|(?P<mig>MIG\s+(?P<profile>\S+)\s+Device\s+(?P<mig_index>\d+):\s+\(UUID:\s*(?P<mig_uuid>MIG-[^)\s]+)\))")
-_OLD_MIG_UUID = re.compile(r"^MIG-(GPU-[0-9A-Fa-f-]+)/(\d+)/(\d+)$")
+_OLD_MIG_UUID = re.compile(r"^MIG-(GPU-[0-9A-Fa-f-]+)/(\d+)/(\d+)\Z")
 
 
 def parse_list(text):
@@ -158,8 +158,8 @@ def listing_problems(text, profile, count=1, exact=False):
 
 _LGIP_ROW = re.compile(
     r"^\|\s*(?P<gpu>\d+)\s+(?P<name>MIG\s+\S+)\s+(?P<id>\d+)\s+(?P<free>\d+)/(?P<total>\d+)\s+(?P<memory>[\d.]+|N/A)"
-    r"\s+(?P<p2p>\S+)\s+(?P<sm>\d+|N/A)\s+(?P<dec>\d+|N/A)\s+(?P<enc>\d+|N/A)\s*\|\s*$")
-_LGIP_ROW2 = re.compile(r"^\|\s+(?P<ce>\d+|N/A)\s+(?P<jpeg>\d+|N/A)\s+(?P<ofa>\d+|N/A)\s*\|\s*$")
+    r"\s+(?P<p2p>\S+)\s+(?P<sm>\d+|N/A)\s+(?P<dec>\d+|N/A)\s+(?P<enc>\d+|N/A)\s*\|\s*\Z")
+_LGIP_ROW2 = re.compile(r"^\|\s+(?P<ce>\d+|N/A)\s+(?P<jpeg>\d+|N/A)\s+(?P<ofa>\d+|N/A)\s*\|\s*\Z")
 
 
 def parse_gi_profiles(text):
@@ -203,7 +203,7 @@ def parse_gi_placements(text):
 
 _LGI_ROW = re.compile(
     r"^\|\s*(?P<gpu>\d+)\s+(?P<name>MIG\s+\S+)\s+(?P<profile_id>\d+)\s+(?P<instance_id>\d+)\s+(?P<start>\d+):(?P<size>\d+)"
-    r"\s*\|\s*$")
+    r"\s*\|\s*\Z")
 
 
 def parse_gi(text):
@@ -218,7 +218,7 @@ def parse_gi(text):
 
 _LCI_ROW = re.compile(
     r"^\|\s*(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<name>MIG\s+\S+)\s+(?P<profile_id>\d+)\s+(?P<instance_id>\d+)"
-    r"(?:\s+(?P<start>\d+):(?P<size>\d+))?\s*\|\s*$")
+    r"(?:\s+(?P<start>\d+):(?P<size>\d+))?\s*\|\s*\Z")
 
 
 def parse_ci(text):
@@ -243,7 +243,7 @@ def parse_ci(text):
 
 
 def _field_name(header):
-    return re.sub(r"\s*\[[^\]]*\]\s*$", "", header.strip())
+    return re.sub(r"\s*\[[^\]]*\]\s*\Z", "", header.strip())
 
 
 def parse_query_csv(text, fields=None):
@@ -261,7 +261,7 @@ def parse_query_csv(text, fields=None):
         return []
     rows = list(csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True))
     header = [_field_name(cell) for cell in rows[0]]
-    looks_like_header = all(re.match(r"^[a-z_]+(\.[a-z_0-9]+)*$", cell) for cell in header) and (
+    looks_like_header = all(re.match(r"^[a-z_]+(\.[a-z_0-9]+)*\Z", cell) for cell in header) and (
         fields is None or header == list(fields))
     if looks_like_header:
         fields = fields or header
@@ -315,7 +315,7 @@ def parse_query_xml(text):
                         "jpg_count"):
                 item[key] = _number(_text(shared, key)) if shared is not None else None
             total = _text(device, "fb_memory_usage/total")
-            item["memory_total_mib"] = _number(re.sub(r"\s*MiB$", "", total)) if total else None
+            item["memory_total_mib"] = _number(re.sub(r"\s*MiB\Z", "", total)) if total else None
             devices.append(item)
         gpus.append(dict(id=gpu.get("id"), product_name=_text(gpu, "product_name"), uuid=_text(gpu, "uuid"),
                          mig_mode=dict(current=_text(gpu, "mig_mode/current_mig"),
@@ -342,8 +342,8 @@ _MESSAGES = (
     ("mig_enabled", re.compile(r"Enabled MIG Mode for GPU " + _BUS_ID)),
     ("mig_disabled", re.compile(r"Disabled MIG Mode for GPU " + _BUS_ID)),
     ("mig_pending", re.compile(r"MIG mode is in pending (?P<state>enable|disable) state for GPU " + _BUS_ID
-                               + r"(?::\s*(?P<reason>.*))?$")),
-    ("error", re.compile(r"^(?P<message>(?:Unable to|Failed to|Option .* is not recognized|Error:).*)$")),
+                               + r"(?::\s*(?P<reason>.*))?\Z")),
+    ("error", re.compile(r"^(?P<message>(?:Unable to|Failed to|Option .* is not recognized|Error:).*)\Z")),
 )
 
 

@@ -45,7 +45,7 @@ def network_operator_keys(version):
 
 # A server version with a semver pre-release part: v1.33.5-gke.1234, v1.34.3-eks-ac2d5a0 (build metadata, +k3s1,
 # is no pre-release).
-_PRERELEASE_SERVER = re.compile(r"^v?\d+\.\d+\.\d+-[0-9A-Za-z.-]+(?:\+[0-9A-Za-z.-]+)?$")
+_PRERELEASE_SERVER = re.compile(r"^v?\d+\.\d+\.\d+-[0-9A-Za-z.-]+(?:\+[0-9A-Za-z.-]+)?\Z")
 _PRERELEASE_COMPARATOR = re.compile(r"\d+(?:\.\d+){0,2}-[0-9A-Za-z]")
 
 
@@ -151,7 +151,7 @@ def network_operator_plan(options, hosts=None):
     resources = []
     if plugin.get("enabled", True):
         resource_name = plugin.get("resource_name") or RDMA_SHARED_RESOURCE
-        _require(re.match(r"^[a-z0-9_]+$", resource_name) is not None,
+        _require(re.match(r"^[a-z0-9_]+\Z", resource_name) is not None,
                  "rdma_shared_device_plugin.resource_name: %r must be lowercase letters, digits and '_'", resource_name)
         hca_max = plugin.get("rdma_hca_max", 63)
         _require(isinstance(hca_max, int) and 1 <= hca_max <= 1000,
@@ -179,7 +179,7 @@ def network_operator_plan(options, hosts=None):
         _require(ipam == "nv-ipam", "%s: IP pools are nv-ipam objects, and ipam is %s", option, ipam)
         name = _dns_subdomain(option + ".name", pool.get("name"))
         _require(name not in pools, "%s.name: %s is defined twice", option, name)
-        _require(bool(re.match(r"^\d+\.\d+\.\d+\.\d+/\d+$", str(pool.get("subnet") or ""))),
+        _require(bool(re.match(r"^\d+\.\d+\.\d+\.\d+/\d+\Z", str(pool.get("subnet") or ""))),
                  "%s.subnet: %r is not an IPv4 CIDR", option, pool.get("subnet"))
         block = pool.get("per_node_block_size", 16)
         _require(isinstance(block, int) and block >= 2, "%s.per_node_block_size must be 2 or more, got %r", option, block)

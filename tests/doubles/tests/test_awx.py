@@ -168,3 +168,21 @@ def test_requests_without_the_token_are_refused(awx):
     response = requests.get(awx.url + "/api/v2/job_templates/", timeout=10)
     assert response.status_code == 401
     assert response.headers["X-API-Product-Name"] == "AWX"
+
+
+def test_a_launch_sends_every_default_and_needs_every_required_answer(awx, api, template):
+    """AWX's _update_unified_job_kwargs: a question's default (even '') is an extra var of every launch."""
+    spec = {"name": "s", "description": "", "spec": [
+        QUESTION, dict(QUESTION, variable="prefix", type="text", default=""),
+        {"question_name": "Zone", "variable": "zone", "type": "text", "required": True},
+        {"question_name": "Pool", "variable": "pool", "type": "text", "required": False}]}
+    assert api("POST", "job_templates/%d/survey_spec/" % template["id"], spec) == (200, None)
+    assert api("PATCH", "job_templates/%d/" % template["id"], {"survey_enabled": True})[0] == 200
+    assert awx.launch_extra_vars(template["id"], {"zone": "a"}) == {"nodes": 2, "prefix": "", "zone": "a"}
+    assert awx.launch_extra_vars(template["id"], {"zone": "a", "nodes": 4, "pool": "p"}) == {
+        "nodes": 4, "prefix": "", "zone": "a", "pool": "p"}
+    with pytest.raises(Exception, match="'zone' value missing"):
+        awx.launch_extra_vars(template["id"], {})
+    assert api("PATCH", "job_templates/%d/" % template["id"], {"survey_enabled": False})[0] == 200
+    assert awx.launch_extra_vars(template["id"], {}) == {}, "a disabled survey adds nothing"
+    assert api("DELETE", "job_templates/%d/survey_spec/" % template["id"]) == (200, None)

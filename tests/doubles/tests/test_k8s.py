@@ -92,6 +92,34 @@ def test_selected_crds_only():
         K8sDouble(crds=["NoSuchThing"])
 
 
+def test_discovery_is_not_inherited_from_an_earlier_double_on_the_same_address():
+    """The library's default discovery cache is a file in the shared temp folder keyed by host and port: an
+    earlier double's discovery left there (here: one that served every CRD) must not leak into this double."""
+    import hashlib
+    import os
+    import tempfile
+    with K8sDouble() as everything:
+        cache = os.path.join(everything._tmpdir, "full.json")
+        kubernetes.dynamic.DynamicClient(everything.api_client(), cache_file=cache).resources.get(
+            api_version="nvidia.com/v1", kind="ClusterPolicy")
+        with open(cache, encoding="utf-8") as handle:
+            stale = handle.read()
+    with K8sDouble(crds=["Network"]) as double:
+        default_cache = os.path.join(tempfile.gettempdir(), "osrcp-%s.json" % hashlib.md5(double.url.encode("utf-8")).hexdigest())
+        try:
+            with open(default_cache, "w", encoding="utf-8") as handle:
+                handle.write(stale)
+            # the stale file is really read by a client on the library default ...
+            leaky = kubernetes.dynamic.DynamicClient(double.api_client())
+            assert leaky.resources.get(api_version="nvidia.com/v1", kind="ClusterPolicy").kind == "ClusterPolicy"
+            # ... and ignored by the double's own client
+            with pytest.raises(kubernetes.dynamic.exceptions.ResourceNotFoundError):
+                double.dynamic_client().resources.get(api_version="nvidia.com/v1", kind="ClusterPolicy")
+        finally:
+            if os.path.exists(default_cache):
+                os.remove(default_cache)
+
+
 # ----------------------------------------------------------------------------- CRUD semantics
 
 def test_namespaces_and_namespaced_objects(core):

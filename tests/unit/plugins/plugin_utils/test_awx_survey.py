@@ -27,14 +27,12 @@ def test_each_askable_type_becomes_its_question():
     by_variable = {q["variable"]: q for q in survey.questions(SPECS)}
     assert list(by_variable) == ["cluster", "fabric", "node_count", "threshold", "zones", "token"]
     assert by_variable["cluster"] == {"question_name": "Name of the GKE cluster", "variable": "cluster",
-                                      "question_description": "Name of the GKE cluster. Must exist.",
-                                      "required": True, "type": "text"}
+                                      "question_description": "Name of the GKE cluster. Must exist. Unanswered: the "
+                                                              "inventory's value (the role requires one).",
+                                      "required": False, "type": "text"}
     assert by_variable["fabric"]["type"] == "multiplechoice" and by_variable["fabric"]["choices"] == ["tcpx", "tcpxo"]
-    assert by_variable["fabric"]["default"] == "tcpxo"
-    assert (by_variable["node_count"]["type"], by_variable["node_count"]["default"]) == ("integer", 2)
-    assert (by_variable["threshold"]["type"], by_variable["threshold"]["default"]) == ("float", 0.9)
-    assert by_variable["zones"]["type"] == "multiselect" and by_variable["zones"]["default"] == "a\nb"
-    assert by_variable["token"]["type"] == "password" and "default" not in by_variable["token"]
+    assert by_variable["node_count"]["type"] == "integer" and by_variable["threshold"]["type"] == "float"
+    assert by_variable["zones"]["type"] == "multiselect" and by_variable["token"]["type"] == "password"
     assert by_variable["node_count"]["question_name"] == "node_count", "no description: the variable is the name"
 
 
@@ -73,5 +71,18 @@ def test_survey_spec_asks_a_shared_variable_once():
         dict(argument_specs=SPECS, role="gke", entry_point="teardown"),
     ], "Deploy", "GKE GPUDirect")
     assert [q["variable"] for q in spec["spec"]] == ["cluster", "node_count"]
-    assert spec["spec"][0]["required"] is True, "the first source wins"
+    assert spec["spec"][0]["question_description"].endswith("(the role requires one)."), "the first source wins"
     assert survey.survey_spec([dict(argument_specs=SPECS, options=[])], "Nothing") == {}
+
+
+def test_no_question_overrides_the_inventory_unless_answered():
+    """AWX adds every question's default (when not None) to the extra vars of each launch, and a required question
+    must be answered: either would override each host's inventory value (see the engine's docstring)."""
+    items = survey.questions(SPECS)
+    assert all("default" not in q and q["required"] is False for q in items), items
+    by_variable = {q["variable"]: q for q in items}
+    # what the role does with an unanswered question is in the description, not in a default
+    assert by_variable["fabric"]["question_description"] == (
+        "Fabric. Unanswered: the inventory's value, else the role's default (tcpxo).")
+    assert by_variable["zones"]["question_description"].endswith("else the role's default (a, b).")
+    assert "not-shown" not in by_variable["token"]["question_description"], "a no_log default is never shown"

@@ -69,6 +69,18 @@ def test_secrets_are_found_at_any_depth_by_path_only():
     assert "c2VjcmV0" not in repr(names.manifest_problems(manifests))
 
 
+@pytest.mark.parametrize("kind", ["Secret", "secret", "secrets", "Secrets", "SECRETS", " Secret ", "sEcReT"])
+def test_every_spelling_the_api_resolves_to_a_secret_is_refused(kind):
+    secret = dict(SECRET, kind=kind)
+    assert names.secret_paths([CM, secret]) == ["apply_manifests[1]"]
+    assert names.manifest_problems([secret])[0].startswith("apply_manifests[0]: a Secret cannot go through")
+
+
+@pytest.mark.parametrize("kind", ["SecretProviderClass", "SealedSecret", "ExternalSecret", "secretstore", "ConfigMap", None, 7])
+def test_kinds_that_only_contain_the_word_are_not_secrets(kind):
+    assert names.is_secret_kind(kind) is False
+
+
 def test_flatten_puts_list_items_in_place():
     assert names.flatten([NS, {"kind": "List", "items": [CM, {"kind": "ConfigMapList", "items": [CM]}]}]) == [NS, CM, CM]
 

@@ -79,6 +79,13 @@ def test_shell_quoting():
     assert exports == "export A='x y'\nexport B='it'\"'\"'s'\nexport C=plain-1.0\nexport D=''\n"
 
 
+def test_a_trailing_newline_is_quoted_not_passed_to_the_shell():
+    """``x\n`` once looked plain to a ``$``-anchored check and reached the shell unquoted: the newline ended the export."""
+    exports = nccl.as_exports({"NCCL_DEBUG": "INFO\ntouch /tmp/pwned"})
+    assert exports == "export NCCL_DEBUG='INFO\ntouch /tmp/pwned'\n"
+    assert nccl.as_exports({"A": "x\n"}) == "export A='x\n'\n"
+
+
 def test_exports_evaluate_in_a_real_shell():
     import subprocess  # pylint: disable=import-outside-toplevel
 

@@ -165,6 +165,12 @@ INVALID = [
     ("H100-80GB", [dict(gpu="0", profiles=[dict(profile="3g.40gb", cis=[1])])], "unknown keys cis"),
     ("H100-80GB x2", [dict(gpu="all", profiles=["7g.80gb"]), dict(gpu="1", profiles=["4g.40gb", "4g.40gb"])],
      "GPU 1 (H100-80GB): layout [4g.40gb, 4g.40gb]"),
+    # long lists are answered at once (they took minutes when the nearest layout was searched over subsets)
+    ("H100-80GB", [dict(gpu="0", profiles=["1g.10gb"] * 1000)],
+     "GPU 0 (H100-80GB): layout [1000 x 1g.10gb] (1000 instances) does not fit: 1000 x 1g.10gb requested, H100-80GB allows at most 7"),
+    ("H100-80GB", [dict(gpu="0", profiles=["1g.10gb"] * 1000)], "nearest layout that fits: [%s]" % ", ".join(["1g.10gb"] * 7)),
+    ("H100-80GB", [dict(gpu="0", profiles=["3g.40gb", "2g.20gb", "1g.10gb", "4g.40gb"] * 5)],
+     "layout [5 x 3g.40gb, 5 x 2g.20gb, 5 x 1g.10gb, 5 x 4g.40gb] (20 instances) does not fit"),
 ]
 
 
@@ -243,3 +249,36 @@ def test_offline_plan_exports_compute_instance_splits():
         "devices": [0, 1], "device-filter": ["0x233010DE", "0x233110DE", "0x232210DE", "0x232410DE"],
         "mig-enabled": True, "mig-devices": {"2c.4g.40gb": 2, "3g.40gb": 1}}]
     assert result["mig_parted_differences"] == []
+
+
+def test_instances_in_use_are_not_removed_and_no_gpu_is_touched():
+    """A process on one MIG instance of GPU 1: a new layout for both GPUs destroys nothing anywhere (no partial teardown)."""
+    host = Host("A100-40GB x2")
+    host.apply([dict(gpu="all", profiles=["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"])])
+    busy_gi = host.state["gpus"][1]["gpu_instances"][0]["id"]
+    fake.control(["process", "add", "1", "4242", "python3", str(busy_gi)], host.state)
+    before = [host.geometry(0), host.geometry(1)]
+    for check in (True, False):
+        with pytest.raises(_mig_host.MigError) as err:
+            host.apply([dict(gpu="all", profiles=["7g.40gb"])], check=check)
+        assert host.writes == []
+        assert [host.geometry(0), host.geometry(1)] == before
+    message = str(err.value)
+    assert message.startswith("the requested MIG geometry cannot be applied (nothing was changed): GPU 1 (A100-40GB): "
+                              "cannot remove or re-split ")
+    assert "while compute processes run on the GPU: 4242 (python3); stop those processes" in message
+    assert "GPU 0" not in message
+    # re-splitting compute instances of a busy GPU is refused the same way; adding beside running work is not
+    with pytest.raises(_mig_host.MigError):
+        host.apply([dict(gpu="1", profiles=[dict(profile="3g.20gb", compute_instances=[1, 1, 1]), "2g.10gb", "1g.5gb",
+                                            "1g.5gb"])])
+    fake.control(["process", "clear"], host.state)
+    host.apply([dict(gpu="1", profiles=["3g.20gb"])])
+    fake.control(["process", "add", "1", "4243", "python3", str(host.state["gpus"][1]["gpu_instances"][0]["id"])],
+                 host.state)
+    result = host.apply([dict(gpu="1", profiles=["3g.20gb", "2g.10gb"])])
+    assert result["changed"] and all(" -cgi " in w for w in host.writes)
+    # the processes end: the same change goes through
+    fake.control(["process", "clear"], host.state)
+    assert host.apply([dict(gpu="all", profiles=["7g.40gb"])])["changed"]
+    assert host.geometry(0) == host.geometry(1) == [("7g.40gb", 0, (7,))]

@@ -222,3 +222,46 @@ def test_layout_forms():
         mig_placement.normalize_layout("A100-40GB", [{"7g.40gb": 1}, {"4g.20gb": 1, "3g.20gb": 1, "1g.5gb": 1}], 2)
     with pytest.raises(ValueError, match="gpus must be a whole number"):
         mig_placement.normalize_layout("A100-40GB", "1g.5gb", 0)
+
+
+# ---------------------------------------------------------------------------------- nearest_fit
+
+@pytest.mark.parametrize("request_, nearest", [
+    (["4g.20gb", "4g.20gb"], ["4g.20gb"]),                                      # one too many: drop one
+    (["1g.5gb", "3g.20gb", "4g.20gb", "4g.20gb"], ["3g.20gb", "4g.20gb"]),      # drop two, keep the most compute
+    (["3g.20gb@0", "3g.20gb@4", "4g.20gb@0"], ["3g.20gb@4", "4g.20gb@0"]),      # pins: 7 compute beats 6
+    (["4g.20gb@0", "4g.20gb"], ["4g.20gb@0"]),                                  # equal score: the earlier entry
+    (["7g.40gb", "1g.5gb", "1g.5gb"], ["1g.5gb", "1g.5gb"]),                    # two instances beat one larger
+    (["1g.5gb@0", "1g.5gb@0"], ["1g.5gb@0"]),
+    (["3g.20gb", "3g.20gb@4", "3g.20gb"], ["3g.20gb", "3g.20gb@4"]),             # equal score: entries 0 and 1, not 0 and 2
+])
+def test_nearest_fit_drops_fewest_then_keeps_most_compute(request_, nearest):
+    assert mig_placement.nearest_fit("A100-SXM4-40GB", request_) == nearest
+    assert mig_placement.place("A100-SXM4-40GB", nearest)["fits"]
+
+
+def test_nearest_fit_of_a_long_list_tries_few_layouts(monkeypatch):
+    """A thousand equal entries are one distinct entry: at most 7 fit, found with a handful of placement searches."""
+    calls = []
+    real_place = mig_placement.place
+    monkeypatch.setattr(mig_placement, "place", lambda model, request: calls.append(len(request)) or real_place(model, request))
+    assert mig_placement.nearest_fit("A100-SXM4-40GB", ["1g.5gb"] * 1000) == ["1g.5gb"] * 7
+    assert len(calls) <= 2 and max(calls) <= 8
+    calls.clear()
+    mixed = ["1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", "1g.10gb"] * 200
+    nearest = mig_placement.nearest_fit("A100-SXM4-40GB", mixed)
+    assert real_place("A100-SXM4-40GB", nearest)["fits"] and len(nearest) == 7
+    assert len(calls) < 500
+
+
+def test_nearest_fit_none_when_nothing_fits():
+    assert mig_placement.nearest_fit("A100-SXM4-40GB", []) is None
+    with pytest.raises(ValueError):
+        mig_placement.nearest_fit("A100-SXM4-40GB", ["9g.99gb"])
+
+
+def test_count_vectors_lists_every_split_largest_first_counts_first():
+    assert list(mig_placement._count_vectors([2, 1], 2)) == [(2, 0), (1, 1)]
+    assert list(mig_placement._count_vectors([3, 2, 1], 3)) == [(3, 0, 0), (2, 1, 0), (2, 0, 1), (1, 2, 0), (1, 1, 1), (0, 2, 1)]
+    assert list(mig_placement._count_vectors([1, 1], 3)) == []
+    assert list(mig_placement._count_vectors([], 0)) == [()]
