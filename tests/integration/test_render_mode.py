@@ -26,6 +26,8 @@ from ansible_collections.gpu_ops.cluster.tests.integration.conftest import (
 
 AKS_MIG = str(REPO_ROOT / "playbooks" / "aks_mig.yml")
 MARKER = ".gpu_ops_render"
+AKS = {"extra_args": ("-i", str(REPO_ROOT / "inventories" / "aks")),
+       "env": {"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000"}}
 
 
 def _files(folder):
@@ -88,8 +90,8 @@ def test_no_inventory_of_the_repository_turns_render_mode_on():
 
 
 def test_the_default_configuration_does_not_render_aks_mig(tmp_path):
-    """The user's case: `ansible-playbook playbooks/aks_mig.yml` from the repository root, no -e."""
-    root, result = _run_from_repository_copy(tmp_path, "playbooks/aks_mig.yml")
+    """The user's case: `ansible-playbook -i inventories/aks playbooks/aks_mig.yml` from the repository root, no -e."""
+    root, result = _run_from_repository_copy(tmp_path, "-i", "inventories/aks", "playbooks/aks_mig.yml")
     assert not (root / "rendered").exists(), "a plan was written without -e gpu_ops_render_dir:\n" + result.output
     assert "RENDER MODE" not in result.stdout, result.output
     pool = result.task("Create the multi-instance GPU node pool")
@@ -102,7 +104,7 @@ def test_the_default_configuration_does_not_render_aks_mig(tmp_path):
 
 def test_a_render_run_starts_and_ends_with_the_banner(run_playbook, tmp_path):
     render = tmp_path / "plan"
-    result = run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
+    result = run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(render)}, **AKS).assert_ok()
     outputs = _outputs(result)
     first, last = outputs[0], outputs[-1]
     assert first["action"].endswith("debug") and first["result"]["msg"] == (
@@ -116,7 +118,8 @@ def test_a_render_run_starts_and_ends_with_the_banner(run_playbook, tmp_path):
 
 def test_a_live_run_prints_no_banner(run_playbook, tmp_path):
     """Without gpu_ops_render_dir the notice plays skip (here the playbook stops before anything is sent)."""
-    result = run_playbook(AKS_MIG, extra_vars={"aks_mig_gpu_instance_profile": "MIG9g"}, env=_no_azure_login_env(tmp_path))
+    result = run_playbook(AKS_MIG, extra_vars={"aks_mig_gpu_instance_profile": "MIG9g"}, env=_no_azure_login_env(tmp_path),
+                          extra_args=AKS["extra_args"])
     assert "RENDER MODE" not in result.stdout, result.output
     assert [r for r in result.results if "render_notice" in r["task"] and r["status"] != "skipped"
             and not r["action"].endswith("validate_argument_spec")] == []
@@ -126,9 +129,9 @@ def test_a_live_run_prints_no_banner(run_playbook, tmp_path):
 
 def test_rendering_twice_gives_the_files_of_once(run_playbook, tmp_path):
     once, twice = tmp_path / "once", tmp_path / "twice"
-    run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(once)}).assert_ok()
-    run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(twice)}).assert_ok()
-    second = run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(twice)}).assert_ok()
+    run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(once)}, **AKS).assert_ok()
+    run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(twice)}, **AKS).assert_ok()
+    second = run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(twice)}, **AKS).assert_ok()
     assert _files(twice) == _files(once)
     assert [p.name for p in (twice / "requests").iterdir()] == ["001-arm-put-agentPools_migpool.json"]
     assert "RENDER MODE: removed the earlier plan from %s" % twice in second.stdout, second.output
@@ -136,7 +139,7 @@ def test_rendering_twice_gives_the_files_of_once(run_playbook, tmp_path):
 
 def test_the_rest_of_a_half_failed_plan_is_replaced(run_playbook, tmp_path):
     fresh, render = tmp_path / "fresh", tmp_path / "render"
-    run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(fresh)}).assert_ok()
+    run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(fresh)}, **AKS).assert_ok()
     # an earlier, half-failed run: its marker, requests of another plan, a step this plan does not have
     (render / "requests").mkdir(parents=True)
     for index in range(1, 9):
@@ -146,7 +149,7 @@ def test_the_rest_of_a_half_failed_plan_is_replaced(run_playbook, tmp_path):
     (render / MARKER).write_text("written_by: gpu_ops.cluster\nplaybook: gke_gpudirect.yml\ncomplete: false\n", encoding="utf-8")
     # something of the user's, next to the plan: kept
     (render / "NOTES.md").write_text("mine\n", encoding="utf-8")
-    run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
+    run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(render)}, **AKS).assert_ok()
     assert _files(render) == sorted(_files(fresh) + ["NOTES.md"])
     assert (render / "NOTES.md").read_text(encoding="utf-8") == "mine\n"
 
@@ -159,7 +162,7 @@ def test_a_non_empty_folder_without_the_marker_is_refused_and_untouched(run_play
     (render / "requests" / "001-keep.json").write_text("{}\n", encoding="utf-8")
     (render / "notes.txt").write_text("keep me\n", encoding="utf-8")
     before = {path: (render / path).read_text(encoding="utf-8") for path in _files(render)}
-    result = run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(render)}).assert_failed()
+    result = run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(render)}, **AKS).assert_failed()
     assert "Refusing to render into %s" % render in result.output
     assert {path: (render / path).read_text(encoding="utf-8") for path in _files(render)} == before
     assert not (render / MARKER).exists()

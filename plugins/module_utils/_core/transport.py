@@ -18,6 +18,7 @@ Nothing here logs headers, so credentials never reach a log or a result.
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import random
@@ -347,7 +348,12 @@ def _decode(raw):
 
 
 class RenderLog:
-    """Numbered request files under ``<render_dir>/requests/``, continuing across module runs."""
+    """Numbered request files under ``<render_dir>/requests/``, continuing across module runs.
+
+    Several module runs may record at once (one per inventory host, in parallel worker processes, as when a
+    playbook renders every cluster of a fleet): the folder itself is locked (``flock``, no lock file in the
+    plan) while a number is chosen and its file written, so every request gets its own number and none is
+    overwritten."""
 
     _lock = threading.Lock()
 
@@ -357,12 +363,17 @@ class RenderLog:
     def record(self, api, method, url, body):
         with self._lock:
             os.makedirs(self.folder, exist_ok=True)
-            index = 1 + max([int(n.split("-", 1)[0]) for n in os.listdir(self.folder) if n[:3].isdigit()] or [0])
-            name = "%03d-%s-%s-%s.json" % (index, api, method.lower(), _slug(url))
-            path = os.path.join(self.folder, name)
-            with open(path, "w") as handle:
-                json.dump(dict(api=api, method=method, url=url, body=body), handle, indent=2, sort_keys=True)
-                handle.write("\n")
+            folder = os.open(self.folder, os.O_RDONLY)
+            try:
+                fcntl.flock(folder, fcntl.LOCK_EX)
+                index = 1 + max([int(n.split("-", 1)[0]) for n in os.listdir(self.folder) if n[:3].isdigit()] or [0])
+                name = "%03d-%s-%s-%s.json" % (index, api, method.lower(), _slug(url))
+                path = os.path.join(self.folder, name)
+                with open(path, "w") as handle:
+                    json.dump(dict(api=api, method=method, url=url, body=body), handle, indent=2, sort_keys=True)
+                    handle.write("\n")
+            finally:
+                os.close(folder)  # releases the lock
             return path
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import multiprocessing
 import os
 import socket
 import threading
@@ -20,6 +21,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport im
     ApiError,
     CredentialsError,
     HttpClient,
+    RenderLog,
     RenderSession,
     RetryPolicy,
     Secrets,
@@ -184,6 +186,27 @@ def test_render_numbering_continues_across_runs(tmp_path):
         session = RenderSession(str(tmp_path), "arm", lambda m, u, b: {})
         HttpClient(session).request("PUT", "https://arm.example/subscriptions/s/x", body={})
     assert sorted(os.listdir(tmp_path / "requests")) == ["001-arm-put-s_x.json", "002-arm-put-s_x.json"]
+
+
+def _record_many(render_dir, start, count):
+    start.wait()
+    for dummy in range(count):
+        RenderLog(render_dir).record("arm", "PUT", "https://arm.example/subscriptions/s/agentPools/migpool", {})
+
+
+def test_render_numbering_is_unique_across_parallel_processes(tmp_path):
+    """Ansible renders several inventory hosts at once, one worker process each: no number twice, no file lost."""
+    context = multiprocessing.get_context("fork")
+    start = context.Event()
+    workers = [context.Process(target=_record_many, args=(str(tmp_path), start, 25)) for dummy in range(6)]
+    for worker in workers:
+        worker.start()
+    start.set()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    names = sorted(os.listdir(tmp_path / "requests"))
+    assert names == ["%03d-arm-put-agentPools_migpool.json" % index for index in range(1, 151)]
 
 
 # ---------------------------------------------------------------- credentials: checked, then scrubbed everywhere
