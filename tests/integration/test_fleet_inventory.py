@@ -30,6 +30,7 @@ ROLES_BY_GROUP = {
                       {"gcp_gpu_vpcs_project", "gcp_gpu_vpcs_cluster", "gcp_gpu_vpcs_location", "gcp_gpu_vpcs_gpudirect"}),
                      ("nccl_test", "main", set())],
     "aks_clusters": [("nvidia_device_plugin", "main", set())],
+    "k8s_clusters": [("network_operator", "main", set()), ("gpu_operator", "main", set()), ("rdma_test", "main", set())],
 }
 
 
@@ -76,6 +77,7 @@ def fleet():
 def test_the_fleet_has_every_layout(fleet):
     counts = {group: len(fleet.groups[group]) for group in ("a3_high_tcpx", "a3_mega_tcpxo", "aks_mig", "gpu_hosts")}
     assert all(count >= 2 for count in counts.values()), counts
+    assert fleet.groups["k8s_clusters"], "the GPU Operator job template needs a Kubernetes cluster of the GPU hosts"
 
 
 @pytest.mark.parametrize("group", sorted(ROLES_BY_GROUP))
