@@ -258,12 +258,12 @@ def _instances_text(instances):
 _MIG_KINDS = {"gpu_instance": ("GPU instance", "GPU instances"), "compute_instance": ("compute instance", "compute instances")}
 
 
-def _change_text(action, kind):
-    """``create %d GPU instances`` (a format for the count), ``update MIG mode`` (no count: one per GPU)."""
+def _change_text(action, kind, count):
+    """``create 4 GPU instances`` of one GPU; ``update MIG mode`` (one per GPU, no count)."""
     if kind == "mig_mode":
-        return "%s MIG mode" % action + "%.0s"
+        return "%s MIG mode" % action
     one, many = _MIG_KINDS.get(kind, (str(kind).replace("_", " "),) * 2)
-    return "%s %%d %s" % (action, many if one != many else one)
+    return "%s %d %s" % (action, count, one if count == 1 else many)
 
 
 def mig_rows(plan):
@@ -276,7 +276,7 @@ def mig_rows(plan):
             continue
         match = re.match(r"^gpu(\d+)", str(change.get("name") or ""))
         if match:
-            key = _change_text(change.get("action"), change.get("kind"))
+            key = (str(change.get("action")), str(change.get("kind")))
             per_gpu.setdefault(int(match.group(1)), {}).setdefault(key, 0)
             per_gpu[int(match.group(1))][key] += 1
     rows = []
@@ -286,7 +286,7 @@ def mig_rows(plan):
         index = gpu.get("index")
         mode = "on" if gpu.get("mig_mode_pending", gpu.get("mig_mode_current")) else "off"
         done = per_gpu.get(index, {})
-        change = ", ".join(k % done[k] for k in sorted(done)) or "none"
+        change = ", ".join(_change_text(a, k, done[(a, k)]) for a, k in sorted(done)) or "none"
         row = [str(gpu.get("model") or gpu.get("name") or "?"), mode, _instances_text(gpu.get("instances") or []), change]
         follows = isinstance(index, int) and bool(rows) and rows[-1][0][1] == index - 1
         if follows and rows[-1][1:] == row:
@@ -393,7 +393,8 @@ def host_counts(plan):
         counts["cloud_" + action] += 1
     for step, state, _kind, _name, _ns in plan["objects"]:
         counts["k8s_delete" if state == "absent" else "k8s_apply"] += 1
-        counts["k8s_steps"].add(step)
+        if state != "absent":
+            counts["k8s_steps"].add(step)
     for _step, state, _release, _chart, _version, _ns in plan["releases"]:
         counts["helm_delete" if state == "absent" else "helm_install"] += 1
     for mig in plan["mig"].values():
@@ -438,8 +439,8 @@ def host_markdown(host, plan):
         for step, state in steps:
             group = [o for o in plan["objects"] if o[0] == step and o[1] == state]
             names = ["%s/%s%s" % (o[2], o[3], " (ns %s)" % o[4] if o[4] else "") for o in group]
-            lines.append("| `%s` | %s | %s | %s |" % (step, "delete" if state == "absent" else "apply",
-                                                     _by_kind(o[2] for o in group), _cut(names, 4)))
+            action = "delete" if state == "absent" else "apply"
+            lines.append("| `%s` | %s | %s | %s |" % (step, action, _by_kind(o[2] for o in group), _cut(names, 4)))
         lines.append("")
     if plan["releases"]:
         lines.append("**Helm releases** (`charts/<step>/`):")
@@ -499,8 +500,8 @@ def headline(counts):
     if counts["helm_install"]:
         parts.append("installs %s" % _plural(counts["helm_install"], "Helm release"))
     if counts["mig_hosts"] and (counts["mig_create"] or counts["mig_gpus"]):
-        parts.append("creates %s on %s of %s" % (_plural(counts["mig_create"], "MIG instance"),
-                                                  _plural(counts["mig_gpus"], "GPU"), _plural(counts["mig_hosts"], "host")))
+        parts.append("creates %s on %s of %s" % (
+            _plural(counts["mig_create"], "MIG instance"), _plural(counts["mig_gpus"], "GPU"), _plural(counts["mig_hosts"], "host")))
     if counts["mps_hosts"]:
         parts.append("configures MPS on %s" % _plural(counts["mps_hosts"], "host"))
     deleted = [(counts["cloud_delete"], "cloud resource"), (counts["k8s_delete"], "Kubernetes object"),
