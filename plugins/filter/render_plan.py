@@ -17,10 +17,11 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs imp
 
 
 def render_plan(render_dir, hosts=None):
-    """``headline``, ``markdown``, ``files`` and ``counts`` of the plan in the folder ``render_dir``."""
+    """``headline``, ``markdown``, ``files`` and ``counts`` of the plan in the folder ``render_dir`` (a folder that
+    does not exist, as in a --check run, plans nothing)."""
     if not isinstance(render_dir, str) or not render_dir:
         raise AnsibleFilterError("render_plan: the input must be the render folder's path, got %r" % (render_dir,))
-    if not os.path.isdir(render_dir):
+    if os.path.exists(render_dir) and not os.path.isdir(render_dir):
         raise AnsibleFilterError("render_plan: %s is not a folder" % render_dir)
     hosts = plain(hosts) if hosts is not None else []
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):

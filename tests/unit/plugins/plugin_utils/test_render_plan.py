@@ -217,7 +217,8 @@ def test_an_index_for_an_odd_host_name_is_not_written(tmp_path):
 def test_the_filter_summarizes_a_folder_and_refuses_what_is_not_one(tmp_path):
     _write(tmp_path, "nccl/nccl.conf", "NCCL_NET=IB\n")
     assert render_plan(str(tmp_path), ["h"])["files"] == 1
+    assert render_plan(str(tmp_path / "missing"))["files"] == 0  # --check: start created no folder
     with pytest.raises(AnsibleFilterError, match="is not a folder"):
-        render_plan(str(tmp_path / "missing"))
+        render_plan(str(tmp_path / "nccl" / "nccl.conf"))
     with pytest.raises(AnsibleFilterError, match="hosts must be a list"):
         render_plan(str(tmp_path), "h")
