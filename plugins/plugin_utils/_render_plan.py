@@ -506,7 +506,7 @@ def headline(counts):
         parts.append("configures MPS on %s" % _plural(counts["mps_hosts"], "host"))
     deleted = [(counts["cloud_delete"], "cloud resource"), (counts["k8s_delete"], "Kubernetes object"),
                (counts["helm_delete"], "Helm release"), (counts["mig_delete"], "MIG instance")]
-    total = sum(n for n, _ in deleted)
+    total = sum(n for n, dummy in deleted)
     parts.append("deletes %d" % total + (" (%s)" % ", ".join(_plural(n, w) for n, w in deleted if n) if total else ""))
     if len(parts) == 1 and not total:
         return "plans nothing to create or change, deletes 0"
