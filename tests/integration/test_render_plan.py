@@ -100,7 +100,7 @@ def test_the_gpu_hosts_render_has_a_mig_table_per_host(gpu_hosts):
     for host, section in sections.items():
         plan = json.loads((out / "checks" / "gpu_hosts" / host / "mig-plan.json").read_text(encoding="utf-8"))
         rows = re.findall(r"^\| (\d+)(?:-(\d+))? \| ([^|]+) \| (on|off) \| ([^|]+) \|", section, re.M)
-        covered = [i for first, last, *_ in rows for i in range(int(first), int(last or first) + 1)]
+        covered = [i for first, last, *dummy in rows for i in range(int(first), int(last or first) + 1)]
         assert covered == [g["index"] for g in plan["gpus"]], host
         created += len([c for c in plan["changes"] if c["action"] == "create" and c["kind"] == "gpu_instance"])
     assert "| 0-6 | H100-80GB | on | 1× 2g.20gb, 2× 1g.10gb, 1× 3g.40gb | create 4 GPU instances, update MIG mode |" \
