@@ -23,6 +23,8 @@ import yaml
 
 from ansible.plugins.action.normal import ActionModule as NormalAction
 
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _render_plan
+
 COLLECTION = "gpu_ops.cluster"
 RUNTIME = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "meta",
                        "runtime.yml")
@@ -75,10 +77,17 @@ def origin_note(message, args, sources, template):
 
 
 class CloudDefaultsAction(NormalAction):
-    """Runs the module as ``normal`` does; a failure names the options that came from module_defaults."""
+    """Runs the module as ``normal`` does; a failure names the options that came from module_defaults.
+
+    In render mode it also takes the module's ``render_files`` out of the result and records them as the
+    inventory host's in the render folder's host index (``_render_plan.record``), for the plan summary."""
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
+        rendered = result.pop("render_files", None)
+        render_dir = self._task.args.get("render_dir")
+        if rendered and isinstance(render_dir, str) and os.path.isdir(render_dir):
+            _render_plan.record(render_dir, (task_vars or {}).get("inventory_hostname", ""), rendered)
         if result.get("failed") and isinstance(result.get("msg"), str):
             module = self._task.action.rsplit(".", 1)[-1]
             sources = defaults_for(module, self._task.module_defaults)

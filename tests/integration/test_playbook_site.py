@@ -112,7 +112,9 @@ def test_the_nccl_environment_is_rendered_three_ways(rendered):
 
 def test_the_summary_says_what_was_written(rendered):
     out, result = rendered
-    written = sum(1 for p in out.rglob("*") if p.is_file() and p.name != ".gpu_ops_render")
+    # the plan's files: not the marker and host index (hidden), not PLAN.md (written after this summary)
+    written = sum(1 for p in out.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(out).parts)
+                  and p.name != "PLAN.md")
     assert "Rendered %d files" % written in result.stdout
     assert "Nothing was contacted" in result.stdout
 
@@ -121,8 +123,10 @@ def test_the_banners_come_once_each_though_site_imports_gke_gpudirect(rendered):
     """site.yml imports gke_gpudirect.yml: only the outermost playbook prints the render mode banners."""
     out, result = rendered
     banners = [r["result"]["msg"] for r in result.results
-               if r["action"].endswith("debug") and str(r["result"].get("msg", "")).startswith("RENDER MODE")]
+               if r["action"].endswith("debug") and "RENDER MODE" in str(r["result"].get("msg", ""))[:20]]
     assert banners == ["RENDER MODE: nothing will be created, changed or deleted; the plan is written to %s" % out,
                        banners[-1]], result.output
-    assert banners[-1].startswith("RENDER MODE: nothing was created, changed or deleted; the plan is ")
+    # the last output: the banner, the plan's headline and where its summary is
+    assert banners[-1][0].startswith("RENDER MODE: nothing was created, changed or deleted; the plan is ")
+    assert banners[-1][1].startswith("PLAN: ") and banners[-1][2] == "PLAN SUMMARY: %s/PLAN.md" % out
     assert banners[-1] == result.results[-1]["result"]["msg"]

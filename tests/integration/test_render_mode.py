@@ -109,9 +109,13 @@ def test_a_render_run_starts_and_ends_with_the_banner(run_playbook, tmp_path):
     first, last = outputs[0], outputs[-1]
     assert first["action"].endswith("debug") and first["result"]["msg"] == (
         "RENDER MODE: nothing will be created, changed or deleted; the plan is written to %s" % render), result.output
-    assert last["action"].endswith("debug") and last["result"]["msg"].startswith(
-        "RENDER MODE: nothing was created, changed or deleted; the plan is %d files in %s" % (len(_files(render)) - 1, render)), \
+    # the plan's files: not the marker and the host index (hidden), not the summary PLAN.md
+    plan = [f for f in _files(render) if not f.startswith(".") and f != "PLAN.md"]
+    assert last["action"].endswith("debug") and last["result"]["msg"][0].startswith(
+        "RENDER MODE: nothing was created, changed or deleted; the plan is %d files in %s" % (len(plan), render)), \
         result.output
+    assert last["result"]["msg"][1:] == ["PLAN: creates 1 cloud resource, applies 1 Kubernetes object in 1 step, installs 1 Helm release, deletes 0",
+                                         "PLAN SUMMARY: %s/PLAN.md" % render], result.output
     marker = yaml.safe_load((render / MARKER).read_text(encoding="utf-8"))
     assert marker["playbook"] == "aks_mig.yml" and marker["complete"] is True and marker["written_by"] == "gpu_ops.cluster"
 

@@ -207,6 +207,10 @@ def test_render_mode_writes_valid_manifests_and_contacts_nothing(run_playbook, k
     assert sorted(os.listdir(step)) == [
         "01-namespace-gpu-ops-test.yaml", "02-configmap-nccl-env.yaml", "03-daemonset-nic-installer.yaml",
         "04-gkenetworkparamset-vpc1.yaml", "05-network-vpc1.yaml"]
+    # the host index (for PLAN.md): this host wrote them, in apply order
+    index = (render_dir / ".gpu_ops_render_hosts" / "localhost.txt").read_text(encoding="utf-8").splitlines()
+    assert [line for line in index if line and not line.startswith("#")] == [
+        "manifests/10-test/" + name for name in sorted(os.listdir(step))]
     for manifest, name in zip(MANIFESTS, sorted(os.listdir(step))):
         assert yaml.safe_load((step / name).read_text(encoding="utf-8")) == manifest
     assert k8s_validation.validate_path(str(step)) == len(MANIFESTS)

@@ -274,7 +274,7 @@ class ArmSession(CloudSession):
         self.poll_interval = poll_interval
         self._bearer = None
         if self.render:
-            session = RenderSession(render_dir, "arm", self._render_responder)
+            session = self.render_session = RenderSession(render_dir, "arm", self._render_responder)
         else:
             tenant_id = clean_credential("tenant_id", tenant_id)
             client_id = clean_credential("client_id", client_id)

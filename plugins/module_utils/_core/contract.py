@@ -53,6 +53,7 @@ class Context:
         self.files = files
         self.no_log_values = no_log_values
         self._session_factory = session_factory
+        self.sessions = []
 
     @classmethod
     def from_module(cls, module):
@@ -71,16 +72,29 @@ class Context:
         options (``session_class.from_module``; ``kwargs`` go to its constructor, for tests). A hook
         ``session_factory(session_class, **kwargs)`` given to the constructor replaces it."""
         if self._session_factory is not None:
-            return self._session_factory(session_class, **kwargs)
-        return session_class.from_module(self, **kwargs)
+            session = self._session_factory(session_class, **kwargs)
+        else:
+            session = session_class.from_module(self, **kwargs)
+        self.sessions.append(session)
+        return session
+
+    def rendered(self):
+        """The request files the sessions of this run wrote in render mode (``render_dir``), in order."""
+        return [path for session in self.sessions for path in (getattr(session, "rendered", None) or list)()]
 
 
 def run_module(module, engine_run):
     """Run ``engine_run(module.params, context)`` and end the module with its result: ``exit_json(**result)``,
-    or ``fail_json(msg=..., **details)`` when it raises ``EngineError``. The only caller of either."""
+    or ``fail_json(msg=..., **details)`` when it raises ``EngineError``. The only caller of either.
+
+    A run that wrote request files in render mode also returns them as ``render_files`` (absolute paths): the
+    module's action plugin (``plugin_utils/_defaults_origin.py``) takes them out of the result and records
+    them in the render folder's host index (``plugin_utils/_render_plan.py``)."""
+    context = Context.from_module(module)
     try:
-        result = engine_run(module.params, Context.from_module(module))
+        result = engine_run(module.params, context)
     except EngineError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     else:
-        module.exit_json(**result)
+        rendered = context.rendered()
+        module.exit_json(**(dict(result, render_files=rendered) if rendered else result))

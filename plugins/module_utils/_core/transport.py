@@ -428,6 +428,11 @@ class CloudSession:
     secrets = None
     log = None
     render = False
+    render_session = None  # the RenderSession of a render run (set by the subclass)
+
+    def rendered(self):
+        """The request files this session wrote in render mode, in order (none outside render mode)."""
+        return list(self.render_session.written) if self.render_session is not None else []
 
     def _keep_run_settings(self, operation_timeout, render_dir, sleep, clock, log):
         """What every session keeps of its run: the operation deadline, render mode, the waiter's clock, the log."""

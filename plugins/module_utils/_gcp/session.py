@@ -279,7 +279,7 @@ class GcpSession(CloudSession):
         self._once_lock = threading.Lock()
         self._auth = None
         if self.render:
-            session = RenderSession(render_dir, "gcp", self._render_responder)
+            session = self.render_session = RenderSession(render_dir, "gcp", self._render_responder)
         else:
             self._auth = _GoogleAuthSession(
                 self._authorized_session(auth_kind, service_account_file, service_account_contents,

@@ -19,6 +19,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import Context, EngineError, run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import CloudSession, RenderSession
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 5))
 PLUGINS = os.path.join(ROOT, "plugins")
@@ -100,3 +101,36 @@ def test_a_context_without_a_module_opens_sessions_through_its_hook():
     assert context.session(dict, poll=1) == "session" and opened == [(dict, dict(poll=1))]
     context.warn("dropped: no sink")
     assert not context.check_mode and not context.diff
+
+
+class _RenderingSession(CloudSession):
+    """A cloud session in render mode, as GcpSession / ArmSession build it (a RenderSession for HTTP)."""
+
+    folder = None
+
+    @classmethod
+    def from_module(cls, module, **kwargs):
+        session = cls()
+        session.render = True
+        session.render_session = RenderSession(cls.folder, "gcp", lambda method, url, body: dict(body or {}))
+        return session
+
+
+def test_a_render_run_returns_the_request_files_it_wrote(capsys, tmp_path):
+    """The cloud modules' action plugin records these as the inventory host's (the PLAN.md host index)."""
+    _RenderingSession.folder = str(tmp_path)
+
+    def engine_run(params, context):
+        session = context.session(_RenderingSession)
+        session.render_session.request("GET", "https://example.test/v1/projects/p/global/networks/n")
+        session.render_session.request("POST", "https://example.test/v1/projects/p/global/networks", json={"name": "n"})
+        return dict(changed=True)
+
+    result = _run(engine_run, capsys, name="a")
+    assert result["render_files"] == [str(tmp_path / "requests" / "001-gcp-post-global_networks.json")]
+    assert os.path.isfile(result["render_files"][0])
+
+
+def test_a_run_that_renders_nothing_returns_no_request_files(capsys):
+    result = _run(lambda params, context: dict(changed=False), capsys, name="a")
+    assert "render_files" not in result
