@@ -53,6 +53,19 @@ def test_long_first_sentences_are_cut_for_the_question_name():
     assert len(item["question_name"]) == survey.QUESTION_NAME_MAX and item["question_name"].endswith("...")
 
 
+def test_question_names_of_exactly_80_characters_are_kept():
+    """A question name is a form label of at most 80 characters: a sentence of 80 is kept whole, one of 81 is cut to 80."""
+    assert survey.question("name", {"description": "y" * 80})["question_name"] == "y" * 80
+    assert survey.question("name", {"description": "y" * 81})["question_name"] == "y" * 77 + "..."
+
+
+def test_a_source_without_entry_point_asks_the_main_options():
+    spec = survey.survey_spec([dict(argument_specs=SPECS, options=["cluster"])], "Main")
+    assert [q["variable"] for q in spec["spec"]] == ["cluster"] and spec["spec"][0]["question_name"] == "Name of the GKE cluster"
+    spec = survey.survey_spec([dict(argument_specs=SPECS, entry_point="teardown", options=["cluster"])], "Teardown")
+    assert spec["spec"][0]["question_name"] == "cluster"
+
+
 def test_named_options_must_exist_and_be_askable():
     assert [q["variable"] for q in survey.questions(SPECS, options=["zones", "cluster"])] == ["zones", "cluster"]
     with pytest.raises(ValueError, match=r"^gke \(entry point main\) has no option 'nodes'; it has: cluster, "):
