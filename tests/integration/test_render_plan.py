@@ -116,7 +116,20 @@ def test_the_gpu_hosts_render_has_a_mig_table_per_host(gpu_hosts):
 def test_the_teardown_render_shows_deletions_as_deletions(teardown):
     out, result = teardown
     deleted = [f for f in _plan_files(out) if re.search(r"/\d+-delete-", f)]
-    assert len(deleted) == 16 and deleted == _plan_files(out)
+    targets = [f for f in _plan_files(out) if f.startswith("checks/teardown/")]
+    assert len(deleted) == 16 and sorted(deleted + targets) == sorted(_plan_files(out))
+    # the cloud part cannot be planned without read access: said plainly, with the names a teardown looks for
+    assert len(targets) == 1
+    host = targets[0].split("/")[-1][:-len(".yml")]
+    said = yaml.safe_load((out / targets[0]).read_text(encoding="utf-8"))
+    assert said["read_access_needed"].startswith("render mode reads no cloud project, so this plan cannot show which")
+    order = said["delete_if_present_in_order"]
+    assert [line.split(" ")[0] for line in order] == ["node", "cluster", "firewall", "subnetworks", "networks"]
+    assert order[4].count(", ") == 7, "the 8 GPU NIC networks of TCPXO"
+    assert targets[0] in _index(out, host)
+    shown = [r["result"]["msg"] for r in result.results if r["action"].endswith("debug") and r["status"] != "skipped"
+             and "RENDER MODE: no cloud deletion is in this plan" in str(r["result"].get("msg"))]
+    assert len(shown) == 1 and "Where they exist, the teardown deletes, in this order: node pool " in shown[0]
     text = (out / SUMMARY).read_text(encoding="utf-8")
     assert "This run deletes 16 (16 Kubernetes objects)." in text
     assert "| `20-gke-gpu-networks` | delete | 8 Network, 8 GKENetworkParamSet |" in text
