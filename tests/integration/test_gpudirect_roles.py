@@ -15,7 +15,9 @@ and that the test objects are removed all the same.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -289,6 +291,47 @@ def test_verdict_passes_the_guide_tcpx_table(run_playbook):
     assert bench["table"][-1]["in_place"]["busbw"] == 71.28
 
 
+def test_verdict_shows_the_numbers_when_it_passes_and_writes_the_table_and_chart(run_playbook, tmp_path):
+    result, verdict = _verdict(run_playbook, "tcpx", {"all_gather": {"output": _fixture("guide_tcpx_all_gather.txt"), "rc": 0}},
+                               nccl_test_verdict_nodes=["gpu-a", "gpu-b"])
+    result.assert_ok()
+    shown = result.task("Show the bus bandwidth per message size")["result"]["msg"]
+    text = "\n".join(shown)
+    # every size with its bus bandwidths, the average, the threshold, the verdict and the nodes - on a pass
+    assert sum(1 for line in shown if line.split()[:1] and line.split()[0] in ("1M", "2M", "4M", "8M", "16M", "32M", "64M",
+                                                                               "128M", "256M", "512M")) == 10
+    assert any(line.split()[:2] == ["512M", "536870912"] and line.split()[-1] == "71.28" for line in shown), text
+    threshold = _gpudirect.NCCL_BANDWIDTH_THRESHOLDS["tcpx"]
+    assert "average bus bandwidth: 29.83 GB/s, threshold %g GB/s: PASSED" % threshold in shown
+    assert "nodes: gpu-a, gpu-b" in shown and verdict["passed"] is True
+    assert "71.28" in result.stdout and "PASSED" in result.stdout
+    # the default folder is under ANSIBLE_HOME (never the current folder): table, chart and raw result
+    run_dir = tmp_path / "run-01"
+    folder = run_dir / "ansible_home" / "gpu_ops" / "results" / "40-nccl-test"
+    assert sorted(p.name for p in folder.iterdir()) == ["all_gather.json", "all_gather.md", "all_gather.svg"]
+    assert "files: %s/<collective>.md, .svg, .json" % folder in shown
+    assert sorted(p.name for p in run_dir.iterdir() if p.name not in ("ansible_home", "tmp")) == [
+        "ansible.cfg", "inventory.ini", "playbook.yml", "results.jsonl"]
+    markdown = (folder / "all_gather.md").read_text()
+    assert "| 512M | 536870912 |" in markdown and "PASSED" in markdown and "](all_gather.svg)" in markdown
+    svg = ElementTree.fromstring((folder / "all_gather.svg").read_bytes())
+    assert len(list(svg.iter("{http://www.w3.org/2000/svg}circle"))) == 20
+    assert [e for e in svg.iter("{http://www.w3.org/2000/svg}line") if e.get("class") == "threshold"]
+    raw = json.loads((folder / "all_gather.json").read_text())
+    assert raw["avg_bus_bandwidth"] == 29.8293 and raw["passed"] is True and len(raw["table"]) == 10
+
+
+def test_verdict_writes_the_results_on_a_failure_too(run_playbook, tmp_path):
+    folder = tmp_path / "nccl-results"
+    result, _verdict_ = _verdict(run_playbook, "tcpxo", {"all_gather": {"output": _fixture("guide_tcpxo_all_gather.txt")}},
+                                 nccl_test_results_dir=str(folder))
+    assert result.task("Fail below the threshold, with the table")["status"] == "failed"
+    shown = result.task("Show the bus bandwidth per message size")["result"]["msg"]
+    assert "average bus bandwidth: 22.45 GB/s, threshold 30 GB/s: FAILED" in shown
+    assert "FAILED" in (folder / "all_gather.md").read_text()
+    assert (folder / "all_gather.svg").read_text().startswith("<?xml")
+
+
 def test_verdict_fails_the_guide_tcpxo_table_with_the_table(run_playbook):
     result, verdict = _verdict(run_playbook, "tcpxo", {"all_gather": {"output": _fixture("guide_tcpxo_all_gather.txt")}})
     failure = result.task("Fail below the threshold, with the table")
@@ -360,6 +403,8 @@ def test_nccl_test_live_cleans_up_when_the_run_fails(run_playbook, k8s_double):
         r.subresource == "exec" for r in k8s_double.requests(kind="Pod"))
     message = result.task("Fail below the threshold, with the table")["result"]["msg"]
     assert "all_gather: FAILED: the test could not run: Failed to execute on pod nccl-test-host-1" in message
+    shown = result.task("Show the bus bandwidth per message size")["result"]["msg"]
+    assert "nodes: gpu-0, gpu-1, gpu-2" in shown or "nodes: " in " ".join(shown), shown
     # and everything was removed even so, in reverse order
     deleted = [(w.kind, w.name) for w in k8s_double.writes() if w.verb == "delete"]
     assert deleted == list(reversed(created))

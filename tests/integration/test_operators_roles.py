@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 
 import json
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -109,8 +110,10 @@ def whole_path(run_playbook, tmp_path, hosts, gpu_vars, network_vars=None):
                      dict(NETWORK_VARS, **dict(network_vars or {}, **gpu_vars)))
         play["tasks"].append({"name": "Keep the results", "ansible.builtin.debug": {"msg": {
             "gpu": "{{ gpu_operator_result }}", "network": "{{ network_operator_result }}", "rdma": "{{ rdma_test_result }}"}}})
+        play["vars"]["rdma_test_results_dir"] = str(tmp_path / "rdma-results")
         with FakeOperators(k8s):
             result = run_playbook([play], env=k8s.env(), extra_args=inventory(tmp_path, {"gpu_hosts": hosts}))
+        result.results_dir = tmp_path / "rdma-results"
         yield result, k8s
     finally:
         k8s.stop()
@@ -144,6 +147,17 @@ def _check_the_whole_path_succeeds(success):
     rdma = outcome["rdma"]
     assert rdma["passed"] is True and rdma["bw_average_gbps"] == 92.39 and rdma["threshold_gbps"] == 80.0
     assert rdma["nodes"] == ["nvnode1", "nvnode2"] and rdma["mode"] == "peermem"
+    # the numbers are shown on a pass too, and the table, the chart and the raw result are written
+    shown = result.task("Show the bandwidth per message size, the threshold and the node pair")["result"]["msg"]
+    assert "BW average of the largest message: 92.39 Gb/s, threshold 80 Gb/s: PASSED" in shown
+    assert "nodes: nvnode1 -> nvnode2 (server -> client)" in shown
+    assert any(line.split()[:2] == ["8M", "8388608"] and line.split()[-1] == "92.39" for line in shown), shown
+    folder = result.results_dir
+    assert sorted(p.name for p in folder.iterdir()) == ["ib_write_bw.json", "ib_write_bw.md", "ib_write_bw.svg"]
+    assert "| 8M | 8388608 |" in (folder / "ib_write_bw.md").read_text()
+    svg = ElementTree.fromstring((folder / "ib_write_bw.svg").read_bytes())
+    assert [e for e in svg.iter("{http://www.w3.org/2000/svg}line") if e.get("class") == "threshold"]
+    assert json.loads((folder / "ib_write_bw.json").read_text())["bw_average_gbps"] == 92.39
 
 
 def _check_objects_are_created_and_the_test_pods_removed(success):
@@ -236,6 +250,9 @@ def _check_rdma_below_the_threshold_shows_the_table_and_cleans_up(failures):
     result, k8s = failures
     message = _refusal(result, "RDMA below the threshold")
     assert "BW average 41.3 Gb/s, threshold 80.0 Gb/s (80% of the 100.0 Gb/s link)" in message
+    shown = result.task("Show the bandwidth per message size, the threshold and the node pair")["result"]["msg"]
+    assert "BW average of the largest message: 41.3 Gb/s, threshold 80 Gb/s: FAILED" in shown
+    assert "nodes: nvnode1 -> nvnode3 (server -> client)" in shown
     assert "8388608" in message
     assert [p["metadata"]["name"] for p in k8s.list("Pod", "default")] == []
 
