@@ -412,6 +412,36 @@ def test_nccl_test_live_cleans_up_when_the_run_fails(run_playbook, k8s_double):
     assert k8s_double.get("ConfigMap", "nccl-test-scripts", "default") is None
 
 
+def _first_failure(result):
+    """The first failed task's message and everything the run printed before it (one clear message, no dump)."""
+    failed = [r for r in result.results if r["status"] == "failed"]
+    assert failed, result.output
+    return failed[0], result.stdout.split("FAILED!")[0] if "FAILED!" in result.stdout else result.stdout
+
+
+def test_nccl_test_pods_that_never_get_ready_fail_with_one_short_message_naming_them(run_playbook, k8s_double):
+    _gpu_nodes(k8s_double, "tcpxo", names=("gpu-0", "gpu-1"))
+    _networks(k8s_double, 8)
+    k8s_double.script_pod(r"^nccl-test-host-", phase="Running", ready=False)
+    result = run_playbook(_play("nccl_test", {"nccl_test_gpudirect": "tcpxo", "nccl_test_pod_timeout": 3}),
+                          env=k8s_double.env()).assert_failed()
+    # while it waits, the task says what for
+    assert ("Apply the manifests of step 40-nccl-test and wait up to 3 s for ConfigMap/nccl-test-scripts, Service/nccl-host-1, "
+            "Service/nccl-host-2, Pod/nccl-test-host-1, Pod/nccl-test-host-2") in result.stdout
+    first, _before = _first_failure(result)
+    assert first["task"].endswith("Stop at the object that failed or is not ready in step 40-nccl-test"), first["task"]
+    message = first["result"]["msg"]
+    lines = message.splitlines()
+    assert lines[0].startswith("Step 40-nccl-test: Pod default/nccl-test-host-1 is not ready after 3 s: phase Running"), message
+    assert "nccl-test-host-2" in message and len(message.encode()) < 1024
+    # no object dump on the way: the whole failure record printed is short
+    printed = result.stdout[result.stdout.index("fatal: [localhost]"):].split("\n\n")[0]
+    assert len(printed.encode()) < 1024 and "resourceVersion" not in printed and "managedFields" not in printed, printed
+    assert "resourceVersion" not in result.stdout
+    # and the test objects are removed all the same
+    assert k8s_double.list("Pod", "default") == []
+
+
 def test_nccl_test_live_checks_networks_and_nodes_before_deploying(run_playbook, k8s_double):
     _gpu_nodes(k8s_double, "tcpx", names=("gpu-0",))
     result = run_playbook(_play("nccl_test", {"nccl_test_gpudirect": "tcpx"}), env=k8s_double.env()).assert_failed()
