@@ -230,9 +230,15 @@ def test_installer_never_ready_names_the_node(run_playbook, k8s_double):
     _gpu_nodes(k8s_double, "tcpxo", names=("gpu-0", "gpu-1", "gpu-2"))
     k8s_double.never_ready("gpu-1")
     result = run_playbook(_play("tcpxo_installer", _installer_vars("tcpxo")), env=k8s_double.env()).assert_failed()
-    failure = result.task("Report the nodes where the DaemonSet is not ready")["result"]["msg"]
+    failure = result.task("Check that DaemonSet kube-system/nccl-tcpxo-installer is ready on every GPU node")["result"]["msg"]
     assert failure.startswith("DaemonSet kube-system/nccl-tcpxo-installer is not ready on 1 of 3 GPU nodes after 4 s: gpu-1 (pod nccl-tcpxo-installer-")
     assert "not ready" in failure and "gpu-0" not in failure and "gpu-2" not in failure
+    # while it waits, it names the DaemonSet and the nodes; the failure is the one short message, no object dump before it
+    assert ("FAILED - RETRYING: [localhost]: Wait for a ready pod of DaemonSet kube-system/nccl-tcpxo-installer on "
+            "gpu-0, gpu-1, gpu-2 (") in result.stdout
+    first, printed = _first_failure(result)
+    assert first["result"]["msg"] == failure and len(printed.encode()) < 1024, printed
+    assert printed.count("fatal:") == 1 and "resourceVersion" not in result.stdout
     # the DaemonSet was applied; only the wait failed
     assert k8s_double.get("DaemonSet", "nccl-tcpxo-installer", "kube-system") is not None
 
@@ -413,10 +419,12 @@ def test_nccl_test_live_cleans_up_when_the_run_fails(run_playbook, k8s_double):
 
 
 def _first_failure(result):
-    """The first failed task's message and everything the run printed before it (one clear message, no dump)."""
+    """The first failed task's record and what the run printed for it (from ``fatal:`` to the next task or recap)."""
     failed = [r for r in result.results if r["status"] == "failed"]
     assert failed, result.output
-    return failed[0], result.stdout.split("FAILED!")[0] if "FAILED!" in result.stdout else result.stdout
+    start = result.stdout.index("fatal: [")
+    ends = [result.stdout.find(marker, start) for marker in ("\nTASK [", "\nPLAY RECAP")]
+    return failed[0], result.stdout[start:min(e for e in ends if e > 0)]
 
 
 def test_nccl_test_pods_that_never_get_ready_fail_with_one_short_message_naming_them(run_playbook, k8s_double):
@@ -428,16 +436,14 @@ def test_nccl_test_pods_that_never_get_ready_fail_with_one_short_message_naming_
     # while it waits, the task says what for
     assert ("Apply the manifests of step 40-nccl-test and wait up to 3 s for ConfigMap/nccl-test-scripts, Service/nccl-host-1, "
             "Service/nccl-host-2, Pod/nccl-test-host-1, Pod/nccl-test-host-2") in result.stdout
-    first, _before = _first_failure(result)
+    first, printed = _first_failure(result)
     assert first["task"].endswith("Stop at the object that failed or is not ready in step 40-nccl-test"), first["task"]
     message = first["result"]["msg"]
     lines = message.splitlines()
     assert lines[0].startswith("Step 40-nccl-test: Pod default/nccl-test-host-1 is not ready after 3 s: phase Running"), message
     assert "nccl-test-host-2" in message and len(message.encode()) < 1024
-    # no object dump on the way: the whole failure record printed is short
-    printed = result.stdout[result.stdout.index("fatal: [localhost]"):].split("\n\n")[0]
-    assert len(printed.encode()) < 1024 and "resourceVersion" not in printed and "managedFields" not in printed, printed
-    assert "resourceVersion" not in result.stdout
+    # no object dump on the way: what the run printed for the failure is short, and no object was printed at all
+    assert len(printed.encode()) < 1024 and "resourceVersion" not in result.stdout, printed
     # and the test objects are removed all the same
     assert k8s_double.list("Pod", "default") == []
 
