@@ -257,8 +257,27 @@ def _check_rdma_below_the_threshold_shows_the_table_and_cleans_up(failures):
     assert [p["metadata"]["name"] for p in k8s.list("Pod", "default")] == []
 
 
+def _check_waits_name_what_they_wait_for_and_fail_with_one_short_message(failures):
+    result, dummy = failures
+    # while waiting, the retry lines name the object
+    assert "FAILED - RETRYING: [localhost]: Wait until ClusterPolicy cluster-policy is ready (GPU Operator in gpu-operator)" in result.stdout
+    assert "FAILED - RETRYING: [localhost]: Wait until NicClusterPolicy nic-cluster-policy are ready" in result.stdout
+    # each never-ready wait fails once, with a short message whose first line names the object: no dump of what was read
+    failed = [r for r in result.results if r["status"] == "failed"]
+    messages = [r["result"]["msg"] for r in failed]
+    cluster_policy = [m for m in messages if "ClusterPolicy/cluster-policy" in m]
+    nic_policy = [m for m in messages if m.startswith("NicClusterPolicy not ready")]
+    assert len(cluster_policy) == 1 and len(nic_policy) == 1, messages
+    for message in cluster_policy + nic_policy:
+        assert len(message.encode()) < 1024, message
+    first_line = cluster_policy[0].splitlines()[0]
+    assert first_line.startswith("The GPU Operator is not ready after ") and "ClusterPolicy/cluster-policy is notReady" in first_line
+    assert "resourceVersion" not in result.stdout and "managedFields" not in result.stdout
+
+
 def test_never_ready_and_failed_tests_are_reported(failures):
     """One playbook run, every check (one test per run keeps pytest-xdist from running it on both workers)."""
+    _check_waits_name_what_they_wait_for_and_fail_with_one_short_message(failures)
     _check_cluster_policy_never_ready_names_the_component_and_node(failures)
     _check_nic_cluster_policy_never_ready_names_the_component(failures)
     _check_failed_vector_add_fails_with_its_log_and_is_cleaned_up(failures)
