@@ -113,8 +113,8 @@ def apply_failure(results, step, timeout=None):
                 first = "Step %s: %s is still there after %s s (deleting it timed out)" % (
                     step, object_name(obj) if obj and obj.get("kind") else _cut(label, 200), timeout if timeout is not None else "?")
             elif obj and obj.get("kind"):
-                first = "Step %s: %s is not ready after %s s: %s" % (step, object_name(obj), timeout if timeout is not None else "?",
-                                                                    not_ready(obj))
+                waited = timeout if timeout is not None else "?"
+                first = "Step %s: %s is not ready after %s s: %s" % (step, object_name(obj), waited, not_ready(obj))
             else:
                 first = "Step %s: %s" % (step, _cut(message, 300))
             lines = [first, "Waited for: %s." % _cut(label, 300)]

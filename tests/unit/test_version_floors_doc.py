@@ -41,8 +41,8 @@ def test_the_doc_names_every_floor_of_the_catalog():
 
 def test_a_catalog_change_changes_the_doc(monkeypatch):
     before = _generator().render()
-    changed = dict(gke_gpudirect.PROFILES["tcpxo"], min_versions=dict(gke_gpudirect.PROFILES["tcpxo"]["min_versions"],
-                                                                        **{"1.33": "1.33.0-gke.9999999"}))
+    minimums = dict(gke_gpudirect.PROFILES["tcpxo"]["min_versions"], **{"1.33": "1.33.0-gke.9999999"})
+    changed = dict(gke_gpudirect.PROFILES["tcpxo"], min_versions=minimums)
     monkeypatch.setitem(gke_gpudirect.PROFILES, "tcpxo", changed)
     after = _generator().render()
     assert after != before and "`1.33.0-gke.9999999`" in after and "GKE 1.33" in after

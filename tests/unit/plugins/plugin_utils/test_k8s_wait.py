@@ -13,8 +13,8 @@ from ansible_collections.gpu_ops.cluster.plugins.filter import k8s_names
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_wait
 
 PULLING = {
-    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nccl-test-host-1", "namespace": "default",
-                                                     "annotations": {"secret-ish": "x" * 5000}},
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "nccl-test-host-1", "namespace": "default", "annotations": {"secret-ish": "x" * 5000}},
     "spec": {"nodeName": "gpu-0", "containers": [{"name": "nccl-test", "image": "example/nccl:1"}]},
     "status": {"phase": "Pending",
                "conditions": [{"type": "PodScheduled", "status": "True"},
