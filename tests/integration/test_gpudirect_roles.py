@@ -230,7 +230,7 @@ def test_installer_never_ready_names_the_node(run_playbook, k8s_double):
     _gpu_nodes(k8s_double, "tcpxo", names=("gpu-0", "gpu-1", "gpu-2"))
     k8s_double.never_ready("gpu-1")
     result = run_playbook(_play("tcpxo_installer", _installer_vars("tcpxo")), env=k8s_double.env()).assert_failed()
-    failure = result.task("Check that DaemonSet kube-system/nccl-tcpxo-installer is ready on every GPU node")["result"]["msg"]
+    failure = result.task("Check that the DaemonSet is ready on every GPU node - kube-system/nccl-tcpxo-installer")["result"]["msg"]
     assert failure.startswith("DaemonSet kube-system/nccl-tcpxo-installer is not ready on 1 of 3 GPU nodes after 4 s: gpu-1 (pod nccl-tcpxo-installer-")
     assert "not ready" in failure and "gpu-0" not in failure and "gpu-2" not in failure
     # while it waits, it names the DaemonSet and the nodes; the failure is the one short message, no object dump before it

@@ -242,7 +242,7 @@ def test_gpu_operator_v24_9_installs_and_never_ready_names_the_node(run_playbook
     assert k8s.get("ClusterPolicy", "cluster-policy")["status"]["state"] == "notReady"
     # never ready: the wait gives up after its retries (3 x 1 s), not the default 90 x 10 s
     # (the wait itself ends quietly at its last read; the one failure is the report naming what is not ready)
-    wait = result.task("Wait until ClusterPolicy cluster-policy is ready (GPU Operator in gpu-operator)")
+    wait = result.task("Wait until ready: ClusterPolicy cluster-policy (GPU Operator in gpu-operator)")
     assert wait["status"] == "ok" and wait["result"]["attempts"] == 4
     [failure] = result.failed
     message = failure["result"]["msg"]
