@@ -5,7 +5,7 @@
 parsed as gpu_nodepool parses them (plugins/module_utils/_core/problems.py).
 
 Documentation: plugins/filter/k8s_name_problems.yml, k8s_manifest_problems.yml, k8s_objects.yml,
-k8s_apply_batches.yml, node_taint_tolerations.yml.
+k8s_apply_batches.yml, node_taint_tolerations.yml, k8s_not_ready.yml, k8s_wait_failure.yml.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_wait
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core import problems as _problems
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
 
@@ -43,6 +44,22 @@ def k8s_apply_batches(objects, wait_condition=None, wait_condition_kinds=(), lea
                     plain(wait_condition), plain(wait_condition_kinds), plain(leave_out))
 
 
+def k8s_not_ready(obj):
+    """Why a Kubernetes object is not ready, in one short line (phase, container reasons, ready counts, false conditions)."""
+    if obj is not None and not isinstance(obj, dict):
+        raise AnsibleFilterError("k8s_not_ready: the input must be a Kubernetes object (a dict), got %s" % type(obj).__name__)
+    return _k8s_wait.not_ready(plain(obj or {}))
+
+
+def k8s_wait_failure(results, step, timeout=None):
+    """The short message of the first failed call of role apply's loop ("" when none failed)."""
+    if not isinstance(results, (list, tuple)) or not all(isinstance(r, dict) for r in results):
+        raise AnsibleFilterError("k8s_wait_failure: the input must be the list of loop results (register.results)")
+    if not isinstance(step, str) or not step:
+        raise AnsibleFilterError("k8s_wait_failure: step must be a non-empty string")
+    return _k8s_wait.apply_failure(plain(list(results)), step, timeout)
+
+
 def node_taint_tolerations(taints, option="node_taints"):
     """Tolerations for ``key=value:Effect`` node taints; a bad taint fails naming ``option`` (gpu_nodepool's rules)."""
     if not isinstance(option, str) or not option:
@@ -68,5 +85,7 @@ class FilterModule:
             "k8s_manifest_problems": k8s_manifest_problems,
             "k8s_objects": k8s_objects,
             "k8s_apply_batches": k8s_apply_batches,
+            "k8s_not_ready": k8s_not_ready,
+            "k8s_wait_failure": k8s_wait_failure,
             "node_taint_tolerations": node_taint_tolerations,
         }

@@ -15,7 +15,9 @@ and that the test objects are removed all the same.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -228,9 +230,15 @@ def test_installer_never_ready_names_the_node(run_playbook, k8s_double):
     _gpu_nodes(k8s_double, "tcpxo", names=("gpu-0", "gpu-1", "gpu-2"))
     k8s_double.never_ready("gpu-1")
     result = run_playbook(_play("tcpxo_installer", _installer_vars("tcpxo")), env=k8s_double.env()).assert_failed()
-    failure = result.task("Report the nodes where the DaemonSet is not ready")["result"]["msg"]
+    failure = result.task("Check that the DaemonSet is ready on every GPU node - kube-system/nccl-tcpxo-installer")["result"]["msg"]
     assert failure.startswith("DaemonSet kube-system/nccl-tcpxo-installer is not ready on 1 of 3 GPU nodes after 4 s: gpu-1 (pod nccl-tcpxo-installer-")
     assert "not ready" in failure and "gpu-0" not in failure and "gpu-2" not in failure
+    # while it waits, it names the DaemonSet and the nodes; the failure is the one short message, no object dump before it
+    assert ("FAILED - RETRYING: [localhost]: Wait for a ready pod of DaemonSet kube-system/nccl-tcpxo-installer on "
+            "gpu-0, gpu-1, gpu-2 (") in result.stdout
+    first, printed = _first_failure(result)
+    assert first["result"]["msg"] == failure and len(printed.encode()) < 1024, printed
+    assert printed.count("fatal:") == 1 and "resourceVersion" not in result.stdout
     # the DaemonSet was applied; only the wait failed
     assert k8s_double.get("DaemonSet", "nccl-tcpxo-installer", "kube-system") is not None
 
@@ -287,6 +295,47 @@ def test_verdict_passes_the_guide_tcpx_table(run_playbook):
     assert bench["threshold"] == _gpudirect.NCCL_BANDWIDTH_THRESHOLDS["tcpx"]
     assert [row["size"] for row in bench["table"]] == [1048576 * 2 ** i for i in range(10)]
     assert bench["table"][-1]["in_place"]["busbw"] == 71.28
+
+
+def test_verdict_shows_the_numbers_when_it_passes_and_writes_the_table_and_chart(run_playbook, tmp_path):
+    result, verdict = _verdict(run_playbook, "tcpx", {"all_gather": {"output": _fixture("guide_tcpx_all_gather.txt"), "rc": 0}},
+                               nccl_test_verdict_nodes=["gpu-a", "gpu-b"])
+    result.assert_ok()
+    shown = result.task("Show the bus bandwidth per message size")["result"]["msg"]
+    text = "\n".join(shown)
+    # every size with its bus bandwidths, the average, the threshold, the verdict and the nodes - on a pass
+    assert sum(1 for line in shown if line.split()[:1] and line.split()[0] in ("1M", "2M", "4M", "8M", "16M", "32M", "64M",
+                                                                               "128M", "256M", "512M")) == 10
+    assert any(line.split()[:2] == ["512M", "536870912"] and line.split()[-1] == "71.28" for line in shown), text
+    threshold = _gpudirect.NCCL_BANDWIDTH_THRESHOLDS["tcpx"]
+    assert "average bus bandwidth: 29.83 GB/s, threshold %g GB/s: PASSED" % threshold in shown
+    assert "nodes: gpu-a, gpu-b" in shown and verdict["passed"] is True
+    assert "71.28" in result.stdout and "PASSED" in result.stdout
+    # the default folder is under ANSIBLE_HOME (never the current folder): table, chart and raw result
+    run_dir = tmp_path / "run-01"
+    folder = run_dir / "ansible_home" / "gpu_ops" / "results" / "40-nccl-test"
+    assert sorted(p.name for p in folder.iterdir()) == ["all_gather.json", "all_gather.md", "all_gather.svg"]
+    assert "files: %s/<collective>.md, .svg, .json" % folder in shown
+    assert sorted(p.name for p in run_dir.iterdir() if p.name not in ("ansible_home", "tmp")) == [
+        "ansible.cfg", "inventory.ini", "playbook.yml", "results.jsonl"]
+    markdown = (folder / "all_gather.md").read_text()
+    assert "| 512M | 536870912 |" in markdown and "PASSED" in markdown and "](all_gather.svg)" in markdown
+    svg = ElementTree.fromstring((folder / "all_gather.svg").read_bytes())
+    assert len(list(svg.iter("{http://www.w3.org/2000/svg}circle"))) == 20
+    assert [e for e in svg.iter("{http://www.w3.org/2000/svg}line") if e.get("class") == "threshold"]
+    raw = json.loads((folder / "all_gather.json").read_text())
+    assert raw["avg_bus_bandwidth"] == 29.8293 and raw["passed"] is True and len(raw["table"]) == 10
+
+
+def test_verdict_writes_the_results_on_a_failure_too(run_playbook, tmp_path):
+    folder = tmp_path / "nccl-results"
+    result, _verdict_ = _verdict(run_playbook, "tcpxo", {"all_gather": {"output": _fixture("guide_tcpxo_all_gather.txt")}},
+                                 nccl_test_results_dir=str(folder))
+    assert result.task("Fail below the threshold, with the table")["status"] == "failed"
+    shown = result.task("Show the bus bandwidth per message size")["result"]["msg"]
+    assert "average bus bandwidth: 22.45 GB/s, threshold 30 GB/s: FAILED" in shown
+    assert "FAILED" in (folder / "all_gather.md").read_text()
+    assert (folder / "all_gather.svg").read_text().startswith("<?xml")
 
 
 def test_verdict_fails_the_guide_tcpxo_table_with_the_table(run_playbook):
@@ -360,11 +409,43 @@ def test_nccl_test_live_cleans_up_when_the_run_fails(run_playbook, k8s_double):
         r.subresource == "exec" for r in k8s_double.requests(kind="Pod"))
     message = result.task("Fail below the threshold, with the table")["result"]["msg"]
     assert "all_gather: FAILED: the test could not run: Failed to execute on pod nccl-test-host-1" in message
+    shown = result.task("Show the bus bandwidth per message size")["result"]["msg"]
+    assert "nodes: gpu-0, gpu-1, gpu-2" in shown or "nodes: " in " ".join(shown), shown
     # and everything was removed even so, in reverse order
     deleted = [(w.kind, w.name) for w in k8s_double.writes() if w.verb == "delete"]
     assert deleted == list(reversed(created))
     assert k8s_double.list("Pod", "default") == [] and k8s_double.list("Service", "default") == []
     assert k8s_double.get("ConfigMap", "nccl-test-scripts", "default") is None
+
+
+def _first_failure(result):
+    """The first failed task's record and what the run printed for it (from ``fatal:`` to the next task or recap)."""
+    failed = [r for r in result.results if r["status"] == "failed"]
+    assert failed, result.output
+    start = result.stdout.index("fatal: [")
+    ends = [result.stdout.find(marker, start) for marker in ("\nTASK [", "\nPLAY RECAP")]
+    return failed[0], result.stdout[start:min(e for e in ends if e > 0)]
+
+
+def test_nccl_test_pods_that_never_get_ready_fail_with_one_short_message_naming_them(run_playbook, k8s_double):
+    _gpu_nodes(k8s_double, "tcpxo", names=("gpu-0", "gpu-1"))
+    _networks(k8s_double, 8)
+    k8s_double.script_pod(r"^nccl-test-host-", phase="Running", ready=False)
+    result = run_playbook(_play("nccl_test", {"nccl_test_gpudirect": "tcpxo", "nccl_test_pod_timeout": 3}),
+                          env=k8s_double.env()).assert_failed()
+    # while it waits, the task says what for
+    assert ("Apply the manifests of step 40-nccl-test and wait up to 3 s for ConfigMap/nccl-test-scripts, Service/nccl-host-1, "
+            "Service/nccl-host-2, Pod/nccl-test-host-1, Pod/nccl-test-host-2") in result.stdout
+    first, printed = _first_failure(result)
+    assert first["task"].endswith("Stop at the object that failed or is not ready in step 40-nccl-test"), first["task"]
+    message = first["result"]["msg"]
+    lines = message.splitlines()
+    assert lines[0].startswith("Step 40-nccl-test: Pod default/nccl-test-host-1 is not ready after 3 s: phase Running"), message
+    assert "nccl-test-host-2" in message and len(message.encode()) < 1024
+    # no object dump on the way: what the run printed for the failure is short, and no object was printed at all
+    assert len(printed.encode()) < 1024 and "resourceVersion" not in result.stdout, printed
+    # and the test objects are removed all the same
+    assert k8s_double.list("Pod", "default") == []
 
 
 def test_nccl_test_live_checks_networks_and_nodes_before_deploying(run_playbook, k8s_double):

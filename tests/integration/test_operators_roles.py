@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 
 import json
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -109,8 +110,10 @@ def whole_path(run_playbook, tmp_path, hosts, gpu_vars, network_vars=None):
                      dict(NETWORK_VARS, **dict(network_vars or {}, **gpu_vars)))
         play["tasks"].append({"name": "Keep the results", "ansible.builtin.debug": {"msg": {
             "gpu": "{{ gpu_operator_result }}", "network": "{{ network_operator_result }}", "rdma": "{{ rdma_test_result }}"}}})
+        play["vars"]["rdma_test_results_dir"] = str(tmp_path / "rdma-results")
         with FakeOperators(k8s):
             result = run_playbook([play], env=k8s.env(), extra_args=inventory(tmp_path, {"gpu_hosts": hosts}))
+        result.results_dir = tmp_path / "rdma-results"
         yield result, k8s
     finally:
         k8s.stop()
@@ -144,6 +147,17 @@ def _check_the_whole_path_succeeds(success):
     rdma = outcome["rdma"]
     assert rdma["passed"] is True and rdma["bw_average_gbps"] == 92.39 and rdma["threshold_gbps"] == 80.0
     assert rdma["nodes"] == ["nvnode1", "nvnode2"] and rdma["mode"] == "peermem"
+    # the numbers are shown on a pass too, and the table, the chart and the raw result are written
+    shown = result.task("Show the bandwidth per message size, the threshold and the node pair")["result"]["msg"]
+    assert "BW average of the largest message: 92.39 Gb/s, threshold 80 Gb/s: PASSED" in shown
+    assert "nodes: nvnode1 -> nvnode2 (server -> client)" in shown
+    assert any(line.split()[:2] == ["8M", "8388608"] and line.split()[-1] == "92.39" for line in shown), shown
+    folder = result.results_dir
+    assert sorted(p.name for p in folder.iterdir()) == ["ib_write_bw.json", "ib_write_bw.md", "ib_write_bw.svg"]
+    assert "| 8M | 8388608 |" in (folder / "ib_write_bw.md").read_text()
+    svg = ElementTree.fromstring((folder / "ib_write_bw.svg").read_bytes())
+    assert [e for e in svg.iter("{http://www.w3.org/2000/svg}line") if e.get("class") == "threshold"]
+    assert json.loads((folder / "ib_write_bw.json").read_text())["bw_average_gbps"] == 92.39
 
 
 def _check_objects_are_created_and_the_test_pods_removed(success):
@@ -236,12 +250,34 @@ def _check_rdma_below_the_threshold_shows_the_table_and_cleans_up(failures):
     result, k8s = failures
     message = _refusal(result, "RDMA below the threshold")
     assert "BW average 41.3 Gb/s, threshold 80.0 Gb/s (80% of the 100.0 Gb/s link)" in message
+    shown = result.task("Show the bandwidth per message size, the threshold and the node pair")["result"]["msg"]
+    assert "BW average of the largest message: 41.3 Gb/s, threshold 80 Gb/s: FAILED" in shown
+    assert "nodes: nvnode1 -> nvnode3 (server -> client)" in shown
     assert "8388608" in message
     assert [p["metadata"]["name"] for p in k8s.list("Pod", "default")] == []
 
 
+def _check_waits_name_what_they_wait_for_and_fail_with_one_short_message(failures):
+    result, dummy = failures
+    # while waiting, the retry lines name the object
+    assert "FAILED - RETRYING: [localhost]: Wait until ready: ClusterPolicy cluster-policy (GPU Operator in gpu-operator)" in result.stdout
+    assert "FAILED - RETRYING: [localhost]: Wait until ready: NicClusterPolicy nic-cluster-policy" in result.stdout
+    # each never-ready wait fails once, with a short message whose first line names the object: no dump of what was read
+    failed = [r for r in result.results if r["status"] == "failed"]
+    messages = [r["result"]["msg"] for r in failed]
+    cluster_policy = [m for m in messages if "ClusterPolicy/cluster-policy" in m]
+    nic_policy = [m for m in messages if m.startswith("NicClusterPolicy not ready")]
+    assert len(cluster_policy) == 1 and len(nic_policy) == 1, messages
+    for message in cluster_policy + nic_policy:
+        assert len(message.encode()) < 1024, message
+    first_line = cluster_policy[0].splitlines()[0]
+    assert first_line.startswith("The GPU Operator is not ready after ") and "ClusterPolicy/cluster-policy is notReady" in first_line
+    assert "resourceVersion" not in result.stdout and "managedFields" not in result.stdout
+
+
 def test_never_ready_and_failed_tests_are_reported(failures):
     """One playbook run, every check (one test per run keeps pytest-xdist from running it on both workers)."""
+    _check_waits_name_what_they_wait_for_and_fail_with_one_short_message(failures)
     _check_cluster_policy_never_ready_names_the_component_and_node(failures)
     _check_nic_cluster_policy_never_ready_names_the_component(failures)
     _check_failed_vector_add_fails_with_its_log_and_is_cleaned_up(failures)

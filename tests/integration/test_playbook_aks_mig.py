@@ -192,3 +192,18 @@ def test_live_pool_short_of_mig_devices_fails_before_the_sample(run_playbook, k8
     message = result.task("Report the nodes that do not match")["result"]["msg"]
     assert "node aks-migpool-12345678-vmss000000: allocatable nvidia.com/gpu=8, expected 56" in message
     assert result.tasks("Create the sample pod") == []
+
+
+def test_live_sample_pod_that_never_finishes_fails_with_one_short_message(run_playbook, k8s_double):
+    _mig_node(k8s_double, "mixed")
+    k8s_double.script_pod("^aks-mig-sample-", phase="Running")
+    result = run_playbook(PLAYBOOK, extra_vars=dict(_live_vars("mixed"), aks_mig_sample_timeout=5),
+                          env=k8s_double.env()).assert_failed()
+    # while it waits it names the pod; it ends with one message naming the pod and its state, no pod dump
+    assert "FAILED - RETRYING: [localhost]: Wait for the sample pod to finish - default/aks-mig-sample-mixed" in result.stdout
+    failed = [r for r in result.results if r["status"] == "failed"]
+    assert [r["task"] for r in failed] == ["Check that the sample pod finished"], [r["task"] for r in failed]
+    message = failed[0]["result"]["msg"]
+    assert message.startswith("Sample pod default/aks-mig-sample-mixed did not finish within 5 s: phase Running"), message
+    assert len(message.encode()) < 1024 and "resourceVersion" not in result.stdout
+    assert k8s_double.list("Pod", "default") == []  # cleaned up even so

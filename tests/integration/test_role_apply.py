@@ -286,7 +286,11 @@ def test_wait_times_out_when_the_network_never_gets_ready(run_playbook, k8s_doub
                     test_wait_condition={"type": "Ready", "status": "True"},
                     test_wait_condition_kinds=["Network"]).assert_failed()
 
-    assert "Timed out waiting on resource" in result.output
+    # one short message naming the object and why, not the module's object dump
+    [failed] = result.failed
+    message = failed["result"]["msg"]
+    assert message.startswith("Step 10-test: Network vpc") and " is not ready after 3 s: " in message.splitlines()[0], message
+    assert len(message.encode()) < 1024 and "resourceVersion" not in result.stdout
     gnp = k8s_double.get("GKENetworkParamSet", "vpc1")
     assert [c["reason"] for c in gnp["status"]["conditions"]] == ["DeviceModeCantUseDefaultVPC"]
 
@@ -298,7 +302,10 @@ def test_wait_fails_when_a_daemonset_never_gets_ready(run_playbook, k8s_double):
 
     result = _apply(run_playbook, k8s_double, manifests=MANIFESTS[:3], test_wait=True, test_wait_timeout=3).assert_failed()
 
-    assert "Timed out waiting on resource" in result.output
+    [failed] = result.failed
+    assert failed["result"]["msg"].startswith("Step 10-test: DaemonSet %s/nic-installer is not ready after 3 s: 1 of 2 pods ready"
+                                              % NAMESPACE), failed["result"]["msg"]
+    assert "resourceVersion" not in result.stdout
     status = k8s_double.get("DaemonSet", "nic-installer", NAMESPACE)["status"]
     assert (status["desiredNumberScheduled"], status["numberReady"], status["numberUnavailable"]) == (2, 1, 1)
 

@@ -104,7 +104,7 @@ def test_failed_state_is_reported_at_once_with_the_node_events(k8s_double, run_p
     assert "node gpu-1: nvidia.com/mig.config.state=failed for config all-1g.10gb" in message
     assert "Warning GPUResetFailed: nvidia-smi -r: GPU is in use by nvidia_drm (x3)" in message
     assert "node gpu-2: nvidia.com/mig.config.state=failed" in message and "recent events: none" in message
-    attempts = failed.task("Wait for the MIG manager's success state on every node")["result"]["attempts"]
+    attempts = failed.task("Wait for the MIG manager to apply all-1g.10gb on gpu-1, gpu-2")["result"]["attempts"]
     assert attempts < 30  # stopped on failed, not after mig_manager_timeout / poll_interval = 600 polls
 
 
@@ -115,6 +115,12 @@ def test_a_node_without_mig_manager_times_out_pending(k8s_double, run_playbook):
                           env=k8s_double.env()).assert_failed()
     message = failed.task("Report the nodes the MIG manager did not configure")["result"]["msg"]
     assert "node gpu-2: nvidia.com/mig.config.state=pending for config all-balanced" in message
+    # while it waits it names the config and the nodes; the wait ends without dumping the nodes it read
+    assert "FAILED - RETRYING: [localhost]: Wait for the MIG manager to apply all-balanced on gpu-1, gpu-2" in failed.stdout
+    assert failed.task("Wait for the MIG manager to apply all-balanced on gpu-1, gpu-2")["status"] == "ok"
+    first = [r for r in failed.results if r["status"] == "failed"][0]["result"]["msg"]
+    assert first.startswith("The MIG manager did not apply all-balanced on every node of gpu-1, gpu-2") and len(first) < 1024
+    assert "managedFields" not in failed.stdout and "resourceVersion" not in failed.stdout
     assert "is nvidia-mig-manager running there" in message and "gpu-1" not in message
     assert _labels(k8s_double, "nvidia.com/mig.config.state")["gpu-1"] == "success"
 

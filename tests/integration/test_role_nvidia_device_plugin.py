@@ -199,7 +199,7 @@ def test_verify_waits_for_the_plugin_to_register(run_playbook, k8s_double):
     finally:
         stop.set()
         watcher.join(5)
-    attempts = result.task("Read the nodes and compare them with the expectation")["result"].get("attempts")
+    attempts = result.task("advertises what the MIG catalog expects")["result"].get("attempts")
     assert attempts and attempts > 1
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.filter import daemonset, gpudirect, mig, nccl_tests, nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.filter import bandwidth, daemonset, gpudirect, mig, nccl_tests, nvsmi
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils", "fixtures", "nccl_tests")
 GKE = "1.32.2-gke.1489001"
@@ -45,6 +45,16 @@ def _run_with_row_busbw(value):
 
 
 CASES = [
+    # --- bandwidth_report
+    ("bandwidth_report: null result", lambda: bandwidth.bandwidth_report(None, "nccl"), "input: must be a dict"),
+    ("bandwidth_report: unknown kind", lambda: bandwidth.bandwidth_report({}, "iperf"), "kind: must be one of nccl, ib_write_bw"),
+    ("bandwidth_report: nan threshold", lambda: bandwidth.bandwidth_report({"threshold": float("nan")}, "nccl"),
+     "threshold: must be a finite number"),
+    ("bandwidth_report: row without a size", lambda: bandwidth.bandwidth_report({"table": [{"count": 1}]}, "nccl"),
+     "rows[0].size: must be a whole number"),
+    ("bandwidth_report: zero-byte row", lambda: bandwidth.bandwidth_report({"rows": [{"bytes": 0}]}, "ib_write_bw"),
+     "rows[0].bytes: must be at least 1"),
+    ("bandwidth_report: nodes as text", lambda: bandwidth.bandwidth_report({}, "nccl", nodes="a,b"), "nodes: must be a list"),
     # --- nccl_tests_verdict
     ("nccl_tests_verdict: negative threshold", lambda: nccl_tests.nccl_tests_verdict(_run(), threshold=-1),
      "threshold (GB/s): must be at least 0"),
@@ -188,7 +198,7 @@ CASES = [
 def test_the_table_covers_every_filter():
     covered = {title.split(":")[0] for title, _call, _words in CASES}
     every = set()
-    for module in (daemonset, gpudirect, mig, nccl_tests, nvsmi):
+    for module in (bandwidth, daemonset, gpudirect, mig, nccl_tests, nvsmi):
         every |= set(module.FilterModule().filters())
     assert every - covered <= {"mig_aks_profile"}, every - covered  # its one argument pair is a catalog lookup
     assert len(set(t for t, _c, _w in CASES)) == len(CASES)
