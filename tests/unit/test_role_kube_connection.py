@@ -80,7 +80,7 @@ MODULES = set().union(*(_reach(role, os.path.basename(path))
 
 def test_the_scan_finds_the_kubernetes_roles():
     # a check on the scan itself: the roles that certainly reach Kubernetes are found, the ones that do not are not
-    found = {(role, entry) for role, entry, _ in KUBERNETES_ENTRY_POINTS}
+    found = {(role, entry) for role, entry, _options in KUBERNETES_ENTRY_POINTS}
     assert {("apply", "manifests"), ("apply", "chart"), ("nri_device_injector", "main"), ("tcpx_installer", "main"),
             ("gpudirect_installer", "wait"), ("mps", "kubernetes"), ("gke_gpu_cluster", "teardown")} <= found
     assert not {("apply", "names"), ("mps", "main"), ("nccl_test", "verdict"), ("awx_job_templates", "main"),
