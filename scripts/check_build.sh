@@ -12,6 +12,11 @@ export ANSIBLE_CONFIG="$work/ansible.cfg"
 printf '[defaults]\ncollections_path = %s\n' "$work/collections" > "$ANSIBLE_CONFIG"
 export ANSIBLE_COLLECTIONS_PATH="$work/collections"
 
+# no made-up address in the metadata: a URL field is either left out of galaxy.yml or a real one
+if grep -v '^[[:space:]]*#' "$root/galaxy.yml" | grep -nEi '\b(example\.(invalid|com|org|net)|localhost|placeholder|changeme|todo)\b'; then
+    echo "galaxy.yml carries a placeholder (above): fill the field with a real value or leave it out" >&2
+    exit 1
+fi
 ansible-galaxy collection build "$root" --output-path "$work/dist" --force
 tarball=$(ls "$work"/dist/gpu_ops-cluster-*.tar.gz)
 echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
@@ -29,6 +34,17 @@ for wanted in MANIFEST.json FILES.json README.md meta/runtime.yml plugins/module
         exit 1
     fi
 done
+# the shipped MANIFEST.json: every URL it names is a real one (left-out fields are null)
+tar -xzf "$tarball" -C "$work" MANIFEST.json
+python3 - "$work/MANIFEST.json" <<'PY'
+import json, re, sys
+info = json.load(open(sys.argv[1], encoding="utf-8"))["collection_info"]
+bad = {k: info.get(k) for k in ("repository", "documentation", "homepage", "issues")
+       if info.get(k) and re.search(r"example\.(invalid|com|org|net)|localhost|placeholder", info[k], re.I)}
+if bad:
+    sys.exit("MANIFEST.json carries placeholder URLs: %s" % bad)
+print("MANIFEST.json URLs: %s" % {k: info.get(k) for k in ("repository", "documentation", "homepage", "issues")})
+PY
 ansible-galaxy collection install "$tarball" -p "$work/collections" --no-deps
 ln -s "$root/.collections/ansible_collections/kubernetes" "$work/collections/ansible_collections/kubernetes"
 

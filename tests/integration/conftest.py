@@ -39,6 +39,7 @@ FILE_SECONDS = {
     "test_role_mig_manager.py": 193,
     "test_operators_roles.py": 186,
     "test_role_mps.py": 165,
+    "test_role_kube_connection.py": 125,
     "test_k8s_kubernetes_core.py": 137,
     "test_playbook_gpu_hosts.py": 133,
     "test_role_gcp_gpu_vpcs.py": 131,

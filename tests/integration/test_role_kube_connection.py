@@ -1,0 +1,169 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``<role>_kubeconfig`` and ``<role>_context`` against the Kubernetes API double (issue #20 section 5).
+
+No K8S_AUTH_* variable is set and KUBECONFIG names a file that does not exist, so kubernetes.core's own resolution
+finds no cluster: the roles reach the double only through the two options. The kubeconfig holds two contexts; its
+current one points at a closed port, so a run that ignored the context would fail.
+"""
+
+from __future__ import annotations
+
+import os
+
+import yaml
+
+from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import chart_path
+
+NAMESPACE = "kube-connection"
+CONFIGMAP = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "reached", "namespace": NAMESPACE},
+              "data": {"through": "apply_kubeconfig"}}]
+
+
+def _two_contexts(double, folder):
+    """A kubeconfig whose current context points nowhere (127.0.0.1:1) and whose context 'gpu' is the double."""
+    path = double.write_kubeconfig(str(folder / "two-contexts.yaml"), context="gpu")
+    with open(path, encoding="utf-8") as handle:
+        config = yaml.safe_load(handle)
+    config["clusters"].append({"name": "elsewhere", "cluster": {"server": "https://127.0.0.1:1"}})
+    config["contexts"].append({"name": "elsewhere", "context": {"cluster": "elsewhere", "user": "gpu"}})
+    config["current-context"] = "elsewhere"
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(config, handle)
+    return path
+
+
+def _no_default_cluster(folder, **extra):
+    """Environment without any Kubernetes connection of its own (conftest drops K8S_AUTH_* already)."""
+    return dict({"KUBECONFIG": str(folder / "no-such-kubeconfig")}, **extra)
+
+
+def _play(role, role_vars, tasks_from="main", module_defaults=None):
+    play = {"name": role, "hosts": "localhost", "gather_facts": False,
+            "tasks": [{"name": "Run the role",
+                       "ansible.builtin.include_role": {"name": "gpu_ops.cluster." + role, "tasks_from": tasks_from},
+                       "vars": role_vars}]}
+    if module_defaults:
+        play["module_defaults"] = module_defaults
+    return [play]
+
+
+def _named(result, name):
+    """The status of the one task record called exactly ``name`` (role prefix aside)."""
+    [record] = [r for r in result.results if r["task"].split(" : ")[-1] == name]
+    return record["status"]
+
+
+def _apply(kubeconfig=None, context=None, **extra):
+    role_vars = {"apply_step": "10-connection", "apply_manifests": CONFIGMAP}
+    if kubeconfig is not None:
+        role_vars["apply_kubeconfig"] = kubeconfig
+    if context is not None:
+        role_vars["apply_context"] = context
+    role_vars.update(extra)
+    return _play("apply", role_vars, tasks_from="manifests")
+
+
+def test_apply_reaches_the_cluster_only_through_apply_kubeconfig_and_apply_context(run_playbook, k8s_double, tmp_path):
+    kubeconfig = _two_contexts(k8s_double, tmp_path)
+    env = _no_default_cluster(tmp_path)
+
+    # nothing given: kubernetes.core finds no cluster
+    run_playbook(_apply(), env=env).assert_failed()
+    # the kubeconfig alone: its current context points at a closed port
+    failed = run_playbook(_apply(kubeconfig), env=env).assert_failed()
+    assert "127.0.0.1" in failed.stdout and k8s_double.get("Namespace", NAMESPACE) is None
+    # kubeconfig and context: the objects are created in the double
+    run_playbook(_apply(kubeconfig, "gpu"), env=env).assert_ok()
+    assert k8s_double.get("ConfigMap", "reached", NAMESPACE)["data"] == {"through": "apply_kubeconfig"}
+    # the kubeconfig as a dict, as kubernetes.core takes it: same objects, nothing changed
+    with open(kubeconfig, encoding="utf-8") as handle:
+        as_dict = yaml.safe_load(handle)
+    k8s_double.clear_requests()
+    result = run_playbook(_apply(as_dict, "gpu"), env=env).assert_ok()
+    assert [w for w in k8s_double.writes() if w.changed] == []
+    assert k8s_double.requests(), "the dict kubeconfig reached the double"
+    assert _named(result, "Run apply (manifests)") == "skipped"
+    # empty strings (an AWX survey's unanswered question) count as unset: nothing is added, no cluster is found
+    empty = run_playbook(_apply("", ""), env=env).assert_failed()
+    assert _named(empty, "Run apply (manifests) with its kubeconfig and context") == "skipped"
+
+
+def test_render_mode_ignores_the_connection(run_playbook, k8s_double, tmp_path):
+    render = tmp_path / "rendered"
+    result = run_playbook(_apply(str(tmp_path / "missing-kubeconfig"), "missing-context",
+                                 gpu_ops_render_dir=str(render)), env=_no_default_cluster(tmp_path)).assert_ok()
+    assert sorted(os.listdir(render / "manifests" / "10-connection")) == ["01-namespace-kube-connection.yaml",
+                                                                          "02-configmap-reached.yaml"]
+    assert _named(result, "Run apply (manifests) with its kubeconfig and context") == "skipped"
+    assert k8s_double.requests() == []
+
+
+def _gpu_nodes(double):
+    # the NRI injector's wait looks for nodes carrying a GKE GPUDirect accelerator label
+    for name in ("gpu-0", "gpu-1"):
+        double.add_node(name, labels={"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"},
+                        allocatable={"nvidia.com/gpu": "8"}, taints=[GPU_TAINT])
+
+
+def test_nri_device_injector_and_the_roles_it_includes_use_its_connection(run_playbook, k8s_double, tmp_path):
+    """The role's tasks, the apply role it includes and gpudirect_installer's wait all reach the double."""
+    _gpu_nodes(k8s_double)
+    kubeconfig = _two_contexts(k8s_double, tmp_path)
+    env = _no_default_cluster(tmp_path)
+    fast = {"nri_device_injector_wait_delay": 1, "nri_device_injector_wait_timeout": 4}
+
+    result = run_playbook(_play("nri_device_injector", dict(
+        fast, nri_device_injector_kubeconfig=kubeconfig, nri_device_injector_context="gpu")), env=env).assert_ok()
+    assert k8s_double.get("DaemonSet", "device-injector", "kube-system") is not None
+    assert _named(result, "Record the nodes where the DaemonSet is ready") == "ok", "gpudirect_installer's wait ran"
+
+    # a play's group default (the kubeconfig) and the role's context combine option by option
+    group = {"group/kubernetes.core.k8s": {"kubeconfig": kubeconfig}}
+    k8s_double.clear_requests()
+    run_playbook(_play("nri_device_injector", dict(fast, nri_device_injector_context="gpu"), module_defaults=group),
+                 env=env).assert_ok()
+    assert k8s_double.requests() and [w for w in k8s_double.writes() if w.changed] == []
+    # without the role's context the play's kubeconfig alone points at the closed port
+    run_playbook(_play("nri_device_injector", fast, module_defaults=group), env=env).assert_failed()
+
+
+def test_nvidia_device_plugin_helm_release_uses_the_role_connection(run_playbook, helm_k8s, tmp_path):
+    """kubernetes.core.helm (group/kubernetes.core.helm) gets the kubeconfig and the context too."""
+    pool = {"kubernetes.azure.com/agentpool": "gpupool"}
+    gfd = {"nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
+           "nvidia.com/gpu.count": "56"}
+    for index in range(2):
+        helm_k8s.add_node("aks-gpupool-%d" % index, labels=dict(pool, **gfd), allocatable={"nvidia.com/gpu": "56"},
+                          taints=[GPU_TAINT])
+    kubeconfig = _two_contexts(helm_k8s, tmp_path)
+    # helm's own folders and binary, but none of the fixture's KUBECONFIG / K8S_AUTH_KUBECONFIG
+    env = _no_default_cluster(tmp_path, **{k: v for k, v in helm_k8s.helm_env.items()
+                                           if k.startswith("HELM_") or k == "PATH"})
+    role_vars = {
+        "nvidia_device_plugin_chart_ref": chart_path("nvidia-device-plugin"),
+        "nvidia_device_plugin_chart_repo_url": "",
+        "nvidia_device_plugin_mig_strategy": "single",
+        "nvidia_device_plugin_aks_vm_size": "Standard_ND96asr_v4",
+        "nvidia_device_plugin_aks_gpu_instance_profile": "MIG1g",
+        "nvidia_device_plugin_node_selector": pool,
+        "nvidia_device_plugin_pool_selector": pool,
+        "nvidia_device_plugin_wait_timeout": 60,
+        "nvidia_device_plugin_verify": True,
+        "nvidia_device_plugin_verify_retries": 1,
+        "nvidia_device_plugin_verify_delay": 0,
+        "nvidia_device_plugin_kubeconfig": kubeconfig,
+    }
+    # the kubeconfig without the context: helm goes to the current context, the closed port
+    failed = run_playbook(_play("nvidia_device_plugin", role_vars), env=env).assert_failed()
+    assert failed.task("Install release nvidia-device-plugin")["status"] == "failed"
+
+    result = run_playbook(_play("nvidia_device_plugin", dict(role_vars, nvidia_device_plugin_context="gpu")),
+                          env=env).assert_ok()
+    helm = result.task("Install release nvidia-device-plugin")["result"]
+    assert helm["changed"]  # the context reaches helm as HELM_KUBECONTEXT, the kubeconfig as KUBECONFIG
+    assert [s for s in helm_k8s.list("Secret", "nvidia-device-plugin") if s.get("type") == "helm.sh/release.v1"]
+    assert helm_k8s.get("DaemonSet", "nvidia-device-plugin", "nvidia-device-plugin") is not None
