@@ -44,7 +44,7 @@ MAX_NAMES = 6
 RUN_WIDE = "(run-wide)"
 
 _ACTION_WORDS = (("create", "create"), ("change", "change"), ("delete", "delete"))
-_CHANGE_VERB = re.compile(r"^(set[A-Z]\w*|update\w*|patch\w*)$")
+_CHANGE_VERB = re.compile(r"^(set[A-Z]\w*|update\w*|patch\w*)\Z")
 
 
 # ------------------------------------------------------------------ reading
@@ -134,7 +134,7 @@ def record(render_dir, host, paths):
         full = os.path.realpath(os.path.join(root, path))
         if full.startswith(root + os.sep):
             names.append(os.path.relpath(full, root).replace(os.sep, "/"))
-    if names and re.match(r"^[A-Za-z0-9_.:@-]+$", host or "") and not host.startswith("."):
+    if names and re.match(r"^[A-Za-z0-9_.:@-]+\Z", host or "") and not host.startswith("."):
         folder = os.path.join(root, INDEX_DIR)
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, host + ".txt"), "a", encoding="utf-8") as handle:
@@ -204,7 +204,7 @@ def _body_name(body):
 # ------------------------------------------------------------------ Kubernetes objects and Helm releases
 
 
-_MANIFEST_NAME = re.compile(r"^\d+-(delete-)?(?P<kind>[a-z0-9]+)-(?P<name>.+)\.ya?ml$")
+_MANIFEST_NAME = re.compile(r"^\d+-(delete-)?(?P<kind>[a-z0-9]+)-(?P<name>.+)\.ya?ml\Z")
 
 
 def manifest(render_dir, rel):
