@@ -172,3 +172,17 @@ def test_a_non_empty_folder_without_the_marker_is_refused_and_untouched(run_play
     assert not (render / MARKER).exists()
     # nothing after the refusal ran
     assert result.tasks("Create the multi-instance GPU node pool") == []
+
+
+def test_a_host_name_that_is_no_file_name_is_refused_before_anything_is_written(run_playbook, tmp_path):
+    """Render files are named after inventory hosts: '../escape' would write beside the render folder."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"aks_clusters": {"hosts": {"../escape": {
+        "ansible_connection": "local", "aks_mig_resource_group": "gpu-rg", "aks_mig_cluster": "gpu-aks"}}}}}}),
+        encoding="utf-8")
+    render = tmp_path / "plan" / "render"
+    result = run_playbook(AKS_MIG, extra_vars={"gpu_ops_render_dir": str(render)}, env=AKS["env"],
+                          extra_args=("-i", str(inventory))).assert_failed()
+    assert 'these names cannot be file names in the render folder: "../escape"' in result.output, result.output
+    assert not (tmp_path / "plan").exists()
+    assert result.tasks("Create the multi-instance GPU node pool") == []
