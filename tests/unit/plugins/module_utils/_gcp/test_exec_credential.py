@@ -11,8 +11,10 @@ from __future__ import annotations
 import datetime
 import io
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -100,7 +102,12 @@ def test_a_refused_login_fails_with_one_line_and_no_secret(gcp, tmp_path):
 
 def test_runs_as_a_module_with_the_python_running_ansible(gcp, key_file):
     dummy, path = key_file
+    # as the kubeconfig runs it: PYTHONPATH names the folder that holds ansible_collections/ (ansible-test's
+    # runner puts the collection on sys.path itself, so the environment alone has no such entry)
+    holder = str(Path(exec_credential.__file__).resolve().parents[6])
+    environment = dict(os.environ, PYTHONPATH=holder)
     proc = subprocess.run([sys.executable, "-m", exec_credential.MODULE, "--auth-kind", "serviceaccount",
-                           "--service-account-file", path], capture_output=True, text=True, check=False, timeout=60)
+                           "--service-account-file", path], capture_output=True, text=True, check=False, timeout=60,
+                          env=environment)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status"]["token"] == gcp.token
