@@ -103,10 +103,13 @@ def apply_failure(results, step, timeout=None):
     when it failed, ``msg`` and possibly ``result``, the object as last read).
     """
     for entry in results or []:
-        if not isinstance(entry, dict) or "msg" not in entry or entry.get("skipped"):
+        suppressed = isinstance(entry, dict) and "failed_when_suppressed_exception" in entry
+        if not isinstance(entry, dict) or ("msg" not in entry and not suppressed) or entry.get("skipped"):
             continue
         label = (entry.get("item") or {}).get("label") or "the objects"
-        message = str(entry.get("msg") or "unknown error")
+        # an error whose failure Ansible suppressed keeps no message: still a failure, never a silent pass
+        message = str(entry.get("msg") or ("the module failed and Ansible kept no message (run again with -vvv)"
+                                           if suppressed else "unknown error"))
         obj = entry.get("result") if isinstance(entry.get("result"), dict) else None
         if "Timed out waiting" in message or "timed out" in message.lower():
             if "deletion" in message.lower():

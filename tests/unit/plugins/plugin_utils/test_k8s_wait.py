@@ -76,6 +76,14 @@ def test_an_api_error_is_reported_as_such():
     assert len(message) < 700
 
 
+def test_an_error_whose_message_ansible_dropped_is_still_a_failure():
+    """ansible-core 2.19 keeps no msg for a module error that failed_when suppressed: never a silent pass."""
+    results = _results({"failed": False, "failed_when_result": False, "failed_when_suppressed_exception": "(traceback unavailable)"})
+    message = _k8s_wait.apply_failure(results, "10-connection")
+    assert message.startswith("Step 10-connection: applying ConfigMap/c, Pod/nccl-test-host-1, Pod/nccl-test-host-2 failed: "
+                              "the module failed and Ansible kept no message")
+
+
 def test_nothing_failed_is_an_empty_message():
     assert _k8s_wait.apply_failure(_results({"result": PULLING}, {"skipped": True, "msg": "skipped"}), "s") == ""
     assert _k8s_wait.apply_failure([], "s") == ""
