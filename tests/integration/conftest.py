@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -134,6 +135,12 @@ class PlaybookResult:
     @property
     def failed(self):
         return [r for r in self.results if r["status"] in ("failed", "unreachable")]
+
+    def retry_lines(self):
+        """stdout's ``FAILED - RETRYING: [host]: <task>`` lines with the role prefix ansible-core 2.21 adds to a
+        role task's name (``[host]: ns.coll.role : Wait ...``) taken out, so one assertion fits both lines."""
+        return "\n".join(re.sub(r"^(FAILED - RETRYING: \[[^\]]+\]: )[\w.]+ : ", r"\1", line)
+                         for line in self.stdout.splitlines() if line.startswith("FAILED - RETRYING: "))
 
     @property
     def output(self):

@@ -235,7 +235,7 @@ def test_installer_never_ready_names_the_node(run_playbook, k8s_double):
     assert "not ready" in failure and "gpu-0" not in failure and "gpu-2" not in failure
     # while it waits, it names the DaemonSet and the nodes; the failure is the one short message, no object dump before it
     assert ("FAILED - RETRYING: [localhost]: Wait for a ready pod of DaemonSet kube-system/nccl-tcpxo-installer on "
-            "gpu-0, gpu-1, gpu-2 (") in result.stdout
+            "gpu-0, gpu-1, gpu-2 (") in result.retry_lines()
     first, printed = _first_failure(result)
     assert first["result"]["msg"] == failure and len(printed.encode()) < 1024, printed
     assert printed.count("fatal:") == 1 and "resourceVersion" not in result.stdout

@@ -260,8 +260,8 @@ def _check_rdma_below_the_threshold_shows_the_table_and_cleans_up(failures):
 def _check_waits_name_what_they_wait_for_and_fail_with_one_short_message(failures):
     result, dummy = failures
     # while waiting, the retry lines name the object
-    assert "FAILED - RETRYING: [localhost]: Wait until ready: ClusterPolicy cluster-policy (GPU Operator in gpu-operator)" in result.stdout
-    assert "FAILED - RETRYING: [localhost]: Wait until ready: NicClusterPolicy nic-cluster-policy" in result.stdout
+    assert "FAILED - RETRYING: [localhost]: Wait until ready: ClusterPolicy cluster-policy (GPU Operator in gpu-operator)" in result.retry_lines()
+    assert "FAILED - RETRYING: [localhost]: Wait until ready: NicClusterPolicy nic-cluster-policy" in result.retry_lines()
     # each never-ready wait fails once, with a short message whose first line names the object: no dump of what was read
     failed = [r for r in result.results if r["status"] == "failed"]
     messages = [r["result"]["msg"] for r in failed]

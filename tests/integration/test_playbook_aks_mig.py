@@ -200,7 +200,7 @@ def test_live_sample_pod_that_never_finishes_fails_with_one_short_message(run_pl
     result = run_playbook(PLAYBOOK, extra_vars=dict(_live_vars("mixed"), aks_mig_sample_timeout=5),
                           env=dict(k8s_double.env(), AZURE_SUBSCRIPTION_ID=""), extra_args=AKS).assert_failed()
     # while it waits it names the pod; it ends with one message naming the pod and its state, no pod dump
-    assert "FAILED - RETRYING: [gpu-aks]: Wait for the sample pod to finish - default/aks-mig-sample-mixed" in result.stdout
+    assert "FAILED - RETRYING: [gpu-aks]: Wait for the sample pod to finish - default/aks-mig-sample-mixed" in result.retry_lines()
     failed = [r for r in result.results if r["status"] == "failed"]
     assert [r["task"] for r in failed] == ["Check that the sample pod finished"], [r["task"] for r in failed]
     message = failed[0]["result"]["msg"]

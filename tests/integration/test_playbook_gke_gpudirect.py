@@ -157,5 +157,6 @@ def test_gpu_node_with_missing_gpus_fails_naming_it(run_playbook, gcp_double, k8
     assert "gke-%s-%s-1" % (CLUSTER, POOL) in message and "allocatable 7, expected 8" in message
     assert "gke-%s-%s-0 (" % (CLUSTER, POOL) not in message
     # while it waits it names the pool and what it waits for; the failure is one short message, no node dump
-    assert "]: Wait for the GPU nodes to report their GPUs - 2 nodes of pool %s with nvidia.com/gpu 8 (1 retries left)" % POOL in result.stdout
+    assert "]: Wait for the GPU nodes to report their GPUs - 2 nodes of pool %s with nvidia.com/gpu 8 (1 retries left)" % POOL \
+        in result.retry_lines()
     assert len(failed["result"]["msg"].encode()) < 1024 and "resourceVersion" not in result.stdout

@@ -116,7 +116,7 @@ def test_a_node_without_mig_manager_times_out_pending(k8s_double, run_playbook):
     message = failed.task("Report the nodes the MIG manager did not configure")["result"]["msg"]
     assert "node gpu-2: nvidia.com/mig.config.state=pending for config all-balanced" in message
     # while it waits it names the config and the nodes; the wait ends without dumping the nodes it read
-    assert "FAILED - RETRYING: [localhost]: Wait for the MIG manager to apply all-balanced on gpu-1, gpu-2" in failed.stdout
+    assert "FAILED - RETRYING: [localhost]: Wait for the MIG manager to apply all-balanced on gpu-1, gpu-2" in failed.retry_lines()
     assert failed.task("Wait for the MIG manager to apply all-balanced on gpu-1, gpu-2")["status"] == "ok"
     first = [r for r in failed.results if r["status"] == "failed"][0]["result"]["msg"]
     assert first.startswith("The MIG manager did not apply all-balanced on every node of gpu-1, gpu-2") and len(first) < 1024
