@@ -388,7 +388,8 @@ def host_plan(render_dir, files):
 def host_counts(plan):
     """The headline's numbers of one host's plan."""
     counts = dict(cloud_create=0, cloud_change=0, cloud_delete=0, k8s_apply=0, k8s_delete=0, k8s_steps=set(),
-                  helm_install=0, helm_delete=0, mig_create=0, mig_delete=0, mig_gpus=0, mig_hosts=0, mps_hosts=0)
+                  helm_install=0, helm_delete=0, mig_create=0, mig_delete=0, mig_gpus=0, mig_hosts=0, mps_hosts=0,
+                  awx_objects=0)
     for action, _kind, _name, _api, _rel in plan["requests"]:
         counts["cloud_" + action] += 1
     for step, state, _kind, _name, _ns in plan["objects"]:
@@ -405,6 +406,7 @@ def host_counts(plan):
         counts["mig_gpus"] += gpus
         counts["mig_hosts"] += 1 if gpus or numbers else 0
     counts["mps_hosts"] += len(plan["mps"])
+    counts["awx_objects"] += len(plan["awx"])
     return counts
 
 
@@ -504,6 +506,8 @@ def headline(counts):
             _plural(counts["mig_create"], "MIG instance"), _plural(counts["mig_gpus"], "GPU"), _plural(counts["mig_hosts"], "host")))
     if counts["mps_hosts"]:
         parts.append("configures MPS on %s" % _plural(counts["mps_hosts"], "host"))
+    if counts.get("awx_objects"):
+        parts.append("creates or updates %s" % _plural(counts["awx_objects"], "AWX object"))
     deleted = [(counts["cloud_delete"], "cloud resource"), (counts["k8s_delete"], "Kubernetes object"),
                (counts["helm_delete"], "Helm release"), (counts["mig_delete"], "MIG instance")]
     total = sum(n for n, dummy in deleted)
@@ -518,7 +522,8 @@ def summarize(render_dir, hosts=()):
     files = plan_files(render_dir)
     sections = attribute(files, read_index(render_dir), list(hosts))
     total = dict(cloud_create=0, cloud_change=0, cloud_delete=0, k8s_apply=0, k8s_delete=0, k8s_steps=0,
-                 helm_install=0, helm_delete=0, mig_create=0, mig_delete=0, mig_gpus=0, mig_hosts=0, mps_hosts=0)
+                 helm_install=0, helm_delete=0, mig_create=0, mig_delete=0, mig_gpus=0, mig_hosts=0, mps_hosts=0,
+                 awx_objects=0)
     body = []
     for host, host_files in sections:
         plan = host_plan(render_dir, host_files)

@@ -174,6 +174,16 @@ def test_mps_settings_and_the_hosts_nccl_conf(tmp_path):
     assert "- `checks/gpu_hosts/dgx-1/nccl.conf`: 2 variables (`NCCL_NET=IB`, `NCCL_IB_DISABLE=0`)" in summary["markdown"]
 
 
+def test_awx_objects_count_in_the_headline(tmp_path):
+    """awx_setup.yml's render: its objects are planned, not 'nothing to create or change'."""
+    for name in ("10-organization.yaml", "20-project.yaml", "50-job_template-01-gke-gpudirect.yaml"):
+        _write(tmp_path, "awx/" + name, "name: x\n")
+    summary = _render_plan.summarize(str(tmp_path), ["localhost"])
+    assert summary["headline"] == "creates or updates 3 AWX objects, deletes 0"
+    _write(tmp_path, "awx/40-inventory-01-gpu-fleet.yaml", "name: y\n")
+    assert _render_plan.summarize(str(tmp_path), [])["headline"] == "creates or updates 4 AWX objects, deletes 0"
+
+
 # ------------------------------------------------------------------ several hosts
 
 
