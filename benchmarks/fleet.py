@@ -102,10 +102,35 @@ def start_doubles(fleet):
     return gcp, clusters
 
 
-def playbook(folder, inventory, forks, extra=None, limit=None):
-    """One ansible-playbook run (it must succeed): wall seconds and CPU seconds of it and its workers."""
+PING_PLAY = """- name: Baseline - one ping
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Ping
+      ansible.builtin.ping:
+"""
+
+
+def ping_baseline(folder, inventory, host, repeat):
+    """The fastest of ``repeat`` one-task ping plays on ``host`` (the cost of starting Ansible and one module)."""
+    path = os.path.join(folder, "ping.yml")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(PING_PLAY)
+    best = None
+    for dummy in range(repeat):
+        wall, cpu = playbook(folder, inventory, 1, limit=host, path=path)
+        if best is None or wall < best["wall_s"]:
+            best = dict(wall_s=round(wall, 2), playbook_cpu_s=round(cpu, 2))
+    return best
+
+
+def playbook(folder, inventory, forks, extra=None, limit=None, profile=None, path=None):
+    """One ansible-playbook run (it must succeed): wall seconds and CPU seconds of it and its workers.
+
+    With ``profile`` (a file path) the task-profile callback writes where the run's time went into that file.
+    """
     args = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
-            os.path.join(_paths.ROOT, "playbooks", "gke_gpudirect.yml"), "--forks", str(forks)]
+            path or os.path.join(_paths.ROOT, "playbooks", "gke_gpudirect.yml"), "--forks", str(forks)]
     if extra:
         extra_file = os.path.join(folder, "extra.json")
         with open(extra_file, "w", encoding="utf-8") as handle:
@@ -115,6 +140,9 @@ def playbook(folder, inventory, forks, extra=None, limit=None):
         args += ["--limit", limit]
     env = dict(os.environ, HOME=folder, ANSIBLE_COLLECTIONS_PATH=_paths.setup(), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCAL_TEMP=os.path.join(folder, "tmp"), ANSIBLE_HOST_KEY_CHECKING="False")
+    if profile:
+        env.update(ANSIBLE_CALLBACK_PLUGINS=os.path.join(_paths.ROOT, "benchmarks", "callback_plugins"),
+                   ANSIBLE_CALLBACKS_ENABLED="gpu_ops_task_profile", GPU_OPS_TASK_PROFILE=profile)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
@@ -167,6 +195,46 @@ def timed(folder, inventory, forks, count, gcp=None, clusters=None, extra=None, 
     return best
 
 
+def summarize_profile(document, top=25):
+    """The per-task profile of one run: totals, executions per action, the ``top`` tasks by wall time."""
+    tasks = document["tasks"]
+    actions = {}
+    for entry in tasks:
+        row = actions.setdefault(entry["action"], dict(action=entry["action"], tasks=0, executions=0, wall_s=0.0))
+        row["tasks"] += 1
+        row["executions"] += entry["executions"]
+        row["wall_s"] = round(row["wall_s"] + entry["wall_s"], 3)
+    return dict(run_wall_s=document["run_wall_s"], task_starts=sum(e["starts"] for e in tasks),
+                executions=sum(e["executions"] for e in tasks), skipped=sum(e["skipped"] for e in tasks),
+                tasks_wall_s=round(sum(e["wall_s"] for e in tasks), 3),
+                actions=sorted(actions.values(), key=lambda row: -row["wall_s"]), top=tasks[:top])
+
+
+def profile_single(folder, inventory, host, gcp, clusters, extra):
+    """One more no-op run of ``host`` alone with the task-profile callback (not timed: the callback costs a little)."""
+    path = os.path.join(folder, "profile.json")
+    if gcp:
+        _clear(gcp, {host: clusters[host]})
+    playbook(folder, inventory, 1, extra, limit=host, profile=path)
+    if gcp:
+        _noop_check(gcp, {host: clusters[host]})
+    with open(path, encoding="utf-8") as handle:
+        return summarize_profile(json.load(handle))
+
+
+def profile_table(profile):
+    """Where one cluster's no-op run spends its time, as text."""
+    lines = ["per-task profile of one cluster's run: %.1f s wall, %d task starts, %d executions, %d skips" % (
+        profile["run_wall_s"], profile["task_starts"], profile["executions"], profile["skipped"]),
+        "%-34s %6s %11s %8s" % ("action", "tasks", "executions", "wall s")]
+    for row in profile["actions"]:
+        lines.append("%-34s %6d %11d %8.2f" % (row["action"][-34:], row["tasks"], row["executions"], row["wall_s"]))
+    lines.append("slowest tasks (role | task | action):")
+    for entry in profile["top"][:15]:
+        lines.append("  %6.2f s  x%-3d %s" % (entry["wall_s"], entry["executions"], entry["task"][:110]))
+    return "\n".join(lines)
+
+
 def _progress(text):
     print(text, flush=True)
 
@@ -200,13 +268,21 @@ def measure(count, forks_list, repeat, mode, wait_for=None, partial=None):
             _wait_for(wait_for)
         result = dict(mode=mode, clusters=count, converge_s=converge_s and round(converge_s, 1), runs=[],
                       repeat=repeat, cpus=os.cpu_count(), python=platform.python_version(),
-                      load_before=os.getloadavg()[0])
+                      load_before=os.getloadavg()[0], machine=platform.machine(), system=platform.platform())
         result["single"] = timed(folder, inventory, 1, 1, gcp, clusters and {fleet[0][0]: clusters[fleet[0][0]]},
                                  extra, limit=fleet[0][0], repeat=repeat)
         _progress("one cluster alone: %s" % json.dumps(result["single"]))
+        result["ping"] = ping_baseline(folder, inventory, fleet[0][0], max(repeat, 3))
+        result["single"]["vs_ping_wall"] = round(result["single"]["wall_s"] / result["ping"]["wall_s"], 1)
+        result["single"]["vs_ping_cpu"] = round(result["single"]["playbook_cpu_s"] / max(result["ping"]["playbook_cpu_s"], 0.01), 1)
+        _progress("one-task ping play: %s; one cluster alone = %sx its wall, %sx its CPU" % (
+            json.dumps(result["ping"]), result["single"]["vs_ping_wall"], result["single"]["vs_ping_cpu"]))
+        result["profile"] = profile_single(folder, inventory, fleet[0][0], gcp, clusters, extra)
+        _progress(profile_table(result["profile"]))
         for forks in forks_list:
             row = timed(folder, inventory, forks, count, gcp, clusters, extra, repeat=repeat)
             row["vs_single"] = round(row["per_cluster_s"] / result["single"]["wall_s"], 3)
+            row["per_cluster_vs_ping"] = round(row["per_cluster_s"] / result["ping"]["wall_s"], 2)
             row["load_after"] = round(os.getloadavg()[0], 2)
             result["runs"].append(row)
             _progress("forks %d: %s" % (forks, json.dumps(row)))
@@ -227,11 +303,14 @@ def table(result):
         result["clusters"], result["mode"], result["cpus"], single["wall_s"], single["playbook_cpu_s"])]
     if result["converge_s"]:
         lines[0] += "; first converge of the fleet: %.0f s" % result["converge_s"]
-    lines.append("%6s %9s %13s %20s %16s %15s %12s" % ("forks", "wall s", "s / cluster", "per cluster / single",
-                                                       "playbook CPU s", "doubles CPU s", "reads / cl."))
+    if result.get("ping"):
+        lines.append("one-task ping play: %.2f s wall, %.2f s CPU; one cluster alone = %.1fx its wall, %.1fx its CPU" % (
+            result["ping"]["wall_s"], result["ping"]["playbook_cpu_s"], single["vs_ping_wall"], single["vs_ping_cpu"]))
+    lines.append("%6s %9s %13s %20s %14s %16s %15s %12s" % ("forks", "wall s", "s / cluster", "per cluster / single",
+                                                            "/ ping wall", "playbook CPU s", "doubles CPU s", "reads / cl."))
     for row in result["runs"]:
-        lines.append("%6d %9.1f %13.3f %20.3f %16.1f %15.1f %12s" % (
-            row["forks"], row["wall_s"], row["per_cluster_s"], row["vs_single"], row["playbook_cpu_s"],
+        lines.append("%6d %9.1f %13.3f %20.3f %14.2f %16.1f %15.1f %12s" % (
+            row["forks"], row["wall_s"], row["per_cluster_s"], row["vs_single"], row["per_cluster_vs_ping"], row["playbook_cpu_s"],
             row["doubles_cpu_s"], row.get("gcp_reads_per_cluster", "-")))
     return "\n".join(lines)
 
