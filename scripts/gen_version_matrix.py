@@ -295,6 +295,18 @@ def plugin_case(mig, sharing):
     return config, None, config_problems(tag, config)
 
 
+def plugin_role_values():
+    """The chart value keys the nvidia_device_plugin role writes (its install tasks' value dicts), as rendered."""
+    import yaml
+    with open(os.path.join(ROOT, "roles", "nvidia_device_plugin", "tasks", "install.yml"), encoding="utf-8") as handle:
+        tasks = yaml.safe_load(handle)
+    values = {}
+    for task in tasks:
+        values.update((task.get("vars") or {}).get("__nvidia_device_plugin_base_values") or {})
+        values.update((task.get("ansible.builtin.set_fact") or {}).get("__nvidia_device_plugin_config_values") or {})
+    return values
+
+
 def _mps_on_mig(mig, sharing):
     # the plugin runs no MPS server for MIG devices (k8s-device-plugin README, "With CUDA MPS")
     return sharing == "mps" and mig != "none"
@@ -349,6 +361,10 @@ def results():
             row("network-operator", series, tag, name, network_case(series, name, options), None,
                 refused_when and (lambda f=refused_when, t=tag: f(t)))
     tag = "v" + device_plugin.DEVICE_PLUGIN_PINNED
+    role_values = plugin_role_values()
+    problems = key_problems("k8s-device-plugin", tag, role_values) if role_values else ["no chart values found in the role"]
+    rows.append({"chart": "k8s-device-plugin", "series": tag.lstrip("v"), "tag": tag, "case": "role chart value keys",
+                 "outcome": "FAIL" if problems else "ok", "detail": "", "problems": problems})
     for name, mig, sharing in PLUGIN_CASES:
         row("k8s-device-plugin", tag.lstrip("v"), tag, name, plugin_case(mig, sharing), None,
             lambda m=mig, s=sharing: _mps_on_mig(m, s))
