@@ -143,9 +143,9 @@ _GO_TYPES = {"string": {"type": "string"}, "bool": {"type": "boolean"}, "int": {
 
 def _go_schema(sources):
     text = "\n".join(sources.values())
-    structs = {name: body for name, body in _STRUCT.findall(text)}
+    structs = dict(_STRUCT.findall(text))
     aliases = dict(_ALIAS.findall(text))
-    unmarshal = {name: body for name, body in _UNMARSHAL.findall(text)}
+    unmarshal = dict(_UNMARSHAL.findall(text))
 
     def of_type(go_type):
         go_type = go_type.lstrip("*")
@@ -196,7 +196,7 @@ def _go_schema(sources):
 
     define("Config")
     root = dict(definitions.pop("Config"))
-    root["definitions"] = {k: v for k, v in definitions.items()}
+    root["definitions"] = dict(definitions)
     return root
 
 
