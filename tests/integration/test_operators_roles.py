@@ -336,7 +336,9 @@ BAD_INPUTS = [
     ("network_operator", dict(POOL, network_operator_networks=[{"kind": "macvlan", "name": "n", "ip_pool": "p"}]), "networks[0].master"),
     ("network_operator", dict(POOL, network_operator_networks=[{"kind": "macvlan", "name": "n", "master": "e", "ip_pool": "q"}]),
      "networks[0].ip_pool"),
-    ("network_operator", {"network_operator_ofed": {"source": "operator"}}, "ofed.version"),
+    # the catalog's DOCA driver is 26.4.1's: another 26.4 release needs its own doca-driver tag
+    ("network_operator", {"network_operator_chart_version": "26.4.0", "network_operator_ofed": {"source": "operator"}},
+     "ofed.version: the catalog's DOCA driver (doca3.4.1-26.04-1.1.0.0-1) is the one of Network Operator 26.4.1"),
     # the chart's upstream kubeVersion '>= 1.21.0' against the double's pre-release version (v1.33.5-double, like
     # GKE's v1.33.5-gke.1234): refused before helm is called, with the ways out
     ("network_operator", {}, "Network Operator chart 25.10.0 declares kubeVersion '>= 1.21.0', which helm never "

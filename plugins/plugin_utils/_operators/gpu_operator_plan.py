@@ -245,10 +245,15 @@ def _driver_crs(options, version, entry, kernel_values, driver_on):
         module = pool.get("kernel_module_type")
         if module:
             _choice(option + ".kernel_module_type", module, KERNEL_MODULE_TYPES)
+            # the NVIDIADriver CRD of a chart before v25.3 has useOpenKernelModules only: the API server would prune
+            # kernelModuleType, and the pool would silently get the chart's default modules
             _require(entry["kernel_module_key"] == "kernelModuleType" or module != "auto",
-                     "%s.kernel_module_type auto: GPU Operator chart %s has no kernelModuleType (added in v25.3)",
-                     option, version)
-            spec["kernelModuleType"] = module
+                     "%s.kernel_module_type auto: the NVIDIADriver of GPU Operator chart %s has no kernelModuleType "
+                     "(added in v25.3), only useOpenKernelModules; choose open or proprietary", option, version)
+            if entry["kernel_module_key"] == "kernelModuleType":
+                spec["kernelModuleType"] = module
+            else:
+                spec["useOpenKernelModules"] = module == "open"
         else:
             spec.update(kernel_values)
         for key in DRIVER_FEATURE_FIELDS:

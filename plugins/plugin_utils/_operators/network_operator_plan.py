@@ -17,14 +17,14 @@ import json
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.network_operator import (
-    IPAM_PLUGINS, MACVLAN_MODES, MELLANOX_REPOSITORY, MELLANOX_VENDOR, NCP_STATES, NETWORK_KINDS,
+    DOCA_DRIVER_IMAGE, IPAM_PLUGINS, MACVLAN_MODES, MELLANOX_REPOSITORY, MELLANOX_VENDOR, NCP_STATES, NETWORK_KINDS,
     NETWORK_OPERATOR_CHART, NETWORK_OPERATOR_CHARTS, NETWORK_OPERATOR_REPO_URL, NIC_CLUSTER_POLICY_NAME,
     NV_IPAM_API, OFED_SOURCES, RDMA_RESOURCE_PREFIX, RDMA_SHARED_RESOURCE, RDMA_SHARED_SELECTORS,
-    NETWORK_OPERATOR_COMMON_KEYS,
+    NETWORK_OPERATOR_COMMON_KEYS, component_image,
 )
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs import (
-    _catalog_chart, _chart_source, _choice, _dns_label, _dns_subdomain, _hosts_with, _merge, _pinned,
-    _require,
+    OperatorInputError, _catalog_chart, _chart_source, _choice, _dns_label, _dns_subdomain, _hosts_with, _merge,
+    _pinned, _require,
 )
 
 
@@ -84,10 +84,12 @@ def check_network_operator_values(values, version, option="values"):
     return values
 
 
-def _image(name, tag, overrides=None):
-    image = {"image": name, "repository": MELLANOX_REPOSITORY, "version": tag}
-    image.update({k: v for k, v in (overrides or {}).items() if v})
-    return image
+def _image(series, release, component):
+    """The component's image for the release (the catalog's component_image), refused as an input error."""
+    try:
+        return component_image(series, release, component)
+    except ValueError as exc:
+        raise OperatorInputError("chart_version: %s; choose that release or the 25.7 series or later" % exc)
 
 
 def _selectors(option, selectors):
@@ -121,7 +123,6 @@ def network_operator_plan(options, hosts=None):
     version = str(options.get("chart_version") or "")
     series, entry = network_operator_chart(version)
     pinned = _pinned(version, entry["pinned"])
-    tag = "network-operator-v%s" % pinned
     namespace = _dns_label("namespace", options.get("namespace") or "nvidia-network-operator")
     ipam = _choice("ipam", options.get("ipam") or "auto", IPAM_PLUGINS)
     if ipam == "auto":
@@ -136,10 +137,11 @@ def network_operator_plan(options, hosts=None):
         _require(not lacking, "ofed.source host: MLNX_OFED/DOCA-OFED is not installed on %s "
                  "(install it, or set ofed.source: operator)", ", ".join(lacking))
     else:
+        _require(bool(ofed.get("version")) or pinned == entry["pinned"], "ofed.version: the catalog's DOCA driver "
+                 "(%s) is the one of Network Operator %s; set the doca-driver image tag of %s (its hack/release.yaml, "
+                 "Mofed)", entry["doca_driver"], entry["pinned"], pinned)
         driver_version = ofed.get("version") or entry["doca_driver"]
-        _require(bool(driver_version), "ofed.version: the catalog knows no DOCA driver for Network Operator chart %s; "
-                 "set the doca-driver image tag", version)
-        spec["ofedDriver"] = {"image": "doca-driver", "repository": ofed.get("repository") or MELLANOX_REPOSITORY,
+        spec["ofedDriver"] = {"image": DOCA_DRIVER_IMAGE, "repository": ofed.get("repository") or MELLANOX_REPOSITORY,
                               "version": str(driver_version),
                               "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1,
                                                 "drain": {"enable": True, "force": True, "timeoutSeconds": 300,
@@ -158,17 +160,17 @@ def network_operator_plan(options, hosts=None):
                  "rdma_shared_device_plugin.rdma_hca_max must be between 1 and 1000, got %r", hca_max)
         config = {"configList": [{"resourceName": resource_name, "rdmaHcaMax": hca_max,
                                   "selectors": _selectors("rdma_shared_device_plugin.selectors", plugin.get("selectors"))}]}
-        spec["rdmaSharedDevicePlugin"] = dict(_image("k8s-rdma-shared-dev-plugin", tag),
+        spec["rdmaSharedDevicePlugin"] = dict(_image(series, pinned, "rdmaSharedDevicePlugin"),
                                               config=json.dumps(config, sort_keys=True))
         resources.append("%s/%s" % (RDMA_RESOURCE_PREFIX, resource_name))
-    secondary = {"multus": _image("multus-cni", tag), "cniPlugins": _image("plugins", tag)}
+    secondary = {"multus": _image(series, pinned, "multus"), "cniPlugins": _image(series, pinned, "cniPlugins")}
     networks = list(options.get("networks") or [])
     if any((n or {}).get("kind") == "ipoib" for n in networks) or options.get("ipoib"):
-        secondary["ipoib"] = _image("ipoib-cni", tag)
+        secondary["ipoib"] = _image(series, pinned, "ipoib")
     if ipam == "whereabouts":
-        secondary["ipamPlugin"] = _image("whereabouts", tag)
+        secondary["ipamPlugin"] = _image(series, pinned, "ipamPlugin")
     else:
-        spec["nvIpam"] = dict(_image("nvidia-k8s-ipam", tag), enableWebhook=False)
+        spec["nvIpam"] = dict(_image(series, pinned, "nvIpam"), enableWebhook=False)
     spec["secondaryNetwork"] = secondary
     policy = {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
               "metadata": {"name": NIC_CLUSTER_POLICY_NAME}, "spec": spec}

@@ -32,6 +32,25 @@ def test_kube_version_allows_prereleases_from_26_1(series):
     assert catalog.NETWORK_OPERATOR_CHARTS[series]["kube_version"].endswith("-0") == from_26_1
 
 
+@pytest.mark.parametrize("series", sorted(catalog.NETWORK_OPERATOR_CHARTS))
+def test_every_series_pins_a_doca_driver(series):
+    assert catalog.NETWORK_OPERATOR_CHARTS[series]["doca_driver"]
+
+
+def test_component_images_follow_the_release_scheme_from_25_7():
+    assert catalog.component_image("v25.10", "25.10.2", "nvIpam") == {
+        "image": "nvidia-k8s-ipam", "repository": "nvcr.io/nvidia/mellanox", "version": "network-operator-v25.10.2"}
+
+
+def test_a_series_with_its_own_images_knows_them_for_its_pinned_release_only():
+    assert catalog.component_image("v25.4", "25.4.0", "multus") == {
+        "image": "multus-cni", "repository": "ghcr.io/k8snetworkplumbingwg", "version": "v4.1.0"}
+    with pytest.raises(ValueError, match="25.4 images are known for the catalog's release 25.4.0 only, not 25.4.1"):
+        catalog.component_image("v25.4", "25.4.1", "multus")
+    own = [entry["images"] for entry in catalog.NETWORK_OPERATOR_CHARTS.values() if entry.get("images")]
+    assert all(set(images) == set(catalog.COMPONENT_IMAGES) for images in own)
+
+
 def test_names_the_operators_use():
     assert set(catalog.NETWORK_KINDS.values()) == {"MacvlanNetwork", "HostDeviceNetwork", "IPoIBNetwork"}
     assert catalog.RDMA_SHARED_RESOURCE.startswith(catalog.RDMA_RESOURCE_PREFIX)

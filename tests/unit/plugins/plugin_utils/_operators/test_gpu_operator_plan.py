@@ -147,6 +147,18 @@ def test_sharing_builds_a_device_plugin_config():
     assert body["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
 
 
+def test_driver_pools_before_v25_3_choose_their_modules_with_use_open_kernel_modules():
+    # the v24.9.2 NVIDIADriver CRD has no kernelModuleType: the API server would prune it and the pool would get the
+    # chart's default (proprietary) modules
+    plan = ops.gpu_operator_plan(options("v24.9.2", driver_pools=[
+        {"name": "a", "node_selector": {"p": "a"}, "kernel_module_type": "open"},
+        {"name": "b", "node_selector": {"p": "b"}, "kernel_module_type": "proprietary"},
+        {"name": "c", "node_selector": {"p": "c"}}]))
+    specs = [o["spec"] for o in plan["objects"] if o["kind"] == "NVIDIADriver"]
+    assert [s.get("useOpenKernelModules") for s in specs] == [True, False, None]
+    assert not any("kernelModuleType" in s for s in specs)
+
+
 def test_driver_pools_become_nvidiadriver_resources():
     plan = ops.gpu_operator_plan(options("v25.10.1", driver_pools=[
         {"name": "h100", "node_selector": {"pool": "h100"}, "version": "570.124.06"},

@@ -49,11 +49,49 @@ def test_nic_cluster_policy_carries_the_rdma_shared_device_plugin():
     assert "state-OFED" in plan["expected_states"]
 
 
+@pytest.mark.parametrize("version,doca", [("25.4", "25.04-0.6.1.0-2"), ("25.7.0", "doca3.1.0-25.07-0.9.7.0-0"),
+                                          ("25.10", "doca3.2.0-25.10-1.2.8.0-2"), ("26.4.1", "doca3.4.1-26.04-1.1.0.0-1")])
+def test_every_series_pins_the_doca_driver_of_its_release(version, doca):
+    # hack/release.yaml "Mofed" at each pinned tag (Mellanox/network-operator)
+    plan = network_operator_plan.network_operator_plan(net_options(version, ip_pools=[], networks=[], ofed={"source": "operator"}))
+    driver = plan["nic_cluster_policy"]["spec"]["ofedDriver"]
+    assert (driver["repository"], driver["image"], driver["version"]) == ("nvcr.io/nvidia/mellanox", "doca-driver", doca)
+
+
+def test_25_4_components_keep_their_projects_registries_and_tags():
+    # hack/release.yaml at v25.4.0: the shared nvcr.io/nvidia/mellanox network-operator-v<release> scheme starts in 25.7
+    plan = network_operator_plan.network_operator_plan(net_options("25.4", ip_pools=[], networks=[
+        {"kind": "ipoib", "name": "ib", "master": "ibs1", "range": "10.0.0.0/24"}]))
+    spec = plan["nic_cluster_policy"]["spec"]
+    images = {key: (c["repository"], c["image"], c["version"]) for key, c in
+              list(spec.items()) + list(spec["secondaryNetwork"].items()) if isinstance(c, dict) and "image" in c}
+    assert images == {
+        "rdmaSharedDevicePlugin": ("ghcr.io/mellanox", "k8s-rdma-shared-dev-plugin", "v1.5.3"),
+        "multus": ("ghcr.io/k8snetworkplumbingwg", "multus-cni", "v4.1.0"),
+        "cniPlugins": ("ghcr.io/k8snetworkplumbingwg", "plugins", "v1.6.2-update.1"),
+        "ipoib": ("ghcr.io/mellanox", "ipoib-cni", "v1.2.2"),
+        "ipamPlugin": ("ghcr.io/k8snetworkplumbingwg", "whereabouts", "v0.7.0"),
+    }
+    later = network_operator_plan.network_operator_plan(net_options("25.7.1", ip_pools=[], networks=[]))
+    assert later["nic_cluster_policy"]["spec"]["secondaryNetwork"]["multus"] == {
+        "image": "multus-cni", "repository": "nvcr.io/nvidia/mellanox", "version": "network-operator-v25.7.1"}
+
+
+def test_26_4_has_no_keep_ncp_value():
+    # keepNCP arrives in the 26.7 chart: 26.4.1's values.yaml and templates have none, helm would ignore it
+    with pytest.raises(inputs.OperatorInputError, match="has no top-level value keepNCP"):
+        network_operator_plan.network_operator_plan(net_options("26.4", values={"keepNCP": True}), {"a": host()})
+
+
 NET_BAD = [
     (net_options("24.1.0"), "chart_version"),
     (net_options("25.10.0", ipam="whereabouts"), "Whereabouts was removed"),
     (net_options("25.10.0", values={"deployCR": True}), "deployCR"),
-    (net_options("25.10.0", ofed={"source": "operator"}), "ofed.version"),
+    # the catalog's DOCA driver is the pinned release's (26.4.1 ships doca3.4.1-..., 26.4.0 doca3.4.0-...)
+    (net_options("26.4.0", ofed={"source": "operator"}), "ofed.version: the catalog's DOCA driver (doca3.4.1-26.04-1.1.0.0-1) "
+     "is the one of Network Operator 26.4.1; set the doca-driver image tag of 26.4.0"),
+    # 25.4.0 lists its own component images; another 25.4 release would ship others
+    (net_options("25.4.1", ip_pools=[], ipam="whereabouts"), "images are known for the catalog's release 25.4.0 only, not 25.4.1"),
     (net_options("25.10.0", networks=[{"kind": "macvlan", "name": "n", "ip_pool": "rdma-pool"}]), "networks[0].master"),
     (net_options("25.10.0", networks=[{"kind": "vxlan", "name": "n"}]), "networks[0].kind"),
     (net_options("25.10.0", networks=[{"kind": "macvlan", "name": "n", "master": "e", "ip_pool": "other"}]), "networks[0].ip_pool"),
