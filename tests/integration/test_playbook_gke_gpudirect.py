@@ -160,3 +160,40 @@ def test_gpu_node_with_missing_gpus_fails_naming_it(run_playbook, gcp_double, k8
     assert "]: Wait for the GPU nodes to report their GPUs - 2 nodes of pool %s with nvidia.com/gpu 8 (1 retries left)" % POOL \
         in result.retry_lines()
     assert len(failed["result"]["msg"].encode()) < 1024 and "resourceVersion" not in result.stdout
+
+
+def test_fabric_and_cluster_are_built_at_the_same_time(run_playbook, gcp_double, k8s_double):
+    # one firewall insert is answered only after HOLD seconds, so the fabric lasts at least that long; the cluster
+    # create needs no GPU VPC and must be sent meanwhile, the node pool only after the fabric is done
+    hold = 15.0
+    gcp_double.inject("delay", method="POST", path="/global/firewalls$", count=1, delay=hold)
+    _gpu_nodes(k8s_double)
+    extra = _live_vars(gcp_double, k8s_double, gke_gpudirect_install=False, gke_gpu_cluster_fabric_wait_delay=1)
+    result = run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY))
+    result.assert_ok()
+    posts = [r for r in gcp_double.mutating_requests() if r["method"] == "POST"]
+    held = next(r for r in posts if r["path"].endswith("/global/firewalls"))
+    cluster = next(r for r in posts if r["path"].endswith("/clusters"))
+    pool = next(r for r in posts if r["path"].endswith("/nodePools"))
+    assert cluster["time"] < held["time"] + hold, "the cluster create waited for the fabric"
+    assert pool["time"] >= held["time"] + hold, "the node pool needs every GPU VPC"
+    assert result.task("Wait for the GPU NIC fabric converging in the background - cluster %s, up to 3600 s" % CLUSTER)["status"] == "ok"
+    assert len(gcp_double.state(GCP_PROJECT)["subnetworks"]) == 8
+
+
+def test_a_failed_background_fabric_fails_the_run_and_a_rerun_converges(run_playbook, gcp_double, k8s_double):
+    gcp_double.inject("op_error", method="POST", path="/subnetworks$", count=1, message="QUOTA_EXCEEDED")
+    _gpu_nodes(k8s_double)
+    extra = _live_vars(gcp_double, k8s_double, gke_gpudirect_install=False, gke_gpu_cluster_fabric_wait_delay=1)
+    failed = run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY))
+    failed.assert_failed()
+    assert failed.failed[0]["task"].endswith("in the background - cluster %s, up to 3600 s" % CLUSTER)
+    assert "QUOTA_EXCEEDED" in json.dumps(failed.failed[0])
+    assert gcp_double.state(GCP_PROJECT)["nodePools"] == [] or all(
+        not p["selfLink"].endswith("/" + POOL) for p in gcp_double.state(GCP_PROJECT)["nodePools"]), \
+        "no node pool on a fabric that failed"
+    again = run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY))
+    again.assert_ok()
+    state = gcp_double.state(GCP_PROJECT)
+    assert len(state["subnetworks"]) == 8 and [c["name"] for c in state["clusters"]] == [CLUSTER]
+    assert any(p["selfLink"].endswith("/" + POOL) for p in state["nodePools"])
