@@ -63,4 +63,10 @@ options:
         C(vpcN), the names the upstream GPUDirect pod manifests use.
     type: str
     default: vpc
+  zone:
+    description:
+      - GPUDirect-RDMA profiles (V(rdma), V(rdma-a4x)) only. The zone of the RoCE VPC, which is created with that zone's
+        C(<zone>-vpc-roce) network profile and is zonal (the GPU nodes must run in that zone; its subnets are in the
+        zone's region). Defaults to O(location) when that is a zone; required when O(location) is a region.
+    type: str
 """
