@@ -55,6 +55,14 @@ Behaviour (chosen to match the real APIs as far as they are documented):
   or ``denied``, valid protocols/ports/CIDRs, and defaults ``sourceRanges`` to 0.0.0.0/0 for an INGRESS rule
   without sources (as the real API does). Deleting a network that still has subnets or firewalls is 400
   resourceInUseByAnotherResource.
+- RoCE networks (https://cloud.google.com/vpc/docs/rdma-network-profiles): ``networkProfiles.get``/``list`` serve
+  ``<zone>-vpc-roce`` for the catalog's RoCE zones (``gcp_catalog.ROCE_ZONES``; 404 elsewhere or once withdrawn);
+  ``Network.networkProfile`` must be such a profile's URL (404 for a missing one, 400 for a malformed one or with
+  auto-mode subnets) and is set at creation only; a RoCE network's subnets must be in its zone's region, it takes no
+  VPC firewall rule (https://cloud.google.com/firewall/docs/firewall-for-roce), and a node pool attaches to it only
+  with an MRDMA machine (A3 Ultra, A4, A4X) in the profile's zone, several NICs in the one network allowed. A node pool
+  with ``gpuDirectConfig.gpuDirectStrategy: RDMA`` needs a3-ultragpu-8g or a4-highgpu-8g (the enum's documented
+  scope); a4x-highgpu-4g takes Hyperdisk boot disks only (GKE's pd-balanced default included).
 - Container: clusters and node pools are visible at once with status PROVISIONING (RECONCILING for updates,
   STOPPING for deletes) and become RUNNING (or disappear) when the operation is DONE. One operation per cluster at
   a time (400 FAILED_PRECONDITION otherwise). Multi-networking needs ADVANCED_DATAPATH and IP aliases; a node pool
