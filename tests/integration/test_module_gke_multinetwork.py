@@ -223,8 +223,8 @@ def test_rdma_a4x_fabric_cluster_and_pool_create_rerun_refuse_and_remove(run_pla
     assert len(creates) == 1 and creates[0]["body"]["nodePool"]["config"]["diskType"] == "hyperdisk-balanced"
 
     teardown = [
-        {"name": "pool", "gpu_ops.cluster.gpu_nodepool": dict(provider="gke", cluster="a4x", location="us-central1",
-                                                               name="gpu", state="absent")},
+        {"name": "pool", "gpu_ops.cluster.gpu_nodepool": dict(
+            provider="gke", cluster="a4x", location="us-central1", name="gpu", state="absent")},
         {"name": "fabric", "gpu_ops.cluster.gke_multinetwork": dict(fabric, state="absent")},
     ]
     gcp_double.clear_log()
