@@ -61,6 +61,8 @@ options:
     description:
       - Prefix of the Kubernetes C(Network) object names, numbered from 1. The default V(vpc) gives C(vpc1) to
         C(vpcN), the names the upstream GPUDirect pod manifests use.
+      - Not used by the GPUDirect-RDMA profiles, whose objects are C(gvnic-1) and C(rdma-0) to C(rdma-<N-1>) (the upstream
+        gpudirect-rdma manifests' names).
     type: str
     default: vpc
   zone:

@@ -36,9 +36,11 @@ description:
     C(GKENetworkParamSet) objects for the cluster (RV(manifests)), the node pool's additional node networks
     (RV(additional_node_networks)), and the pod annotations (RV(pod_annotations)).
   - Running the module again with the same options sends no change, and each resource is read once (3 reads per
-    GPU NIC, nothing else).
+    GPU NIC, nothing else; for RDMA N + 4 reads - the gVNIC network, subnet and rule, the RoCE network and its N
+    subnets).
   - A run that will change something first reads the region (and the zone, when O(location) is one) once each, and
-    refuses a region or zone that does not exist before the first write. When a create is refused as invalid (an
+    refuses a region or zone that does not exist before the first write. A run that creates part of an RDMA fabric
+    also reads the zone's network profile once. When a create is refused as invalid (an
     HTTP 4xx other than 401, 403, 409 and 429) after this run created other resources, those are deleted again and
     RV(rolled_back) names them; an operation that fails after its request was accepted (quota, capacity) keeps what
     was created, so that a re-run converges.
