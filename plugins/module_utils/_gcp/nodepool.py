@@ -672,6 +672,10 @@ class PoolEngine(NodePoolEngine):
             raise PoolError("auto_upgrade: cluster %s is on the %s release channel, where GKE requires node "
                             "auto-upgrade; set auto_upgrade: true and pin the version with a maintenance exclusion "
                             "(gpu_ops.cluster.gke_cluster maintenance_exclusion)" % (self.cluster_name, channel))
+        if params.get("accelerator_network_profile") and network_config.get("datapathProvider") != "ADVANCED_DATAPATH":
+            raise PoolError("accelerator_network_profile: cluster %s does not run Dataplane V2, which the managed "
+                            "accelerator networks (DRANET) need (gpu_ops.cluster.gke_cluster datapath: advanced)"
+                            % self.cluster_name)
         if params.get("accelerator_network_profile") and not params.get("node_version"):
             version = cluster.get("currentNodeVersion") or cluster.get("currentMasterVersion")
             floor = gpudirect.ACCELERATOR_NETWORK_PROFILE_MIN_GKE

@@ -422,3 +422,36 @@ def test_managed_accelerator_network_profile_above_the_floor(gcp, module_runner,
     # the cluster runs 1.32: below the managed profile's floor, refused before the create
     assert result.get("failed") and "needs GKE 1.34.1-gke.1829001" in result["msg"], result["msg"]
     assert mutations(gcp) == []
+
+
+def test_managed_accelerator_network_profile_needs_dataplane_v2(gcp, module_runner):
+    created = module_runner(gke_cluster.main, gcp.module_args(
+        project=PROJECT, name="a3mega", location=REGION, node_locations=[ROCE_ZONE], cluster_version=VERSION,
+        multi_networking=False, datapath="legacy"))
+    assert created["changed"] is True, created
+    gcp.clear_log()
+    result = module_runner(gpu_nodepool.main, pool_args(gcp, [], gpudirect="rdma", machine_type="a4-highgpu-8g",
+                                                        node_locations=[ROCE_ZONE], accelerator_network_profile="auto",
+                                                        additional_node_networks=None))
+    assert result.get("failed") and "does not run Dataplane V2" in result["msg"], result["msg"]
+    assert mutations(gcp) == []
+
+
+def test_managed_accelerator_network_profile_on_a_new_enough_cluster(module_runner):
+    from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
+    floor = "1.34.1-gke.1829001"
+    with GcpDouble(gke_versions=[floor, VERSION]) as double:
+        created = module_runner(gke_cluster.main, double.module_args(
+            project=PROJECT, name="a3mega", location=REGION, node_locations=[ROCE_ZONE], cluster_version=floor,
+            gpudirect="rdma"))
+        assert created["changed"] is True, created
+        args = pool_args(double, [], gpudirect="rdma", machine_type="a4-highgpu-8g", node_locations=[ROCE_ZONE],
+                         accelerator_network_profile="auto", additional_node_networks=None)
+        result = module_runner(gpu_nodepool.main, args)
+        assert result["changed"] is True, result
+        body = [r for r in double.mutating_requests() if r["path"].endswith("/nodePools")][0]["body"]["nodePool"]
+        assert body["networkConfig"] == {"acceleratorNetworkProfile": "auto"}
+        assert body["config"]["labels"] == {"cloud.google.com/gke-networking-dra-driver": "true"}
+        assert body["config"]["gpuDirectConfig"] == {"gpuDirectStrategy": "RDMA"}
+        double.clear_log()
+        assert module_runner(gpu_nodepool.main, args)["changed"] is False
