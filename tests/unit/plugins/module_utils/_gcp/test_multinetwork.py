@@ -462,6 +462,11 @@ def test_rdma_fabric_is_a_gvnic_vpc_and_one_roce_vpc_with_a_subnet_per_nic(doubl
     assert rule["sourceRanges"] == ["192.168.0.0/24"]
 
     assert result["zone"] == ZONE and result["network_profile"] == "%s-vpc-roce" % ZONE
+    # NIC numbering and interfaces: the node's extra gVNIC is NIC 1 on eth1, the RDMA NICs NIC 2.. on eth2..
+    assert [(n["index"], n["interface"], n["device_mode"]) for n in result["networks"][:2]] == [
+        (1, "eth1", "NetDevice"), (2, "eth2", "RDMA")]
+    assert [n["index"] for n in result["networks"]] == list(range(1, rdma_nics + 2))
+    assert result["networks"][1]["firewall"] is None and result["networks"][1]["source_ranges"] == []
     assert result["additional_node_networks"][0] == {"network": "a4-gpunic-gvnic", "subnetwork": "a4-gpunic-gvnic-sub"}
     assert result["additional_node_networks"][1:] == [
         {"network": "a4-gpunic-rdma", "subnetwork": "a4-gpunic-rdma-sub-%d" % i} for i in range(rdma_nics)]
