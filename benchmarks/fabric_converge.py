@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Converge the GPU-NIC fabric of an A3 Mega (TCPXO) cluster against the GCP double, with a fixed latency
-per operation, and compare the schedules:
+"""Converge the GPU-NIC fabric of an A3 Mega (TCPXO) cluster - or of another profile: tcpx, or the
+GPUDirect-RDMA ones, rdma (A3 Ultra / A4: gVNIC VPC + RoCE VPC with 8 subnets) and rdma-a4x (4 subnets) -
+against the GCP double, with a fixed latency per operation, and compare the schedules:
 
 - ``concurrent``: gke_multinetwork's default (all networks together, then each network's subnet and
   firewall rule together). Critical path: 2 operation latencies.
@@ -10,7 +11,9 @@ per operation, and compare the schedules:
   ``-parallelism=10``. Critical path: 3 latencies (8 networks, then 16 leaves in two waves).
 - ``one-at-a-time``: the guide's loop, one resource after the other (24 operations for TCPXO).
 
-Then the reads of the first apply (each resource once, plus the preflight read of the region), the no-op
+Times are also given in latency units (wall time / the latency of one operation), so the schedule can be read
+apart from the chosen latency. Then the reads of the first apply (each resource once, plus the preflight reads:
+the region, and for RDMA the zone's network profile), the no-op
 re-run of the concurrent fabric (mutating requests, reads per resource; no preflight read, nothing changes)
 and the teardown.
 
@@ -32,7 +35,8 @@ import time
 from benchmarks import _paths
 
 PROJECT = "bench-project"
-SCENARIOS = (("concurrent", 16, 2), ("parallelism-10", 10, 3), ("one-at-a-time", 1, None))
+SCENARIOS = (("concurrent", 16, 2), ("parallelism-10", 10, None), ("one-at-a-time", 1, None))
+RDMA_ZONE = "us-central1-b"   # a zone with a RoCE network profile in the double's catalog
 
 
 def _imports():
@@ -49,7 +53,17 @@ def _imports():
 def _params(profile):
     return dict(project=PROJECT, cluster="bench", location="us-central1", gpudirect=profile, nic_count=None,
                 networks=None, name_prefix=None, k8s_network_prefix="vpc", mtu=None, cidr_base="192.168.0.0/16",
-                subnet_prefix_length=24, firewall_source_ranges=None, firewall_allow_any_source=False)
+                subnet_prefix_length=24, firewall_source_ranges=None, firewall_allow_any_source=False,
+                zone=RDMA_ZONE if profile.startswith("rdma") else None)
+
+
+def _shape(fabric_mod, spec):
+    """(networks, subnetworks, firewalls, resources, expected latencies at parallelism 10) of a fabric."""
+    keys = fabric_mod.resource_keys(spec)
+    count = dict((kind, sum(1 for k, n in keys if k == kind)) for kind in ("network", "subnetwork", "firewall"))
+    leaves = count["subnetwork"] + count["firewall"]
+    waves = -(-count["network"] // 10) + -(-leaves // 10)
+    return count["network"], count["subnetwork"], count["firewall"], len(keys), waves
 
 
 def _converge(fabric_mod, session_cls, double, spec, concurrency, state="present"):
@@ -84,14 +98,16 @@ def run(latency=0.5, repeat=3, profile="tcpxo"):
     fabric_mod, gpudirect, session_cls, double_cls = _imports()
     spec = fabric_mod.resolve(_params(profile))
     nics = gpudirect.profile(profile)["gpu_nic_count"]
+    networks, subnets, rules, resources, waves = _shape(fabric_mod, spec)
     rows = []
     for name, concurrency, expected in SCENARIOS:
+        expected = waves if name == "parallelism-10" else expected
         walls, operations, peaks = [], [], []
         for dummy in range(repeat):
             with double_cls(latency=latency) as double:
                 wall, dummy_engine = _converge(fabric_mod, session_cls, double, spec, concurrency)
                 state = double.state(PROJECT)
-                assert [len(state[k]) for k in ("networks", "subnetworks", "firewalls")] == [nics] * 3
+                assert [len(state[k]) for k in ("networks", "subnetworks", "firewalls")] == [networks, subnets, rules]
                 walls.append(wall)
                 operations.append(len(double.mutating_requests()))
                 peaks.append(_peak_in_flight(double, latency))
@@ -105,16 +121,16 @@ def run(latency=0.5, repeat=3, profile="tcpxo"):
     with double_cls(latency=latency) as double:
         _converge(fabric_mod, session_cls, double, spec, 16)
         reads = double.read_counts()
-        apply_reads = dict(reads=sum(reads.values()), resources=3 * nics,
-                           preflight=sum(n for path, n in reads.items() if "/regions/" in path
-                                         and "/subnetworks/" not in path))
+        apply_reads = dict(reads=sum(reads.values()), resources=resources,
+                           preflight=sum(n for path, n in reads.items() if ("/regions/" in path
+                                         and "/subnetworks/" not in path) or "/networkProfiles/" in path))
         double.clear_log()
         noop_wall, engine = _converge(fabric_mod, session_cls, double, spec, 16)
         reads = double.read_counts()
         noop = dict(wall_s=round(noop_wall, 3), changes=len(engine.plan.changes),
                     mutating_requests=len(double.mutating_requests()), requests=len(double.requests),
                     resources_read=len(reads), reads_per_resource_min=min(reads.values()),
-                    reads_per_resource_max=max(reads.values()), resources=3 * nics, reads=sum(reads.values()))
+                    reads_per_resource_max=max(reads.values()), resources=resources, reads=sum(reads.values()))
         double.clear_log()
         teardown_wall, dummy_engine = _converge(fabric_mod, session_cls, double, spec, 16, state="absent")
         state = double.state(PROJECT)
@@ -125,15 +141,19 @@ def run(latency=0.5, repeat=3, profile="tcpxo"):
     sequential = [r for r in rows if r["scenario"] == "one-at-a-time"][0]["wall_s"]
     for row in rows:
         row["speedup_vs_one_at_a_time"] = round(sequential / row["wall_s"], 1)
-    return dict(benchmark="fabric_converge", profile=profile, nics=nics, latency_s=latency, repeat=repeat,
+    return dict(benchmark="fabric_converge", profile=profile, nics=nics, resources=resources, latency_s=latency,
+                repeat=repeat, shape=dict(networks=networks, subnetworks=subnets, firewalls=rules),
                 when=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 machine=dict(python=platform.python_version(), cpus=os.cpu_count(), platform=platform.platform()),
                 converge=rows, apply_reads=apply_reads, noop_rerun=noop, teardown=teardown)
 
 
 def table(result):
-    lines = ["GPU NIC fabric, profile %s (%d NICs = %d operations), %.2fs per operation, median of %d" % (
-        result["profile"], result["nics"], 3 * result["nics"], result["latency_s"], result["repeat"]), ""]
+    shape = result["shape"]
+    lines = ["GPU NIC fabric, profile %s (%d GPU NICs: %d networks, %d subnets, %d firewall rules = %d operations), "
+             "%.2fs per operation (1 latency unit), median of %d" % (
+                 result["profile"], result["nics"], shape["networks"], shape["subnetworks"], shape["firewalls"],
+                 result["resources"], result["latency_s"], result["repeat"]), ""]
     columns = ("schedule", "concurrency", "operations", "in flight", "wall (s)", "latencies", "expected", "speedup")
     header = "%-16s %11s %10s %9s %9s %10s %9s %8s" % columns
     lines.append(header)
@@ -148,8 +168,9 @@ def table(result):
             noop["wall_s"], noop["changes"], noop["mutating_requests"], noop["requests"], noop["resources_read"],
             noop["resources"], noop["reads_per_resource_min"], noop["reads_per_resource_max"])
     applied = result["apply_reads"]
-    lines += ["", "first apply: %d reads = %d resources + %d preflight (region)" % (
-        applied["reads"], applied["resources"], applied["preflight"]), summary]
+    lines += ["", "first apply: %d reads = %d resources + %d preflight (region%s)" % (
+        applied["reads"], applied["resources"], applied["preflight"],
+        ", network profile" if result["profile"].startswith("rdma") else ""), summary]
     down = result["teardown"]
     lines.append("teardown (absent): %.2fs = %.2f latencies, %d operations, %d resources left" % (
         down["wall_s"], down["latencies"], down["operations"], down["left"]))
@@ -160,7 +181,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks fabric_converge", description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per operation (default 0.5)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per schedule; the median is reported")
-    parser.add_argument("--profile", default="tcpxo", choices=["tcpx", "tcpxo"])
+    parser.add_argument("--profile", default="tcpxo", choices=["tcpx", "tcpxo", "rdma", "rdma-a4x"])
     parser.add_argument("--output", help="JSON file (default benchmarks/results/fabric_converge-<time>.json)")
     args = parser.parse_args(argv)
     result = run(args.latency, args.repeat, args.profile)
@@ -173,5 +194,6 @@ def main(argv=None):
     print("\nJSON: %s" % os.path.relpath(path))
     noop, applied = result["noop_rerun"], result["apply_reads"]
     ok = noop["mutating_requests"] == 0 and noop["reads_per_resource_max"] == 1 and noop["reads"] == noop["resources"] \
-        and applied["reads"] == applied["resources"] + 1 and applied["preflight"] == 1
+        and applied["reads"] == applied["resources"] + applied["preflight"] \
+        and applied["preflight"] == (2 if args.profile.startswith("rdma") else 1)
     return 0 if ok else 1

@@ -61,6 +61,14 @@ options:
     description:
       - Prefix of the Kubernetes C(Network) object names, numbered from 1. The default V(vpc) gives C(vpc1) to
         C(vpcN), the names the upstream GPUDirect pod manifests use.
+      - Not used by the GPUDirect-RDMA profiles, whose objects are C(gvnic-1) and C(rdma-0) to C(rdma-<N-1>) (the upstream
+        gpudirect-rdma manifests' names).
     type: str
     default: vpc
+  zone:
+    description:
+      - GPUDirect-RDMA profiles (V(rdma), V(rdma-a4x)) only. The zone of the RoCE VPC, which is created with that zone's
+        C(<zone>-vpc-roce) network profile and is zonal (the GPU nodes must run in that zone; its subnets are in the
+        zone's region). Defaults to O(location) when that is a zone; required when O(location) is a region.
+    type: str
 """

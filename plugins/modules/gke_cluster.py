@@ -134,8 +134,11 @@ options:
     description:
       - The GPUDirect profile the cluster is for. Requires O(multi_networking=true) and a pinned O(cluster_version)
         at or above the profile's minimum patch version for that minor.
+      - V(rdma) (A3 Ultra, A4) and V(rdma-a4x) (A4X) need the same cluster settings as V(tcpx) and V(tcpxo) -
+        multi-networking and Dataplane V2. Their minimum GKE versions are not verified, so no version is refused for them
+        (the collection's GPUDirect catalog says why).
     type: str
-    choices: [tcpx, tcpxo]
+    choices: [tcpx, tcpxo, rdma, rdma-a4x]
   autopilot:
     description:
       - Refused when true. Present so that a request for Autopilot fails clearly instead of being ignored.
@@ -331,7 +334,7 @@ def argument_spec():
             cluster_ipv4_cidr=dict(type="str"),
             services_ipv4_cidr=dict(type="str"),
         )),
-        gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
+        gpudirect=dict(type="str", choices=["tcpx", "tcpxo", "rdma", "rdma-a4x"]),
         autopilot=dict(type="bool", default=False),
         node_locations=dict(type="list", elements="str"),
         default_node_pool=dict(type="dict", options=dict(

@@ -7,12 +7,20 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gke_multinetwork
-short_description: The GPU-NIC network fabric of one GKE cluster (GPUDirect-TCPX/TCPXO)
+short_description: The GPU-NIC network fabric of one GKE cluster (GPUDirect-TCPX/TCPXO/RDMA)
 version_added: 0.1.0
 description:
   - Creates, checks and deletes the extra networks that the GPU NICs of A3 High (GPUDirect-TCPX, 4 NICs) and A3 Mega
     (GPUDirect-TCPXO, 8 NICs) nodes attach to. For each GPU NIC it manages one custom-mode VPC network, one subnet in
     the region of O(location) and one ingress firewall rule that allows tcp, udp and icmp.
+  - For the GPUDirect-RDMA profiles (V(rdma) for A3 Ultra and A4 with 8 RDMA NICs, V(rdma-a4x) for A4X with 4) it manages
+    one extra gVNIC VPC (one subnet, one internal firewall rule) and one RoCE VPC created with the C(networkProfile) of
+    O(zone) (C(<zone>-vpc-roce)), holding one subnet per RDMA NIC, MTU 8896 by default. The RoCE VPC gets no firewall
+    rule (RoCE VPC networks accept only regional network firewall policies and allow all traffic by implied rules).
+    Before the first create the module reads the network profile and refuses one that does not exist, is restricted
+    to another zone, or does not take MRDMA NICs. Names derive from O(name_prefix) (C(<prefix>-gvnic),
+    C(<prefix>-rdma), C(<prefix>-rdma-sub-<i>)); the Kubernetes networks are C(gvnic-1) (C(NetDevice)) and
+    C(rdma-0) ... (C(RDMA)); O(networks) is refused with these profiles.
   - The number of NICs comes from O(gpudirect) (the collection's GPUDirect catalog), O(nic_count), or the length of
     O(networks). Names are derived from O(name_prefix) unless O(networks) gives them.
   - Subnet ranges are taken one after the other from O(cidr_base) in blocks of O(subnet_prefix_length), or given per
@@ -28,9 +36,11 @@ description:
     C(GKENetworkParamSet) objects for the cluster (RV(manifests)), the node pool's additional node networks
     (RV(additional_node_networks)), and the pod annotations (RV(pod_annotations)).
   - Running the module again with the same options sends no change, and each resource is read once (3 reads per
-    GPU NIC, nothing else).
+    GPU NIC, nothing else; for RDMA N + 4 reads - the gVNIC network, subnet and rule, the RoCE network and its N
+    subnets).
   - A run that will change something first reads the region (and the zone, when O(location) is one) once each, and
-    refuses a region or zone that does not exist before the first write. When a create is refused as invalid (an
+    refuses a region or zone that does not exist before the first write. A run that creates part of an RDMA fabric
+    also reads the zone's network profile once. When a create is refused as invalid (an
     HTTP 4xx other than 401, 403, 409 and 429) after this run created other resources, those are deleted again and
     RV(rolled_back) names them; an operation that fails after its request was accepted (quota, capacity) keeps what
     was created, so that a re-run converges.
@@ -55,13 +65,15 @@ options:
   gpudirect:
     description:
       - The GPUDirect profile, named as in M(gpu_ops.cluster.gke_cluster) and M(gpu_ops.cluster.gpu_nodepool).
-        V(tcpx) (A3 High) has 4 GPU NICs and V(tcpxo) (A3 Mega) has 8, as the collection's GPUDirect catalog says. It
-        also sets the GKENetworkParamSet C(deviceMode) and the pod interface names.
+        V(tcpx) (A3 High) has 4 GPU NICs and V(tcpxo) (A3 Mega) has 8, V(rdma) (A3 Ultra, A4) 8 RDMA NICs and
+        V(rdma-a4x) (A4X) 4, as the collection's GPUDirect catalog says. It also sets the fabric's layout, the
+        GKENetworkParamSet C(deviceMode) and the pod interface names.
     type: str
-    choices: [tcpx, tcpxo]
+    choices: [tcpx, tcpxo, rdma, rdma-a4x]
   mtu:
     description:
-      - MTU of the networks, 1300 to 8896. When unset, the GPUDirect catalog's MTU (8244) is used.
+      - MTU of the networks, 1300 to 8896. When unset, the GPUDirect catalog's MTU of the profile is used (8244 for
+        TCPX/TCPXO and without O(gpudirect), 8896 for RDMA).
     type: int
   cidr_base:
     description:
@@ -132,6 +144,14 @@ EXAMPLES = r"""
       - cidr: 10.10.32.0/20
       - cidr: 10.10.48.0/20
 
+- name: GPU NIC fabric for an A4X cluster (gVNIC VPC + RoCE VPC with 4 subnets, MTU 8896)
+  gpu_ops.cluster.gke_multinetwork:
+    project: my-project
+    cluster: a4x
+    location: us-central1
+    zone: us-central1-b
+    gpudirect: rdma-a4x
+
 - name: Tear the fabric down (firewall rules and subnets first, then networks)
   gpu_ops.cluster.gke_multinetwork:
     project: my-project
@@ -175,6 +195,16 @@ region:
   returned: always
   type: str
   sample: us-central1
+zone:
+  description: The zone of the RoCE VPC (RDMA profiles), else null.
+  returned: always
+  type: str
+  sample: us-central1-b
+network_profile:
+  description: The network profile the RoCE VPC is created with (RDMA profiles), else null.
+  returned: always
+  type: str
+  sample: us-central1-b-vpc-roce
 device_mode:
   description: The C(deviceMode) of the GKENetworkParamSet objects.
   returned: always
@@ -240,7 +270,7 @@ def argument_spec():
         engine.NAMING_SPEC,
         location=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"]),
-        gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
+        gpudirect=dict(type="str", choices=["tcpx", "tcpxo", "rdma", "rdma-a4x"]),
         mtu=dict(type="int"),
         cidr_base=dict(type="str", default="192.168.0.0/16"),
         subnet_prefix_length=dict(type="int", default=24),

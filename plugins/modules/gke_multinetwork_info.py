@@ -29,7 +29,7 @@ options:
   gpudirect:
     description: GPUDirect profile; sets the number of GPU NICs and the interface names.
     type: str
-    choices: [tcpx, tcpxo]
+    choices: [tcpx, tcpxo, rdma, rdma-a4x]
 seealso:
   - module: gpu_ops.cluster.gke_multinetwork
 """
@@ -74,8 +74,16 @@ region:
   description: The region of the fabric's subnets.
   returned: always
   type: str
+zone:
+  description: The zone of the RoCE VPC (RDMA profiles), else null.
+  returned: always
+  type: str
+network_profile:
+  description: The network profile of the RoCE VPC (RDMA profiles), else null.
+  returned: always
+  type: str
 device_mode:
-  description: The device mode of the GKENetworkParamSet objects (C(NetDevice) for TCPX/TCPXO).
+  description: The device mode of the GKENetworkParamSet objects (C(NetDevice) for TCPX/TCPXO, C(RDMA) for the RDMA NICs; each NIC's own in RV(nics)).
   returned: always
   type: str
 additional_node_networks:
@@ -106,7 +114,7 @@ def argument_spec():
     return with_common(GCP_COMMON_SPEC, dict(
         NAMING_SPEC,
         location=dict(type="str", required=True),
-        gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
+        gpudirect=dict(type="str", choices=["tcpx", "tcpxo", "rdma", "rdma-a4x"]),
     ))
 
 

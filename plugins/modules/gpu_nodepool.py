@@ -134,14 +134,31 @@ options:
   gpudirect:
     description:
       - GKE. The GPUDirect profile the pool is for. Checks the machine type against it (C(a3-highgpu-8g) with
-        V(tcpx), C(a3-megagpu-8g) with V(tcpxo)), fills in the accelerator, and refuses GPU sharing.
+        V(tcpx), C(a3-megagpu-8g) with V(tcpxo), C(a3-ultragpu-8g) or C(a4-highgpu-8g) with V(rdma), C(a4x-highgpu-4g) with
+        V(rdma-a4x)), fills in the accelerator, and refuses GPU sharing and MIG partitions.
+      - V(rdma) also sets C(gpuDirectConfig.gpuDirectStrategy=RDMA) on the nodes (container v1; documented for A3 Ultra and
+        A4). V(rdma-a4x) does not send it, the API documents the strategy for A3 Ultra and A4 only.
+      - A4X (C(a4x-highgpu-4g)) takes Hyperdisk only - O(disk_type) defaults to C(hyperdisk-balanced) there and any other
+        type is refused before a request.
     type: str
-    choices: [tcpx, tcpxo]
+    choices: [tcpx, tcpxo, rdma, rdma-a4x]
+  accelerator_network_profile:
+    description:
+      - GKE. The managed alternative to O(additional_node_networks) for GPUDirect-RDMA (C(networkConfig.acceleratorNetworkProfile),
+        container v1, only value V(auto)) - GKE creates the accelerator networks itself and pods claim the RDMA NICs through
+        DRANET. Adds the node label C(cloud.google.com/gke-networking-dra-driver=true).
+      - Needs GKE 1.34.1-gke.1829001 or later (the node version, or the cluster's when O(node_version) is unset); older
+        versions are refused before any change. Refused together with O(additional_node_networks). Immutable.
+    type: str
+    choices: [auto]
   additional_node_networks:
     description:
       - GKE. The GPU NIC networks, as returned by M(gpu_ops.cluster.gke_multinetwork) (RV(gpu_ops.cluster.gke_multinetwork#module:additional_node_networks)).
       - One per GPU NIC, in NIC order (4 for V(tcpx), 8 for V(tcpxo)); the cluster must have multi-networking, and the networks
         and subnetworks must exist in the cluster's region (checked before the pool is created).
+      - For V(rdma) and V(rdma-a4x), the gVNIC network first, then one entry per RDMA NIC (9 and 5 in all), all RDMA entries in
+        the one RoCE network, each with its own subnet. Before a create the RoCE network must carry a RoCE network profile of
+        the pool's zone.
       - More networks than GPU NICs on C(a3-megagpu-8g) is refused - an extra gVNIC network takes a GPU NIC's PCI slot and the
         TCPXO daemon then sees only 7 of the 8 GPUs.
     type: list
@@ -363,7 +380,8 @@ def argument_spec():
             strategy=dict(type="str", required=True, choices=["time-sharing", "mps"]),
             max_shared_clients_per_gpu=dict(type="int", required=True),
         )),
-        gpudirect=dict(type="str", choices=["tcpx", "tcpxo"]),
+        gpudirect=dict(type="str", choices=["tcpx", "tcpxo", "rdma", "rdma-a4x"]),
+        accelerator_network_profile=dict(type="str", choices=["auto"]),
         additional_node_networks=dict(type="list", elements="dict", options=dict(
             network=dict(type="str", required=True),
             subnetwork=dict(type="str", required=True),

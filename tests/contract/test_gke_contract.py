@@ -169,3 +169,54 @@ def test_render_mode_files_validate(tmp_path, module_runner):
         request = json.loads(path.read_text())
         api_path = request["url"].split("container.googleapis.com/", 1)[1]
         assert problems_of(request["method"], api_path, request["body"]) == [], path.name
+
+
+# ------------------------------------------------------------------ GPUDirect-RDMA (compute v1 + container v1)
+
+def compute_mutations(double):
+    return [r for r in double.mutating_requests() if r["path"].startswith("/compute/")
+            and not r["path"].endswith("/wait")]
+
+
+def test_rdma_fabric_and_pool_requests(loose, module_runner):
+    from ansible_collections.gpu_ops.cluster.plugins.modules import gke_multinetwork
+    roce_zone = "us-central1-b"
+    fabrics = {}
+    for profile in ("rdma", "rdma-a4x"):
+        result = module_runner(gke_multinetwork.main, loose.module_args(
+            project=PROJECT, cluster="c-%s" % profile, location=REGION, zone=roce_zone, gpudirect=profile,
+            cidr_base="10.%d.0.0/16" % len(fabrics)))
+        assert result["changed"] is True, result
+        fabrics[profile] = result["additional_node_networks"]
+    compute = discovery("compute", "v1")
+    inserts = compute_mutations(loose)
+    for request in inserts:
+        problems = compute.validate_request(request["method"], request["path"].lstrip("/"), request["body"],
+                                            request["query"])
+        assert problems == [], "%s %s: %s" % (request["method"], request["path"], problems)
+    profiles = [r["body"]["networkProfile"] for r in inserts if "networkProfile" in (r["body"] or {})]
+    # compute v1 Network.networkProfile: "projects/{project_id}/global/networkProfiles/{network_profile_name}"
+    assert profiles == ["projects/%s/global/networkProfiles/%s-vpc-roce" % (PROJECT, roce_zone)] * 2
+
+    assert module_runner(gke_cluster.main, cluster_args(loose, private_nodes=None, master_ipv4_cidr=None,
+                                                        node_locations=[roce_zone], gpudirect="rdma"))["changed"]
+    loose.clear_log()
+    for profile, machine in (("rdma", "a3-ultragpu-8g"), ("rdma-a4x", "a4x-highgpu-4g")):
+        args = pool_args(loose, fabrics[profile], name="gpu-%s" % profile.replace("-", ""), gpudirect=profile,
+                         machine_type=machine, node_locations=[roce_zone], disk_type=None,
+                         placement_policy=dict(type="COMPACT"))
+        assert module_runner(gpu_nodepool.main, args)["changed"] is True
+    sent = assert_all_valid(loose, ["v1:container.projects.locations.clusters.nodePools.create"])
+    configs = [r["body"]["nodePool"]["config"] for r in sent]
+    assert configs[0]["gpuDirectConfig"] == {"gpuDirectStrategy": "RDMA"} and "gpuDirectConfig" not in configs[1]
+    assert configs[1]["diskType"] == "hyperdisk-balanced"
+
+
+def test_managed_accelerator_network_profile_body_validates():
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool
+    body = nodepool.create_body(dict(name="gpu", machine_type="a4-highgpu-8g", gpudirect="rdma", node_count=2,
+                                     image_type="COS_CONTAINERD", accelerator_network_profile="auto",
+                                     node_version="1.34.1-gke.1829001", gpu_driver_version="latest"))
+    assert body["networkConfig"] == {"acceleratorNetworkProfile": "auto"}
+    assert body["config"]["labels"] == {"cloud.google.com/gke-networking-dra-driver": "true"}
+    assert discovery("container", "v1").validate("NodePool", body) == []

@@ -55,6 +55,14 @@ Behaviour (chosen to match the real APIs as far as they are documented):
   or ``denied``, valid protocols/ports/CIDRs, and defaults ``sourceRanges`` to 0.0.0.0/0 for an INGRESS rule
   without sources (as the real API does). Deleting a network that still has subnets or firewalls is 400
   resourceInUseByAnotherResource.
+- RoCE networks (https://cloud.google.com/vpc/docs/rdma-network-profiles): ``networkProfiles.get``/``list`` serve
+  ``<zone>-vpc-roce`` for the catalog's RoCE zones (``gcp_catalog.ROCE_ZONES``; 404 elsewhere or once withdrawn);
+  ``Network.networkProfile`` must be such a profile's URL (404 for a missing one, 400 for a malformed one or with
+  auto-mode subnets) and is set at creation only; a RoCE network's subnets must be in its zone's region, it takes no
+  VPC firewall rule (https://cloud.google.com/firewall/docs/firewall-for-roce), and a node pool attaches to it only
+  with an MRDMA machine (A3 Ultra, A4, A4X) in the profile's zone, several NICs in the one network allowed. A node pool
+  with ``gpuDirectConfig.gpuDirectStrategy: RDMA`` needs a3-ultragpu-8g or a4-highgpu-8g (the enum's documented
+  scope); a4x-highgpu-4g takes Hyperdisk boot disks only (GKE's pd-balanced default included).
 - Container: clusters and node pools are visible at once with status PROVISIONING (RECONCILING for updates,
   STOPPING for deletes) and become RUNNING (or disappear) when the operation is DONE. One operation per cluster at
   a time (400 FAILED_PRECONDITION otherwise). Multi-networking needs ADVANCED_DATAPATH and IP aliases; a node pool
@@ -103,6 +111,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
 from ansible_collections.gpu_ops.cluster.tests.contract.discovery import discovery
+from ansible_collections.gpu_ops.cluster.tests.doubles import gcp_catalog
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp_catalog import Catalog
 from ansible_collections.gpu_ops.cluster.tests.doubles.hostile import echo
 
@@ -850,6 +859,18 @@ def _networks_insert(double, params, body, query):
     if not 1300 <= mtu <= 8896:
         raise bad_request("Invalid value for field 'resource.mtu': '%s'. The MTU must be between 1300 and 8896."
                           % mtu)
+    profile = None
+    if body.get("networkProfile"):
+        match = re.search(r"(?:^|/)projects/([^/]+)/global/networkProfiles/([^/]+)$", body["networkProfile"])
+        if not match:
+            raise bad_request("Invalid value for field 'resource.networkProfile': '%s'. Must be a URL of a network "
+                              "profile (projects/{project}/global/networkProfiles/{name})." % body["networkProfile"])
+        profile = double.catalog.network_profile_document(match.group(1), match.group(2))
+        if profile is None:
+            raise not_found("projects/%s/global/networkProfiles/%s" % (match.group(1), match.group(2)))
+        if body.get("autoCreateSubnetworks"):
+            raise bad_request("Invalid value for field 'resource.autoCreateSubnetworks': 'true'. Network profile %s "
+                              "does not allow auto mode subnets." % profile["name"])
     routing = copy.deepcopy(body.get("routingConfig") or {})
     routing.setdefault("routingMode", "REGIONAL")
     double._reserve(store, "networks", name, "projects/%s/global/networks/%s" % (project, name))
@@ -863,7 +884,27 @@ def _networks_insert(double, params, body, query):
                or "AFTER_CLASSIC_FIREWALL")
     if doc.get("autoCreateSubnetworks"):
         doc["subnetworks"] = []
+    if profile is not None:
+        doc["networkProfile"] = profile["selfLink"]
     return double._insert_with_op(store, project, "networks", name, "global", doc)
+
+
+def _roce_zone(network):
+    """The zone of a RoCE network's profile (None for an ordinary network)."""
+    name = _last((network or {}).get("networkProfile"))
+    return name[:-len("-vpc-roce")] if name and name.endswith("-vpc-roce") else None
+
+
+def _network_profiles_get(double, params, body, query):
+    doc = double.catalog.network_profile_document(params["project"], params["networkProfile"])
+    if doc is None:
+        raise not_found("projects/%s/global/networkProfiles/%s" % (params["project"], params["networkProfile"]))
+    return doc
+
+
+def _network_profiles_list(double, params, body, query):
+    return dict(kind="compute#networkProfileList", items=double.catalog.network_profiles(params["project"]),
+                selfLink=double._compute_link(params["project"], "global/networkProfiles"))
 
 
 def _networks_get(double, params, body, query):
@@ -943,7 +984,11 @@ def _subnetworks_insert(double, params, body, query):
     key = "%s/%s" % (region, name)
     if key in store["subnetworks"] or ("subnetworks", key) in store["_pending"]:
         raise already_exists("projects/%s/regions/%s/subnetworks/%s" % (project, region, name))
-    double._require_network(store, project, network_name)
+    roce_zone = _roce_zone(double._require_network(store, project, network_name))
+    if roce_zone and double.catalog.region_of(roce_zone) != region:
+        raise bad_request("Invalid value for field 'resource.region': '%s'. Subnetworks of network %s must be in "
+                          "region %s, which contains the zone %s of its network profile." % (
+                              region, network_name, double.catalog.region_of(roce_zone), roce_zone))
     if not body.get("ipCidrRange"):
         raise bad_request("Invalid value for field 'resource.ipCidrRange': ''. The IP range is required.")
     wanted = _cidr(body["ipCidrRange"], "resource.ipCidrRange")
@@ -1090,7 +1135,10 @@ def _firewalls_insert(double, params, body, query):
     network_name = double._network_key(project, body.get("network") or "global/networks/default")
     if name in store["firewalls"] or ("firewalls", name) in store["_pending"]:
         raise already_exists("projects/%s/global/firewalls/%s" % (project, name))
-    double._require_network(store, project, network_name)
+    if _roce_zone(double._require_network(store, project, network_name)):
+        raise bad_request("Invalid value for field 'resource.network': '%s'. Network %s uses a RoCE network profile, "
+                          "which does not support VPC firewall rules (use a regional network firewall policy of "
+                          "type RDMA_ROCE_POLICY)." % (body.get("network"), network_name))
     doc = copy.deepcopy(body)
     doc.update(kind="compute#firewall", id=_uint64_id(),
                network=double._compute_link(project, "global/networks/%s" % network_name),
@@ -1438,7 +1486,9 @@ def _check_pool_networks(double, project, location, cluster, pool):
         raise bad_request("Additional node networks require a cluster with multi-networking enabled "
                           "(networkConfig.enableMultiNetworking).")
     store = double._project(project)
-    seen = set()
+    seen, seen_subnets = set(), set()
+    machine = (pool.get("config") or {}).get("machineType")
+    zones = pool.get("locations") or cluster.get("locations") or double.catalog.default_zones(location)
     for index, item in enumerate(extra):
         network, subnetwork = _last(item.get("network")), _last(item.get("subnetwork"))
         where = "nodePool.networkConfig.additionalNodeNetworkConfigs[%d]" % index
@@ -1446,11 +1496,22 @@ def _check_pool_networks(double, project, location, cluster, pool):
             raise bad_request("%s: network and subnetwork are required." % where)
         if network == _last((cluster.get("networkConfig") or {}).get("network") or cluster.get("network")):
             raise bad_request("%s: network %s is the cluster's primary network." % (where, network))
-        if network in seen:
-            raise bad_request("%s: network %s is used twice." % (where, network))
-        seen.add(network)
         if network not in store["networks"]:
             raise bad_request("%s: network %s not found." % (where, network))
+        roce_zone = _roce_zone(store["networks"][network])
+        # a RoCE profile allows several NICs in the same network (allowMultiNicInSameNetwork), each its own subnet
+        if network in seen and not roce_zone:
+            raise bad_request("%s: network %s is used twice." % (where, network))
+        if subnetwork in seen_subnets:
+            raise bad_request("%s: subnetwork %s is used twice." % (where, subnetwork))
+        seen.add(network)
+        seen_subnets.add(subnetwork)
+        if roce_zone and machine not in gcp_catalog.MRDMA_MACHINES:
+            raise bad_request("%s: network %s uses a RoCE network profile and accepts only MRDMA network "
+                              "interfaces; machine type %s has none." % (where, network, machine))
+        if roce_zone and any(z != roce_zone for z in zones):
+            raise bad_request("%s: network %s is restricted to zone %s by its network profile; the node pool runs "
+                              "in %s." % (where, network, roce_zone, ", ".join(zones)))
         subnet = store["subnetworks"].get("%s/%s" % (_region(location), subnetwork))
         if subnet is None:
             raise bad_request("%s: subnetwork %s not found in region %s." % (where, subnetwork, _region(location)))
@@ -1697,6 +1758,8 @@ _HANDLERS = {
     "compute.resourcePolicies.get": _resource_policies_get,
     "compute.resourcePolicies.delete": _resource_policies_delete,
     "compute.regions.get": _regions_get,
+    "compute.networkProfiles.get": _network_profiles_get,
+    "compute.networkProfiles.list": _network_profiles_list,
     "compute.zones.get": _zones_get,
     "compute.machineTypes.get": _zonal_offer("machineTypes", "machineType"),
     "compute.acceleratorTypes.get": _zonal_offer("acceleratorTypes", "acceleratorType"),

@@ -63,6 +63,7 @@ MACHINE_TYPES = {
     "a3-megagpu-8g": (208, 1916928, "nvidia-h100-mega-80gb", 8),
     "a3-ultragpu-8g": (224, 3022848, "nvidia-h200-141gb", 8),
     "a4-highgpu-8g": (224, 4063232, "nvidia-b200", 8),
+    "a4x-highgpu-4g": (140, 905216, "nvidia-gb200", 4),
 }
 
 # accelerator type -> the most cards one instance can have
@@ -76,10 +77,22 @@ ACCELERATOR_TYPES = {
     "nvidia-h100-mega-80gb": 8,
     "nvidia-h200-141gb": 8,
     "nvidia-b200": 8,
+    "nvidia-gb200": 4,
 }
 
+# RoCE network profiles ("<zone>-vpc-roce"): the zones https://cloud.google.com/vpc/docs/rdma-network-profiles
+# lists that this catalog holds (europe-west1-b is not in REGIONS). A RoCE VPC network takes only MRDMA NICs,
+# which "are only available on the A3 Ultra, A4, and A4X machine series" (same page).
+ROCE_ZONES = ("us-central1-a", "us-central1-b", "us-east4-b", "us-west1-c")
+MRDMA_MACHINES = ("a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g")
+# container v1 GPUDirectConfig.gpuDirectStrategy RDMA: "GPUDirect-RDMA on A3 Ultra, and A4 machine types"
+GPUDIRECT_RDMA_MACHINES = ("a3-ultragpu-8g", "a4-highgpu-8g")
+# A4X cannot attach Persistent Disk (Hyperdisk only); GKE's boot disk default is pd-balanced
+HYPERDISK_ONLY_MACHINES = ("a4x-highgpu-4g",)
+GKE_DEFAULT_DISK_TYPE = "pd-balanced"
+
 DISK_TYPES = ("pd-standard", "pd-balanced", "pd-ssd", "pd-extreme", "hyperdisk-balanced", "hyperdisk-extreme",
-              "hyperdisk-throughput")
+              "hyperdisk-throughput", "hyperdisk-ml")
 
 IMAGE_TYPES = ("COS_CONTAINERD", "UBUNTU_CONTAINERD", "WINDOWS_LTSC_CONTAINERD")
 
@@ -97,6 +110,7 @@ class Catalog:
         self.image_types = list(image_types or IMAGE_TYPES)
         disk_types = tuple(disk_types or DISK_TYPES)
         self.offers = {}
+        self.roce_zones = set(ROCE_ZONES)
         for zones in self.regions.values():
             for zone in zones:
                 self.offers[zone] = dict(machineTypes=set(self.machine_types),
@@ -114,6 +128,32 @@ class Catalog:
             self.offers[zone][kind].add(name)
 
     # ---- questions
+
+    def withdraw_network_profile(self, zone):
+        """The zone's RoCE network profile no longer exists."""
+        with self.lock:
+            self.roce_zones.discard(zone)
+
+    def network_profile_document(self, project, name):
+        """networkProfiles.get of "<zone>-vpc-roce" (None when the zone has none)."""
+        with self.lock:
+            zone = name[:-len("-vpc-roce")] if name.endswith("-vpc-roce") else None
+            if zone not in self.roce_zones or zone not in self.offers:
+                return None
+            return dict(kind="compute#networkProfile", name=name, id=str(zlib.crc32(name.encode())),
+                        description="RDMA over converged ethernet (RoCE) network profile", profileType=dict(
+                            networkType="RDMA", rdmaSubtype="ROCE"),
+                        location=dict(name=zone, scope="ZONE"),
+                        features=dict(interfaceTypes=["MRDMA"], allowVpcFirewallRules="VPC_FIREWALL_RULES_BLOCKED",
+                                      firewallPolicyTypes=["RDMA_ROCE_POLICY"],
+                                      allowMultiNicInSameNetwork="MULTI_NIC_IN_SAME_NETWORK_ALLOWED",
+                                      allowAutoModeSubnet="AUTO_MODE_SUBNET_BLOCKED"),
+                        selfLink=_link(project, "global/networkProfiles/%s" % name))
+
+    def network_profiles(self, project):
+        with self.lock:
+            return [self.network_profile_document(project, "%s-vpc-roce" % z) for z in sorted(self.roce_zones)
+                    if z in self.offers]
 
     def region_of(self, location):
         """The region of a region or zone name, or None when the catalog has neither."""
@@ -197,6 +237,9 @@ class Catalog:
             disk = config.get("diskType")
             if disk and not self.offered(zone, "diskTypes", disk):
                 problems.append("Disk type %s is not available in zone %s." % (disk, zone))
+            if machine in HYPERDISK_ONLY_MACHINES and not (disk or GKE_DEFAULT_DISK_TYPE).startswith("hyperdisk-"):
+                problems.append("Machine type %s does not support disk type %s; use a Hyperdisk type."
+                                % (machine, disk or GKE_DEFAULT_DISK_TYPE))
             for accel in config.get("accelerators") or []:
                 name = accel.get("acceleratorType")
                 if not self.offered(zone, "acceleratorTypes", name):
@@ -204,6 +247,9 @@ class Catalog:
                 elif int(accel.get("acceleratorCount") or 0) > self.accelerator_types[name]:
                     problems.append("Accelerator count %s of %s is above the maximum of %d per instance."
                                     % (accel.get("acceleratorCount"), name, self.accelerator_types[name]))
+        strategy = (config.get("gpuDirectConfig") or {}).get("gpuDirectStrategy")
+        if strategy == "RDMA" and config.get("machineType") not in GPUDIRECT_RDMA_MACHINES:
+            problems.append("GPUDirect strategy RDMA is not supported on machine type %s." % config.get("machineType"))
         return problems
 
 

@@ -185,3 +185,48 @@ def _control(base, method, path, body=None):
     response = requests.request(method, base + path, json=body, timeout=10)
     response.raise_for_status()
     return response.json()
+
+
+def test_rdma_a4x_fabric_cluster_and_pool_create_rerun_refuse_and_remove(run_playbook, gcp_double, gcp_defaults):
+    """The RDMA path end to end on the cloud side: fabric -> cluster -> pool; a re-run changes nothing; a PD boot
+    disk on A4X and an RDMA pool outside the RoCE zone are refused before any request; teardown in reverse."""
+    zone = "us-central1-b"
+    fabric = dict(cluster="a4x", location="us-central1", zone=zone, gpudirect="rdma-a4x")
+    cluster = dict(name="a4x", location="us-central1", node_locations=[zone], cluster_version="1.32.2-gke.1489001",
+                   gpudirect="rdma-a4x")
+    pool = dict(provider="gke", cluster="a4x", location="us-central1", name="gpu", machine_type="a4x-highgpu-4g",
+                gpudirect="rdma-a4x", node_count=1, node_locations=[zone], gpu_driver_version="latest",
+                placement_policy=dict(type="COMPACT"), reservation_affinity=dict(consume="specific", reservation="r1"),
+                additional_node_networks="{{ net.additional_node_networks }}")
+    tasks = [
+        {"name": "fabric", "gpu_ops.cluster.gke_multinetwork": fabric, "register": "net"},
+        {"name": "cluster", "gpu_ops.cluster.gke_cluster": cluster},
+        {"name": "pool", "gpu_ops.cluster.gpu_nodepool": pool, "register": "created"},
+        {"name": "fabric again", "gpu_ops.cluster.gke_multinetwork": fabric, "register": "net_again"},
+        {"name": "pool again", "gpu_ops.cluster.gpu_nodepool": pool, "register": "again"},
+        {"name": "pd boot disk", "gpu_ops.cluster.gpu_nodepool": dict(pool, name="pd", disk_type="pd-balanced"),
+         "register": "pd", "ignore_errors": True},
+        {"name": "other zone", "gpu_ops.cluster.gpu_nodepool": dict(pool, name="moved", node_locations=["us-central1-c"]),
+         "register": "moved", "ignore_errors": True},
+        {"name": "check", "ansible.builtin.assert": {"that": [
+            "created is changed and net_again is not changed and again is not changed",
+            "net.additional_node_networks | length == 5",
+            "pd is failed and 'takes Hyperdisk only' in pd.msg",
+            "moved is failed and 'restricted to zone us-central1-b' in moved.msg",
+        ]}},
+    ]
+    gcp_double.clear_log()
+    result = run_playbook(play(tasks, gcp_defaults)).assert_ok()
+    assert [r["task"] for r in result.changed] == ["fabric", "cluster", "pool"]
+    assert counts(gcp_double) == (2, 5, 1)
+    creates = [r for r in gcp_double.mutating_requests() if r["path"].endswith("/nodePools")]
+    assert len(creates) == 1 and creates[0]["body"]["nodePool"]["config"]["diskType"] == "hyperdisk-balanced"
+
+    teardown = [
+        {"name": "pool", "gpu_ops.cluster.gpu_nodepool": dict(
+            provider="gke", cluster="a4x", location="us-central1", name="gpu", state="absent")},
+        {"name": "fabric", "gpu_ops.cluster.gke_multinetwork": dict(fabric, state="absent")},
+    ]
+    gcp_double.clear_log()
+    run_playbook(play(teardown, gcp_defaults)).assert_ok()
+    assert counts(gcp_double) == (0, 0, 0)

@@ -73,3 +73,29 @@ def test_bad_input_fails_in_the_role_before_any_request(run_playbook, gcp_double
     result = run_playbook(play(gcp_defaults, role_vars)).assert_failed()
     assert "firewall_allow_any_source" in json.dumps(result.failed[0]["result"])
     assert gcp_double.requests == []
+
+
+def test_rdma_a4x_fabric_converges_applies_rdma_objects_and_tears_down(run_playbook, gcp_double, gcp_defaults,
+                                                                       k8s_double, tmp_path):
+    out = tmp_path / "fabric.json"
+    role_vars = dict(gcp_gpu_vpcs_cluster="a4x", gcp_gpu_vpcs_location="us-central1",
+                     gcp_gpu_vpcs_zone="us-central1-b", gcp_gpu_vpcs_gpudirect="rdma-a4x",
+                     gcp_gpu_vpcs_apply_objects=True)
+    run_playbook(play(gcp_defaults, role_vars, [publish(out)]), env=k8s_double.env()).assert_ok()
+    fabric = json.loads(out.read_text())
+    assert fabric["zone"] == "us-central1-b" and fabric["network_profile"] == "us-central1-b-vpc-roce"
+    assert fabric["k8s_network_names"] == ["gvnic-1", "rdma-0", "rdma-1", "rdma-2", "rdma-3"]
+    state = gcp_double.state(GCP_PROJECT)
+    assert (len(state["networks"]), len(state["subnetworks"]), len(state["firewalls"])) == (2, 5, 1)
+    assert k8s_double.get("GKENetworkParamSet", "rdma-3")["spec"] == {
+        "vpc": "a4x-gpunic-rdma", "vpcSubnet": "a4x-gpunic-rdma-sub-3", "deviceMode": "RDMA"}
+    assert k8s_double.get("GKENetworkParamSet", "gvnic-1")["spec"]["deviceMode"] == "NetDevice"
+
+    gcp_double.clear_log()
+    result = run_playbook(play(gcp_defaults, role_vars), env=k8s_double.env()).assert_ok()
+    assert result.changed == [] and gcp_double.mutating_requests() == []
+
+    run_playbook(play(gcp_defaults, dict(role_vars, gcp_gpu_vpcs_state="absent")), env=k8s_double.env()).assert_ok()
+    assert k8s_double.get("GKENetworkParamSet", "rdma-0") is None
+    state = gcp_double.state(GCP_PROJECT)
+    assert (len(state["networks"]), len(state["subnetworks"]), len(state["firewalls"])) == (0, 0, 0)

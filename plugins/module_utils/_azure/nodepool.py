@@ -95,6 +95,7 @@ GKE_ONLY = dict(
     additional_node_networks=None, gvnic=None, image_type="COS_CONTAINERD", placement_policy=None,
     reservation_affinity=None, host_maintenance_interval=None, service_account=None, oauth_scopes=None,
     disk_size_gb=None, disk_type=None, spot=None, auto_upgrade=False, auto_repair=True, node_version=None,
+    accelerator_network_profile=None,
 )
 
 

@@ -43,12 +43,24 @@ MTU_RANGE = (1300, 8896)  # compute.v1 Network.mtu
 # Machines
 # --------------------------------------------------------------------------------------------
 
-# machine type -> facts of the machine (GKE node label values, GPUs per node, GPUDirect fabric)
+# machine type -> facts of the machine (GKE node label values, GPUs per node, GPUDirect fabric, host CPU
+# architecture). ``boot_disk_types``: the only boot disk types the machine takes (None: any), ``default_disk_type``
+# what the collection asks for when the pool names none (GKE's own default, pd-balanced, is refused there).
+# A4X (a4x-highgpu-4g, 4 x GB200 on arm64 Grace hosts, 4 RDMA NICs + 1 extra gVNIC, Hyperdisk only): NVIDIA AICR
+# gke-gb200 doc and https://cloud.google.com/compute/docs/accelerator-optimized-machines (A4X series); RDMA NIC
+# counts (8 MRDMA NICs on A3 Ultra / A4): https://cloud.google.com/vpc/docs/rdma-network-profiles.
+_HYPERDISK = ("hyperdisk-balanced", "hyperdisk-extreme", "hyperdisk-ml")
 MACHINES = {
-    "a3-highgpu-8g": dict(description="A3 High", accelerator_type="nvidia-h100-80gb", gpus_per_node=8, fabric="tcpx"),
-    "a3-megagpu-8g": dict(description="A3 Mega", accelerator_type="nvidia-h100-mega-80gb", gpus_per_node=8, fabric="tcpxo"),
-    "a3-ultragpu-8g": dict(description="A3 Ultra", accelerator_type="nvidia-h200-141gb", gpus_per_node=8, fabric="rdma"),
-    "a4-highgpu-8g": dict(description="A4", accelerator_type="nvidia-b200", gpus_per_node=8, fabric="rdma"),
+    "a3-highgpu-8g": dict(description="A3 High", accelerator_type="nvidia-h100-80gb", gpus_per_node=8, fabric="tcpx",
+                          arch="amd64", boot_disk_types=None, default_disk_type=None),
+    "a3-megagpu-8g": dict(description="A3 Mega", accelerator_type="nvidia-h100-mega-80gb", gpus_per_node=8,
+                          fabric="tcpxo", arch="amd64", boot_disk_types=None, default_disk_type=None),
+    "a3-ultragpu-8g": dict(description="A3 Ultra", accelerator_type="nvidia-h200-141gb", gpus_per_node=8,
+                           fabric="rdma", arch="amd64", boot_disk_types=None, default_disk_type=None),
+    "a4-highgpu-8g": dict(description="A4", accelerator_type="nvidia-b200", gpus_per_node=8, fabric="rdma",
+                          arch="amd64", boot_disk_types=None, default_disk_type=None),
+    "a4x-highgpu-4g": dict(description="A4X", accelerator_type="nvidia-gb200", gpus_per_node=4, fabric="rdma",
+                           arch="arm64", boot_disk_types=_HYPERDISK, default_disk_type="hyperdisk-balanced"),
 }
 
 # GKE node labels that identify a GPU node's hardware.
@@ -62,40 +74,89 @@ GPU_SHARING_LABELS = (
 )
 
 
-def _profile_entry(fabric, machine_type, min_versions=(), **fields):
-    """A profile: its own facts, its default machine's, and the minimum patch version of each GKE minor."""
-    machine = MACHINES[machine_type]
+# The GPU-NIC fabric a profile needs on the cloud side (gke_multinetwork, gpu_nodepool, gcp_gpu_vpcs):
+# - "vpc-per-nic" (TCPX, TCPXO): one custom-mode VPC + one subnet + one internal firewall rule per GPU NIC,
+#   MTU 8244 (every peer: Cluster Toolkit multivpc, xpk, the GKE guide).
+# - "rdma" (A3 Ultra, A4, A4X): one extra gVNIC VPC (one subnet, an internal firewall rule) and one RoCE VPC
+#   created with the zone's RDMA network profile (Network.networkProfile =
+#   projects/{project}/global/networkProfiles/{zone}-vpc-roce, compute v1; the network is zonal: nodes only in
+#   that zone, subnets only in its region; MRDMA NICs only) holding one subnet per RDMA NIC; MTU 8896 on both
+#   (xpk a3_ultra.yaml blueprint; CTK gke-a4.yaml / modules/network/gpu-rdma-vpc). No VPC firewall rule on the
+#   RoCE VPC: RoCE VPC networks support only regional network firewall policies of type RDMA_ROCE_POLICY and
+#   allow all ingress/egress by implied rules (https://cloud.google.com/firewall/docs/firewall-for-roce).
+#   Sources: https://cloud.google.com/vpc/docs/rdma-network-profiles; shared research anchors-2026-11-25.md §4.
+FABRIC_LAYOUTS = ("vpc-per-nic", "rdma")
+RDMA_MTU = 8896
+RDMA_NETWORK_PROFILE_SUFFIX = "vpc-roce"     # the profile of zone Z is named "Z-vpc-roce"
+RDMA_NIC_TYPE = "MRDMA"                      # how ConnectX NICs appear in Compute Engine
+# Kubernetes Network names of the RDMA fabric (CEA gpudirect-rdma manifests; AICR asserts these exact names)
+RDMA_GVNIC_NETWORK = "gvnic-1"
+RDMA_NETWORK_PREFIX = "rdma-"
+
+# The managed alternative: node pool networkConfig.acceleratorNetworkProfile "auto" (container v1
+# NodeNetworkConfig, "For now the only valid value is auto"; GKE creates the accelerator VPCs) with DRANET.
+# Floor: GKE 1.34.1-gke.1829001 (Cluster Toolkit enable_dranet precondition, PR #5418; the GKE "configure
+# automated networking for accelerators" page). Node label that turns the DRANET driver on:
+ACCELERATOR_NETWORK_PROFILE = "auto"
+ACCELERATOR_NETWORK_PROFILE_MIN_GKE = "1.34.1-gke.1829001"
+DRANET_NODE_LABEL = ("cloud.google.com/gke-networking-dra-driver", "true")
+
+
+def _profile_entry(fabric, machine_types, min_versions=(), **fields):
+    """A profile: its own facts, its machines' (the first is the default) and the minimum patch of each minor."""
+    machine = MACHINES[machine_types[0]]
     entry = dict(
         fabric=fabric,
-        machine_type=machine_type,
+        machine_type=machine_types[0],
         accelerator_type=machine["accelerator_type"],
         gpus_per_node=machine["gpus_per_node"],
+        arch=machine["arch"],
         min_versions=dict((".".join(version.split(".")[:2]), version) for version in min_versions),
+        layout="vpc-per-nic",
+        mtu=DEFAULT_MTU,
+        gvnic_networks=0,          # extra gVNIC node networks besides the GPU NICs'
+        network_profile=None,      # suffix of the zone's network profile of the GPU-NIC VPC
+        gpudirect_strategy=None,   # NodeConfig.gpuDirectConfig.gpuDirectStrategy of the pool
     )
     entry.update(fields)
-    entry["machine_types"] = sorted(m for m, f in MACHINES.items() if f["fabric"] == fabric)
+    entry["machine_types"] = list(machine_types)
     entry["accelerator_types"] = sorted(set(MACHINES[m]["accelerator_type"] for m in entry["machine_types"]))
+    # every additional node network of a pool: the extra gVNICs, then one per GPU NIC
+    entry["node_networks"] = entry["gvnic_networks"] + entry["gpu_nic_count"]
     return entry
 
 
+_RDMA_FABRIC = dict(layout="rdma", mtu=RDMA_MTU, gvnic_networks=1, network_profile=RDMA_NETWORK_PROFILE_SUFFIX,
+                    device_mode="RDMA", first_gpu_interface=2)
+
 # profile -> GKE facts. ``machine_type`` / ``accelerator_type`` name the profile's default machine;
 # ``machine_types`` / ``accelerator_types`` list every machine of the profile. ``first_gpu_interface``:
-# the pods' first GPU NIC is eth<n>. ``min_versions``: the oldest patch of each minor that works
-# (none verified for RDMA, so its gate accepts every version).
+# the pods' first GPU NIC is eth<n>. ``min_versions``: the oldest patch of each minor that works.
+# RDMA version gates: NOT verified. Google's requirement table for custom GPUDirect-RDMA on A3 Ultra / A4 / A4X
+# was not readable in the research corpus (anchors-2026-11-25.md §4 "Not re-verified"); Cluster Toolkit pins
+# version_prefix 1.33. (gke-a4.yaml) and AICR's GB200 recipes ask for Kubernetes >= 1.34 for their own DRA use,
+# neither is a stated GKE minimum. So both rdma gates accept every version; GKE itself refuses a version that
+# does not offer the machine, and gpu_nodepool's offers preflight reads the zone's machine types first.
+# ``gpudirect_strategy``: container v1 GPUDirectConfig enum "RDMA: GPUDirect-RDMA on A3 Ultra, and A4 machine
+# types" - A4X is not named there, so the a4x profile does not send it (unverified either way).
 PROFILES = {
     "tcpx": _profile_entry(
-        "tcpx", "a3-highgpu-8g", description="GPUDirect-TCPX on A3 High",
+        "tcpx", ("a3-highgpu-8g",), description="GPUDirect-TCPX on A3 High",
         gpu_nic_count=4, device_mode="NetDevice", first_gpu_interface=1,
         min_versions=("1.27.7-gke.1121000", "1.28.8-gke.1095000", "1.29.3-gke.1093000", "1.30.2-gke.1023000")),
     "tcpxo": _profile_entry(
-        "tcpxo", "a3-megagpu-8g", description="GPUDirect-TCPXO on A3 Mega",
+        "tcpxo", ("a3-megagpu-8g",), description="GPUDirect-TCPXO on A3 Mega",
         gpu_nic_count=8, device_mode="NetDevice", first_gpu_interface=1,
         min_versions=("1.28.11-gke.1289000", "1.29.6-gke.1254000", "1.30.4-gke.1129000", "1.31.1-gke.2008000",
                       "1.32.2-gke.1489001")),
     # eth1 is the node's second gVNIC; upstream pods attach eth2..eth9 to the RDMA networks
     "rdma": _profile_entry(
-        "rdma", "a3-ultragpu-8g", description="GPUDirect-RDMA (RoCE, gIB NCCL plugin) on A3 Ultra and A4",
-        gpu_nic_count=8, device_mode="RDMA", first_gpu_interface=2),
+        "rdma", ("a3-ultragpu-8g", "a4-highgpu-8g"),
+        description="GPUDirect-RDMA (RoCE, gIB NCCL plugin) on A3 Ultra and A4",
+        gpu_nic_count=8, gpudirect_strategy="RDMA", **_RDMA_FABRIC),
+    "rdma-a4x": _profile_entry(
+        "rdma", ("a4x-highgpu-4g",), description="GPUDirect-RDMA (RoCE, gIB NCCL plugin) on A4X (GB200, arm64)",
+        gpu_nic_count=4, **_RDMA_FABRIC),
 }
 
 PROFILE_NAMES = sorted(PROFILES)
@@ -341,6 +402,12 @@ _GKE_MINOR = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?\Z")
 # Lookups
 # --------------------------------------------------------------------------------------------
 
+def network_profile_name(profile_name, zone):
+    """The name of the zone's network profile the profile's GPU-NIC VPC is created with, or None."""
+    suffix = profile(profile_name)["network_profile"]
+    return "%s-%s" % (zone, suffix) if suffix else None
+
+
 def profile(name):
     """The catalog entry of a profile; ValueError naming the allowed values otherwise."""
     if name not in PROFILES:
@@ -442,7 +509,7 @@ def release(profile_name, gke_version=None):
 def images(profile_name, gke_version=None, registry=None):
     """Every image reference a profile needs, resolved (``registry`` overrides all registries)."""
     rel = release(profile_name, gke_version)
-    installer = INSTALLERS[profile_name]
+    installer = INSTALLERS.get(profile_name, INSTALLERS[profile(profile_name)["fabric"]])
     return dict(
         installer=image_ref(rel["installer"], registry),
         daemon=image_ref(rel["daemon"], registry),
@@ -488,7 +555,8 @@ def describe(profile_name, gke_version=None, registry=None):
     entry["name"] = profile_name
     entry["release"] = dict((k, v) for k, v in rel.items() if k not in ("installer", "daemon", "test"))
     entry["images"] = images(profile_name, gke_version, registry)
-    entry["installer"] = copy.deepcopy(INSTALLERS[profile_name])
+    fabric = entry["fabric"]
+    entry["installer"] = copy.deepcopy(INSTALLERS.get(profile_name, INSTALLERS[fabric]))
     entry["nri_injector"] = copy.deepcopy(NRI_INJECTOR) if profile_name in DAEMONS else None
     daemon = copy.deepcopy(DAEMONS.get(profile_name))
     annotation = device_annotation(profile_name)
@@ -496,16 +564,16 @@ def describe(profile_name, gke_version=None, registry=None):
         daemon["mounts"] = [dict(name=n, mountPath=p) for n, p in daemon["mounts"]]
         daemon["device_annotation"] = dict(key=annotation[0], value=annotation[1])
     entry["daemon"] = daemon
-    entry["volumes"] = copy.deepcopy(WORKLOAD_VOLUMES[profile_name])
-    entry["gpu_container_mounts"] = [dict(name=n, mountPath=p, readOnly=r) for n, p, r in GPU_CONTAINER_MOUNTS[profile_name]]
-    entry["library_path"] = LIBRARY_PATHS[profile_name]
+    entry["volumes"] = copy.deepcopy(WORKLOAD_VOLUMES.get(profile_name, WORKLOAD_VOLUMES[fabric]))
+    entry["gpu_container_mounts"] = [dict(name=n, mountPath=p, readOnly=r)
+                                     for n, p, r in GPU_CONTAINER_MOUNTS.get(profile_name, GPU_CONTAINER_MOUNTS[fabric])]
+    entry["library_path"] = LIBRARY_PATHS.get(profile_name, LIBRARY_PATHS[fabric])
     entry["interfaces"] = interface_names(profile_name)
     entry["control_interface"] = CONTROL_INTERFACE
     entry["nccl_bandwidth_threshold"] = NCCL_BANDWIDTH_THRESHOLDS.get(profile_name)
-    entry["nccl_env_script"] = {"tcpxo": TCPXO_ENV_SCRIPT, "rdma": GIB_ENV_SCRIPT}.get(profile_name)
+    entry["nccl_env_script"] = {"tcpxo": TCPXO_ENV_SCRIPT, "rdma": GIB_ENV_SCRIPT}.get(fabric)
     entry["native_sidecar_min_gke"] = NATIVE_SIDECAR_MIN_GKE
     entry["native_sidecar"] = native_sidecar_supported(gke_version) if gke_version else None
-    entry["mtu"] = DEFAULT_MTU
     return entry
 
 

@@ -3,24 +3,29 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-"""The GPU-NIC fabric of one GKE cluster: one custom-mode VPC, one subnet and one firewall rule per GPU NIC.
+"""The GPU-NIC fabric of one GKE cluster: one custom-mode VPC, one subnet and one firewall rule per GPU NIC
+(TCPX, TCPXO), or, for the GPUDirect-RDMA profiles (A3 Ultra, A4, A4X), one extra gVNIC VPC (subnet and firewall
+rule) plus one zonal RoCE VPC (created with the zone's ``vpc-roce`` network profile) holding one subnet per RDMA
+NIC and no firewall rule (RoCE VPCs take no VPC firewall rules). The layout is the catalog's
+(``_catalog/gke_gpudirect.py`` ``PROFILES[...]["layout"]``).
 
 Flow of a run (module gke_multinetwork):
 
 1. ``resolve`` checks every option and derives the fabric (names, CIDRs, MTUs, Kubernetes names) before
    anything is sent; every problem names its option.
-2. ``FabricEngine.read`` reads the 3 x N resources concurrently, each exactly once.
+2. ``FabricEngine.read`` reads every resource concurrently, each exactly once (3 x N for one VPC per NIC;
+   N + 4 for RDMA: the gVNIC network, subnet and rule, the RoCE network and its N subnets).
 3. ``plan_present`` / ``plan_absent`` compare and record the changes in a ``_plan.Plan``; drift that the
    API cannot fix (a moved or shrunk subnet range, a subnet or rule in another network, an auto-mode
    network) is collected and reported as one error before any change is made.
-4. ``apply`` carries the plan out, NIC by NIC in parallel: the network first, then its subnet and its
-   firewall rule together (critical path: two operation latencies). Deletion runs the other way round.
+4. ``apply`` carries the plan out, network by network in parallel: the network first, then all its subnets
+   and firewall rules together (critical path: two operation latencies). Deletion runs the other way round.
    ``concurrency`` bounds how many operations are in flight (1 = the guide's one-at-a-time loop).
 
 Between 3 and 4, when the plan changes anything (and outside render mode), ``preflight`` reads the region
-(and the zone, when ``location`` is one) once each: a well-formed region that does not exist is refused
-before any network or firewall rule is created (``_gcp.offers``). A no-op re-run reads nothing more than the
-3 x N resources.
+(and the zone, when ``location`` is one) once each, and for RDMA the zone's network profile (it exists, is
+restricted to that zone and takes MRDMA NICs): what does not exist is refused before any network or firewall
+rule is created (``_gcp.offers``). A no-op re-run reads nothing more than the fabric's resources.
 
 A create that meets 409 (a run killed half-way, whose insert is still running or has finished) waits
 until the resource is visible, then compares it like any other existing resource.
@@ -56,8 +61,10 @@ FIREWALL = "firewall"
 API_GROUP = "networking.gke.io"
 API_VERSION = API_GROUP + "/v1"
 DEFAULT_DEVICE_MODE = "NetDevice"
-# GPU NIC profiles this module builds (one VPC per NIC, deviceMode NetDevice)
-NETDEVICE_PROFILES = ("tcpx", "tcpxo")
+# GPU NIC profiles this module builds (the catalog's, each with its fabric layout)
+NETDEVICE_PROFILES = tuple(n for n in gpudirect.PROFILE_NAMES if gpudirect.PROFILES[n]["layout"] == "vpc-per-nic")
+RDMA_PROFILES = tuple(n for n in gpudirect.PROFILE_NAMES if gpudirect.PROFILES[n]["layout"] == "rdma")
+FABRIC_PROFILES = NETDEVICE_PROFILES + RDMA_PROFILES
 MAX_NICS = 8
 # every resource of the largest fabric (3 x 8) in flight at once: a higher bound cannot run faster
 MAX_CONCURRENCY = 3 * MAX_NICS
@@ -80,6 +87,8 @@ NAMING_SPEC = dict(
     )),
     name_prefix=dict(type="str"),
     k8s_network_prefix=dict(type="str", default="vpc"),
+    # the zone of the RoCE VPC's network profile (RDMA profiles); defaults to location when that is a zone
+    zone=dict(type="str"),
 )
 
 
@@ -103,9 +112,9 @@ def _nic_count(params, problems):
     count = params.get("nic_count")
     from_profile = None
     if profile_name is not None:
-        if profile_name not in NETDEVICE_PROFILES:
-            problems.add("gpudirect", "%r is not a one-VPC-per-NIC GPUDirect profile; allowed: %s" % (
-                profile_name, ", ".join(NETDEVICE_PROFILES)))
+        if profile_name not in FABRIC_PROFILES:
+            problems.add("gpudirect", "%r is not a GPUDirect profile with a GPU NIC fabric; allowed: %s" % (
+                profile_name, ", ".join(FABRIC_PROFILES)))
             return None
         from_profile = gpudirect.profile(profile_name)["gpu_nic_count"]
     if count is not None and not 1 <= count <= MAX_NICS:
@@ -132,7 +141,7 @@ def _nic_count(params, problems):
         return from_profile
     if count is not None:
         return count
-    problems.add("gpudirect", "set one of gpudirect (%s), nic_count or networks" % ", ".join(NETDEVICE_PROFILES))
+    problems.add("gpudirect", "set one of gpudirect (%s), nic_count or networks" % ", ".join(FABRIC_PROFILES))
     return None
 
 
@@ -150,6 +159,14 @@ def resolve(params):
         problems.add("location", "%r is neither a region (for example us-central1) nor a zone (for example "
                                  "us-central1-c)" % (params["location"],))
     count = _nic_count(params, problems)
+    profile_name = params.get("gpudirect")
+    entry = gpudirect.PROFILES.get(profile_name) if profile_name in FABRIC_PROFILES else None
+    rdma = entry is not None and entry["layout"] == "rdma"
+    zone = _rdma_zone(problems, params, region) if rdma else None
+    if rdma and params.get("networks") is not None:
+        problems.add("networks", "is not used with gpudirect=%s: the gVNIC and RoCE VPCs' names derive from "
+                                 "name_prefix and their ranges from cidr_base" % profile_name)
+        count = None
     concurrency = params.get("concurrency")
     if concurrency is not None and not 1 <= concurrency <= MAX_CONCURRENCY:
         problems.add("concurrency", "must be between 1 (one operation at a time) and %d (every resource of the "
@@ -157,7 +174,7 @@ def resolve(params):
                                                                                        concurrency))
     default_mtu = params.get("mtu")
     if default_mtu is None:
-        default_mtu = gpudirect.DEFAULT_MTU
+        default_mtu = entry["mtu"] if entry else gpudirect.DEFAULT_MTU
     low, high = gpudirect.MTU_RANGE
     if not low <= default_mtu <= high:
         problems.add("mtu", "%d is outside the MTU range %d-%d of VPC networks" % (default_mtu, low, high))
@@ -175,37 +192,47 @@ def resolve(params):
 
     explicit = params.get("networks") or [{} for dummy in range(count)]
     nics = []
-    for index in range(count):
-        entry = explicit[index] or {}
+    if rdma:
+        nics = _rdma_nics(params, entry, prefix, count, default_mtu, zone)
+    for index in range(count if not rdma else 0):
+        given = explicit[index] or {}
         option = "networks[%d]" % index if params.get("networks") else None
         number = index + 1
         nic = dict(
             index=number,
-            network=entry.get("name") or "%s-%d" % (prefix, number),
-            subnetwork=entry.get("subnetwork") or "%s-%d-sub" % (prefix, number),
-            firewall=entry.get("firewall") or "%s-%d-internal" % (prefix, number),
-            k8s_network=entry.get("k8s_network") or "%s%d" % (k8s_prefix, number),
-            mtu=entry.get("mtu") if entry.get("mtu") is not None else default_mtu,
-            cidr=entry.get("cidr"),
+            network=given.get("name") or "%s-%d" % (prefix, number),
+            subnetwork=given.get("subnetwork") or "%s-%d-sub" % (prefix, number),
+            firewall=given.get("firewall") or "%s-%d-internal" % (prefix, number),
+            k8s_network=given.get("k8s_network") or "%s%d" % (k8s_prefix, number),
+            mtu=given.get("mtu") if given.get("mtu") is not None else default_mtu,
+            cidr=given.get("cidr"),
+            network_profile=None,
+            pod=True,
         )
         name_option = "%s.%%s" % option if option else None
         for key, derived_from in (("network", "name"), ("subnetwork", "subnetwork"), ("firewall", "firewall")):
-            where = name_option % derived_from if name_option and entry.get(derived_from) else "name_prefix"
+            where = name_option % derived_from if name_option and given.get(derived_from) else "name_prefix"
             common.check_gce_name(problems, where, nic[key])
-        where = name_option % "k8s_network" if name_option and entry.get("k8s_network") else "k8s_network_prefix"
+        where = name_option % "k8s_network" if name_option and given.get("k8s_network") else "k8s_network_prefix"
         if not DNS_LABEL.match(nic["k8s_network"]):
             problems.add(where, "%r is not a valid Kubernetes object name (lowercase letters, digits and hyphens, "
                                 "at most 63)" % nic["k8s_network"])
-        if entry.get("mtu") is not None and not low <= entry["mtu"] <= high:
+        if given.get("mtu") is not None and not low <= given["mtu"] <= high:
             problems.add(name_option % "mtu", "%d is outside the MTU range %d-%d of VPC networks" % (
-                entry["mtu"], low, high))
+                given["mtu"], low, high))
         if nic["cidr"] is not None:
             nic["_net"] = common.check_cidr(problems, name_option % "cidr", nic["cidr"], max_prefix=29, min_prefix=8)
         nics.append(nic)
 
-    for key, option in ((NETWORK, "name"), (SUBNETWORK, "subnetwork"), (FIREWALL, "firewall"),
-                        ("k8s_network", "k8s_network")):
-        names = [n[key] for n in nics]
+    if rdma:
+        for nic in nics:
+            for key in (NETWORK, SUBNETWORK, FIREWALL):
+                if nic[key] is not None:
+                    common.check_gce_name(problems, "name_prefix", nic[key])
+    # the RDMA NICs share their RoCE network: only one-VPC-per-NIC networks must differ
+    for key, option in (((NETWORK, "name"),) if not rdma else ()) + (
+            (SUBNETWORK, "subnetwork"), (FIREWALL, "firewall"), ("k8s_network", "k8s_network")):
+        names = [n[key] for n in nics if n[key] is not None]
         repeated = sorted(set(n for n in names if names.count(n) > 1))
         if repeated:
             problems.add("networks[].%s" % option if params.get("networks") else "name_prefix",
@@ -221,19 +248,62 @@ def resolve(params):
     sources, any_source = _sources(problems, params, nics)
     if problems:
         raise FabricError(problems.message("gke_multinetwork"), problems.items)
-    profile_name = params.get("gpudirect")
     device_mode = gpudirect.profile(profile_name)["device_mode"] if profile_name else DEFAULT_DEVICE_MODE
-    if profile_name:
+    if rdma:
+        pass  # interfaces and device modes are set per NIC by _rdma_nics
+    elif profile_name:
         interfaces = gpudirect.interface_names(profile_name, count)
     else:
         interfaces = ["%s%d" % (gpudirect.INTERFACE_PREFIX, 1 + i) for i in range(count)]
-    for nic, interface in zip(nics, interfaces):
-        nic["interface"] = interface
-        nic["source_ranges"] = list(sources) if sources is not None else [nic["cidr"]]
-    return dict(project=params.get("project"), location=params.get("location"), region=region,
-                cluster=params.get("cluster"), profile=profile_name,
+    for position, nic in enumerate(nics):
+        if not rdma:
+            nic["interface"] = interfaces[position]
+            nic["device_mode"] = device_mode
+        nic["source_ranges"] = (list(sources) if sources is not None else [nic["cidr"]]) if nic[FIREWALL] else []
+    return dict(project=params.get("project"), location=params.get("location"), region=region, zone=zone,
+                cluster=params.get("cluster"), profile=profile_name, layout=entry["layout"] if entry else "vpc-per-nic",
                 device_mode=device_mode, nics=nics, any_source=any_source,
+                network_profile=gpudirect.network_profile_name(profile_name, zone) if rdma else None,
                 description="GPU NIC fabric of GKE cluster %s (gpu_ops.cluster)" % params.get("cluster"))
+
+
+def _rdma_zone(problems, params, region):
+    """The zone of the RoCE VPC: ``zone``, else ``location`` when that is a zone (it must lie in the region)."""
+    zone, location = params.get("zone"), params.get("location")
+    if zone is None and common.location_kind(location) == "zone":
+        zone = location
+    if zone is None:
+        problems.add("zone", "is required with gpudirect=%s when location is a region: the RoCE VPC is zonal (created "
+                             "with the zone's %s network profile) and the GPU nodes must be in that zone"
+                     % (params.get("gpudirect"), gpudirect.RDMA_NETWORK_PROFILE_SUFFIX))
+        return None
+    if common.location_kind(zone) != "zone":
+        problems.add("zone", "%r is not a zone (for example us-central1-b)" % (zone,))
+        return None
+    if common.location_kind(location) == "zone" and zone != location:
+        problems.add("zone", "%s differs from location %s; a zonal cluster's GPU nodes are in its zone" % (
+            zone, location))
+    elif region is not None and common.region_of(zone) != region:
+        problems.add("zone", "%s is not in the region %s of location" % (zone, region))
+    return zone
+
+
+def _rdma_nics(params, entry, prefix, count, mtu, zone):
+    """The gVNIC NIC (its own VPC, subnet and rule) and the RDMA NICs (one RoCE VPC, a subnet each, no rule)."""
+    project = params.get("project")
+    nics = [dict(index=1, network="%s-gvnic" % prefix, subnetwork="%s-gvnic-sub" % prefix,
+                 firewall="%s-gvnic-internal" % prefix, k8s_network=gpudirect.RDMA_GVNIC_NETWORK, mtu=mtu, cidr=None,
+                 network_profile=None, pod=False, device_mode="NetDevice",
+                 interface="%s%d" % (gpudirect.INTERFACE_PREFIX, entry["first_gpu_interface"] - 1))]
+    link = "projects/%s/global/networkProfiles/%s" % (project, gpudirect.network_profile_name(
+        params.get("gpudirect"), zone)) if zone else None
+    interfaces = gpudirect.interface_names(params.get("gpudirect"), count)
+    for index in range(count):
+        nics.append(dict(index=index + 2, network="%s-rdma" % prefix, subnetwork="%s-rdma-sub-%d" % (prefix, index),
+                         firewall=None, k8s_network="%s%d" % (gpudirect.RDMA_NETWORK_PREFIX, index), mtu=mtu,
+                         cidr=None, network_profile=link, pod=True, device_mode=entry["device_mode"],
+                         interface=interfaces[index]))
+    return nics
 
 
 def _allocate(problems, nics, base, length):
@@ -283,8 +353,13 @@ def _sources(problems, params, nics):
 
 
 def network_body(fabric, nic):
-    return dict(name=nic[NETWORK], autoCreateSubnetworks=False, mtu=nic["mtu"],
+    body = dict(name=nic[NETWORK], autoCreateSubnetworks=False, mtu=nic["mtu"],
                 description="%s, NIC %d" % (fabric["description"], nic["index"]))
+    if nic.get("network_profile"):
+        body["networkProfile"] = nic["network_profile"]
+        body["description"] = "%s, RoCE network of the RDMA NICs (%s)" % (
+            fabric["description"], common.last_segment(nic["network_profile"]))
+    return body
 
 
 def subnetwork_body(fabric, nic):
@@ -304,7 +379,7 @@ def manifests(fabric):
     objects = []
     for nic in fabric["nics"]:
         objects.append(dict(apiVersion=API_VERSION, kind="GKENetworkParamSet", metadata=dict(name=nic["k8s_network"]),
-                            spec=dict(vpc=nic[NETWORK], vpcSubnet=nic[SUBNETWORK], deviceMode=fabric["device_mode"])))
+                            spec=dict(vpc=nic[NETWORK], vpcSubnet=nic[SUBNETWORK], deviceMode=nic["device_mode"])))
         objects.append(dict(apiVersion=API_VERSION, kind="Network", metadata=dict(name=nic["k8s_network"]),
                             spec=dict(type="Device", parametersRef=dict(group=API_GROUP, kind="GKENetworkParamSet",
                                                                         name=nic["k8s_network"]))))
@@ -315,15 +390,19 @@ def outputs(fabric):
     """Everything later steps need, so that none of them re-derives a name."""
     nics = fabric["nics"]
     names = [n["k8s_network"] for n in nics]
-    interfaces = [n["interface"] for n in nics]
-    annotation = gpudirect.interfaces_annotation(fabric["profile"], names, interfaces=interfaces)
+    # pods attach to the GPU NICs only (RDMA pods leave the node's extra gVNIC out: CEA gpudirect-rdma manifests)
+    pod_nics = [n for n in nics if n["pod"]]
+    annotation = gpudirect.interfaces_annotation(fabric["profile"], [n["k8s_network"] for n in pod_nics],
+                                                 interfaces=[n["interface"] for n in pod_nics])
     return dict(
         gpudirect=fabric["profile"],
         region=fabric["region"],
+        zone=fabric["zone"],
+        network_profile=fabric["network_profile"],
         device_mode=fabric["device_mode"],
         networks=[dict(index=n["index"], network=n[NETWORK], subnetwork=n[SUBNETWORK], firewall=n[FIREWALL],
                        cidr=n["cidr"], mtu=n["mtu"], k8s_network=n["k8s_network"], interface=n["interface"],
-                       source_ranges=list(n["source_ranges"])) for n in nics],
+                       device_mode=n["device_mode"], source_ranges=list(n["source_ranges"])) for n in nics],
         additional_node_networks=[dict(network=n[NETWORK], subnetwork=n[SUBNETWORK]) for n in nics],
         k8s_network_names=names,
         manifests=manifests(fabric),
@@ -419,7 +498,7 @@ class FabricEngine:
 
     def read(self):
         """Read every resource of the fabric once, concurrently."""
-        keys = [(kind, nic[kind]) for nic in self.fabric["nics"] for kind in (NETWORK, SUBNETWORK, FIREWALL)]
+        keys = resource_keys(self.fabric)
         found = self.session.run_concurrently([lambda k=k: self.session.get(self.url(*k)) for k in keys],
                                               max_workers=min(32, len(keys)))
         self.current = dict(zip(keys, found))
@@ -429,10 +508,14 @@ class FabricEngine:
 
     def plan_present(self):
         fabric = self.fabric
+        planned = set()
         for nic in fabric["nics"]:
-            self._plan_network(nic)
+            if nic[NETWORK] not in planned:
+                planned.add(nic[NETWORK])
+                self._plan_network(nic)
             self._plan_subnetwork(nic)
-            self._plan_firewall(nic)
+            if nic[FIREWALL] is not None:
+                self._plan_firewall(nic)
         if self.drift.refused:
             raise FabricError("the fabric has drifted in ways the API cannot fix in place (nothing was changed): %s. "
                               "Delete the fabric (state: absent) and create it again, or change the options to "
@@ -453,6 +536,11 @@ class FabricEngine:
         if current.get("autoCreateSubnetworks") is not False:
             self.drift.add(NETWORK, name, "autoCreateSubnetworks", current.get("autoCreateSubnetworks"), False, False,
                            why="the GPU NIC networks must be custom-mode VPCs")
+        have_profile = common.last_segment(current.get("networkProfile")) or None
+        want_profile = common.last_segment(nic.get("network_profile")) or None
+        if have_profile != want_profile:
+            self.drift.add(NETWORK, name, "networkProfile", have_profile, want_profile, False,
+                           why="a network's profile is set only when it is created")
         have = current.get("mtu", 1460)
         if have != nic["mtu"]:
             self.drift.add(NETWORK, name, "mtu", have, nic["mtu"], True)
@@ -512,10 +600,12 @@ class FabricEngine:
         self.plan.update(FIREWALL, name, current, dict(current, **patch), sorted(fields), request=("PATCH", patch))
 
     def plan_absent(self):
+        planned = set()
         for nic in self.fabric["nics"]:
             for kind in (FIREWALL, SUBNETWORK, NETWORK):
                 current = self.current.get((kind, nic[kind]))
-                if current is not None:
+                if current is not None and (kind, nic[kind]) not in planned:
+                    planned.add((kind, nic[kind]))
                     self.plan.delete(kind, nic[kind], current, request=("DELETE", None))
         # a network that is not ours to delete would fail half-way: refuse before any change
         problems = []
@@ -539,6 +629,11 @@ class FabricEngine:
         offers.check_region(self.session, problems, option, region)
         if location and location != region and not problems:
             offers.check_zone(self.session, problems, option, location)
+        profile = self.fabric.get("network_profile")
+        creates = any(c.action == "create" for c in self.plan.changes)
+        if profile and creates and not problems:
+            offers.check_network_profile(self.session, problems, "zone", profile, self.fabric["zone"],
+                                         nic_type=gpudirect.RDMA_NIC_TYPE)
         for warning in problems.warnings:
             self.warn(warning)
         if problems:
@@ -551,10 +646,12 @@ class FabricEngine:
         changes = dict(((c.kind, c.name), c) for c in self.plan.changes)
         if not changes or self.check_mode:
             return
-        nics = self.fabric["nics"]
-        tasks = [lambda n=n: self._apply_nic(n, changes) for n in nics]
+        groups = {}
+        for nic in self.fabric["nics"]:
+            groups.setdefault(nic[NETWORK], []).append(nic)
+        tasks = [lambda g=g: self._apply_network(g, changes) for g in groups.values()]
         try:
-            self.session.run_concurrently(tasks, max_workers=len(nics))
+            self.session.run_concurrently(tasks, max_workers=len(tasks))
         except FabricError as exc:
             errors = [exc] + list(getattr(exc, "others", []))
             if self.created and any(_refused_as_invalid(e) for e in errors):
@@ -585,9 +682,11 @@ class FabricEngine:
         with self._created_lock:
             self.rolled_back.append(what)
 
-    def _apply_nic(self, nic, changes):
-        network = changes.get((NETWORK, nic[NETWORK]))
-        leaves = [changes.get((kind, nic[kind])) for kind in (SUBNETWORK, FIREWALL)]
+    def _apply_network(self, nics, changes):
+        """One network's changes: the network, then its subnets and rules together (deletes the other way)."""
+        network = changes.get((NETWORK, nics[0][NETWORK]))
+        leaves = [changes.get((kind, nic[kind])) for nic in nics for kind in (SUBNETWORK, FIREWALL)
+                  if nic[kind] is not None]
         leaves = [c for c in leaves if c is not None]
         if network is not None and network.action != "delete":
             self._carry_out(network)
@@ -699,6 +798,16 @@ class _OperationFailed(ApiError):
 
     def describe(self):
         return common.operation_error_text(self.cause)
+
+
+def resource_keys(fabric):
+    """(kind, name) of every resource of the fabric, each once, in NIC order."""
+    keys = []
+    for nic in fabric["nics"]:
+        for kind in (NETWORK, SUBNETWORK, FIREWALL):
+            if nic[kind] is not None and (kind, nic[kind]) not in keys:
+                keys.append((kind, nic[kind]))
+    return keys
 
 
 def _refused_as_invalid(exc):

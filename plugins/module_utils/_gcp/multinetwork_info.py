@@ -39,15 +39,18 @@ def describe(session, params):
     outputs = multinetwork.outputs(fabric)
     nics = []
     for nic in fabric["nics"]:
-        entry = dict(index=nic["index"], k8s_network=nic["k8s_network"], interface=nic["interface"])
+        entry = dict(index=nic["index"], k8s_network=nic["k8s_network"], interface=nic["interface"],
+                     device_mode=nic["device_mode"])
         entry.update((kind, current.get((kind, nic[kind]))) for kind in KINDS)
         nics.append(entry)
-    missing = ["%s %s" % (kind, nic[kind]) for nic in fabric["nics"] for kind in KINDS
-               if current.get((kind, nic[kind])) is None]
+    # each resource once (the RDMA NICs share their RoCE network; they have no firewall rule)
+    missing = ["%s %s" % key for key in multinetwork.resource_keys(fabric) if current.get(key) is None]
     return dict(
         changed=False,
         gpudirect=fabric["profile"],
         region=fabric["region"],
+        zone=fabric["zone"],
+        network_profile=fabric["network_profile"],
         device_mode=fabric["device_mode"],
         nics=nics,
         exists=not missing,

@@ -75,7 +75,8 @@ AKS_ONLY = dict(resource_group=None, vm_size=None, gpu_instance_profile=None, os
 
 IMMUTABLE = ("machine_type", "accelerator_type", "accelerator_count", "gpu_driver_version", "gpu_partition_size",
              "gpu_sharing", "additional_node_networks", "placement_policy", "reservation_affinity",
-             "host_maintenance_interval", "service_account", "oauth_scopes", "spot")
+             "host_maintenance_interval", "service_account", "oauth_scopes", "spot", "gpudirect_strategy",
+             "accelerator_network_profile")
 
 # in-place update groups, in the order they are sent; each is one request
 UPDATE_GROUPS = (
@@ -111,6 +112,11 @@ def effective(params):
             values["accelerator_count"] = machine["gpus_per_node"]
     if params.get("gpudirect") and values.get("gvnic") is None:
         values["gvnic"] = True
+    # A4X takes no Persistent Disk: GKE's default boot disk (pd-balanced) would be refused
+    if machine is not None and values.get("disk_type") is None and machine.get("default_disk_type"):
+        values["disk_type"] = machine["default_disk_type"]
+    entry = gpudirect.PROFILES.get(params.get("gpudirect") or "")
+    values["gpudirect_strategy"] = entry["gpudirect_strategy"] if entry else None
     return values
 
 
@@ -131,6 +137,8 @@ def validate(params):
         problems.add("machine_type", "is required with provider=gke and state=present")
     common.check_node_types(problems, "", machine_type=params.get("machine_type"), disk_type=params.get("disk_type"),
                             image_type=params.get("image_type"), accelerator_type=params.get("accelerator_type"))
+    _validate_boot_disk(problems, params)
+    _validate_accelerator_network_profile(problems, params)
     _validate_gpus(problems, params, values)
     _validate_networks(problems, params, values)
     _validate_gpudirect(problems, params, values)
@@ -194,10 +202,38 @@ def _validate_gpus(problems, params, values):
             problems.add("gpu_sharing.strategy", "MPS cannot be combined with gpu_partition_size (MIG)")
 
 
+def _validate_boot_disk(problems, params):
+    machine = gpudirect.MACHINES.get(params.get("machine_type") or "")
+    allowed = machine and machine.get("boot_disk_types")
+    disk = params.get("disk_type")
+    if allowed and disk is not None and disk not in allowed:
+        problems.add("disk_type", "%s takes Hyperdisk only (%s), not %s" % (
+            params["machine_type"], ", ".join(allowed), disk))
+
+
+def _validate_accelerator_network_profile(problems, params):
+    """The managed alternative (GKE creates the accelerator networks, DRANET hands them to pods)."""
+    if not params.get("accelerator_network_profile"):
+        return
+    floor = gpudirect.ACCELERATOR_NETWORK_PROFILE_MIN_GKE
+    if params.get("additional_node_networks"):
+        problems.add("accelerator_network_profile", "GKE manages the accelerator networks with it; "
+                                                    "additional_node_networks must not be set too")
+    version = params.get("node_version")
+    if version and common.version_key(version) and common.version_key(version) < common.version_key(floor):
+        problems.add("accelerator_network_profile", "needs GKE %s or later; node_version is %s" % (floor, version))
+
+
+def _rdma_layout(params):
+    entry = gpudirect.PROFILES.get(params.get("gpudirect") or "")
+    return entry if entry and entry["layout"] == "rdma" else None
+
+
 def _validate_networks(problems, params, values):
     networks = params.get("additional_node_networks")
     if networks is None:
         return
+    rdma = _rdma_layout(params)
     seen_networks, seen_subnets = {}, {}
     for index, item in enumerate(networks):
         where = "additional_node_networks[%d]" % index
@@ -205,11 +241,22 @@ def _validate_networks(problems, params, values):
         common.check_gce_name(problems, where + ".subnetwork", item.get("subnetwork"))
         for seen, key in ((seen_networks, "network"), (seen_subnets, "subnetwork")):
             value = item.get(key)
+            if key == "network" and rdma and index >= rdma["gvnic_networks"]:
+                continue  # the RDMA NICs share their RoCE network, each with its own subnet
             if value in seen:
                 problems.add("%s.%s" % (where, key), "%s is already used by additional_node_networks[%d]; each "
                              "additional interface needs its own %s" % (value, seen[value], key))
             else:
                 seen[value] = index
+    if rdma and len(networks) > rdma["gvnic_networks"]:
+        roce = set(n.get("network") for n in networks[rdma["gvnic_networks"]:])
+        if len(roce) != 1:
+            problems.add("additional_node_networks", "gpudirect=%s: the RDMA NIC entries (after the first %d gVNIC "
+                         "network) must all name the one RoCE network, got %s" % (
+                             params["gpudirect"], rdma["gvnic_networks"], ", ".join(sorted("%s" % r for r in roce))))
+        elif roce & set(n.get("network") for n in networks[:rdma["gvnic_networks"]]):
+            problems.add("additional_node_networks", "gpudirect=%s: the gVNIC network must not be the RoCE network %s"
+                         % (params["gpudirect"], roce.pop()))
     if _a3_mega_trap(params):
         count = gpudirect.PROFILES["tcpxo"]["gpu_nic_count"]
         problems.add("additional_node_networks", "%s has %d GPU NICs but %d additional networks are listed: an "
@@ -235,14 +282,22 @@ def _validate_gpudirect(problems, params, values):
         problems.add("machine_type", "gpudirect=%s runs on %s, not %s" % (
             name, ", ".join(entry["machine_types"]), machine_type))
     networks = params.get("additional_node_networks") or []
-    count = entry["gpu_nic_count"]
-    if len(networks) != count and not _a3_mega_trap(params):
-        problems.add("additional_node_networks", "gpudirect=%s needs exactly %d GPU NIC networks (one per GPU NIC), "
-                     "%d given" % (name, count, len(networks)))
+    count = entry["node_networks"]
+    managed = bool(params.get("accelerator_network_profile"))
+    if managed and entry["layout"] != "rdma":
+        problems.add("accelerator_network_profile", "is offered here for the GPUDirect-RDMA profiles, not gpudirect=%s"
+                     % name)
+    if len(networks) != count and not _a3_mega_trap(params) and not managed:
+        what = "(one per GPU NIC)" if not entry["gvnic_networks"] else "(%d gVNIC network, then one per RDMA NIC)" % (
+            entry["gvnic_networks"])
+        problems.add("additional_node_networks", "gpudirect=%s needs exactly %d GPU NIC networks %s, "
+                     "%d given" % (name, count, what, len(networks)))
     if values.get("gvnic") is False:
         problems.add("gvnic", "gpudirect=%s needs gVNIC (gvnic: true)" % name)
     if params.get("gpu_partition_size"):
         problems.add("gpu_partition_size", "MIG partitions are not used with gpudirect=%s" % name)
+    if params.get("gpu_sharing"):
+        problems.add("gpu_sharing", gpudirect.sharing_refusal(entry["fabric"]))
     if params.get("gpu_driver_version") == "disabled":
         problems.add("gpu_driver_version", "gpudirect=%s installs its NCCL plugin next to the GKE-installed driver "
                      "(%s); use default or latest" % (name, gpudirect.HOST_NVIDIA_DIR))
@@ -336,6 +391,8 @@ def create_body(params):
         config["accelerators"] = [accel]
     if values.get("gvnic") is not None:
         config["gvnic"] = dict(enabled=values["gvnic"])
+    if values.get("gpudirect_strategy"):
+        config["gpuDirectConfig"] = dict(gpuDirectStrategy=values["gpudirect_strategy"])
     if values.get("reservation_affinity"):
         config["reservationAffinity"] = reservation_affinity(values["reservation_affinity"])
     if values.get("host_maintenance_interval"):
@@ -346,8 +403,9 @@ def create_body(params):
             config[field] = values[option]
     if values.get("oauth_scopes"):
         config["oauthScopes"] = list(values["oauth_scopes"])
-    if values.get("node_labels"):
-        config["labels"] = dict((k, "%s" % v) for k, v in values["node_labels"].items())
+    labels = managed_labels(values)
+    if labels:
+        config["labels"] = labels
     taints = _taints(values)
     if taints:
         config["taints"] = taints
@@ -366,6 +424,8 @@ def create_body(params):
     if values.get("additional_node_networks"):
         pool["networkConfig"] = dict(additionalNodeNetworkConfigs=[
             dict(network=n["network"], subnetwork=n["subnetwork"]) for n in values["additional_node_networks"]])
+    if values.get("accelerator_network_profile"):
+        pool.setdefault("networkConfig", {})["acceleratorNetworkProfile"] = values["accelerator_network_profile"]
     placement = values.get("placement_policy")
     if placement:
         pool["placementPolicy"] = dict(type=placement.get("type") or "COMPACT")
@@ -373,6 +433,15 @@ def create_body(params):
             pool["placementPolicy"]["policyName"] = placement["policy_name"]
     pool["management"] = dict(autoUpgrade=bool(values.get("auto_upgrade")), autoRepair=bool(values.get("auto_repair")))
     return pool
+
+
+def managed_labels(values):
+    """The node labels to send: the user's, plus the DRANET label with the managed accelerator network profile."""
+    labels = dict((k, "%s" % v) for k, v in (values.get("node_labels") or {}).items())
+    if values.get("accelerator_network_profile"):
+        key, value = gpudirect.DRANET_NODE_LABEL
+        labels.setdefault(key, value)
+    return labels if labels or values.get("node_labels") is not None else None
 
 
 def desired_view(params):
@@ -384,7 +453,8 @@ def desired_view(params):
     view = dict(
         as_given(values, "machine_type", "accelerator_type", "accelerator_count", "gpu_driver_version",
                  "gpu_partition_size", "gvnic", "image_type", "host_maintenance_interval", "service_account",
-                 "disk_size_gb", "disk_type", "spot", "auto_upgrade", "auto_repair", "node_version"),
+                 "disk_size_gb", "disk_type", "spot", "auto_upgrade", "auto_repair", "node_version",
+                 "gpudirect_strategy", "accelerator_network_profile"),
         gpu_sharing=dict(strategy=sharing["strategy"], max_shared_clients_per_gpu=sharing["max_shared_clients_per_gpu"])
         if sharing else None,
         additional_node_networks=[dict(network=n["network"], subnetwork=n["subnetwork"])
@@ -397,8 +467,8 @@ def desired_view(params):
         oauth_scopes=sorted(values["oauth_scopes"]) if values.get("oauth_scopes") else None,
         node_locations=sorted(values["node_locations"]) if values.get("node_locations") else None,
         # compared as a whole: the API replaces the pool's labels
-        node_labels=sorted("%s=%s" % (k, v) for k, v in values["node_labels"].items())
-        if values.get("node_labels") is not None else None,
+        node_labels=sorted("%s=%s" % (k, v) for k, v in managed_labels(values).items())
+        if managed_labels(values) is not None else None,
         node_taints=sorted(common.taint_text(t) for t in taints) if taints is not None else None,
     )
     if values.get("enable_autoscaling") is not None:
@@ -434,6 +504,8 @@ def current_view(pool, node_count):
                                        subnetwork=common.last_segment(n.get("subnetwork")))
                                   for n in (pool.get("networkConfig") or {}).get("additionalNodeNetworkConfigs") or []],
         gvnic=bool((config.get("gvnic") or {}).get("enabled")),
+        gpudirect_strategy=(config.get("gpuDirectConfig") or {}).get("gpuDirectStrategy"),
+        accelerator_network_profile=(pool.get("networkConfig") or {}).get("acceleratorNetworkProfile"),
         image_type=config.get("imageType"),
         placement_policy=dict(type=placement.get("type"), policy_name=placement.get("policyName"))
         if placement.get("type") not in (None, "TYPE_UNSPECIFIED") else None,
@@ -600,6 +672,16 @@ class PoolEngine(NodePoolEngine):
             raise PoolError("auto_upgrade: cluster %s is on the %s release channel, where GKE requires node "
                             "auto-upgrade; set auto_upgrade: true and pin the version with a maintenance exclusion "
                             "(gpu_ops.cluster.gke_cluster maintenance_exclusion)" % (self.cluster_name, channel))
+        if params.get("accelerator_network_profile") and network_config.get("datapathProvider") != "ADVANCED_DATAPATH":
+            raise PoolError("accelerator_network_profile: cluster %s does not run Dataplane V2, which the managed "
+                            "accelerator networks (DRANET) need (gpu_ops.cluster.gke_cluster datapath: advanced)"
+                            % self.cluster_name)
+        if params.get("accelerator_network_profile") and not params.get("node_version"):
+            version = cluster.get("currentNodeVersion") or cluster.get("currentMasterVersion")
+            floor = gpudirect.ACCELERATOR_NETWORK_PROFILE_MIN_GKE
+            if common.version_key(version) and common.version_key(version) < common.version_key(floor):
+                raise PoolError("accelerator_network_profile: needs GKE %s or later; the pool would run the "
+                                "cluster's version %s" % (floor, version))
         profile = params.get("gpudirect")
         if profile and not params.get("node_version"):
             version = cluster.get("currentNodeVersion") or cluster.get("currentMasterVersion")
@@ -711,15 +793,33 @@ class PoolEngine(NodePoolEngine):
         if not networks or self.session.render:
             return
         region = common.region_of(self.location)
-        tasks = []
-        for item in networks:
-            tasks.append(lambda n=item["network"]: self.session.get(self.session.compute_url("global/networks/%s" % n)))
-            tasks.append(lambda s=item["subnetwork"]: self.session.get(
-                self.session.compute_url("regions/%s/subnetworks/%s" % (region, s))))
+        names = []
+        for item in networks:  # the RDMA NICs share one network: read it once
+            if item["network"] not in names:
+                names.append(item["network"])
+        tasks = [lambda n=n: self.session.get(self.session.compute_url("global/networks/%s" % n)) for n in names]
+        tasks += [lambda s=item["subnetwork"]: self.session.get(
+            self.session.compute_url("regions/%s/subnetworks/%s" % (region, s))) for item in networks]
         found = self.session.run_concurrently(tasks)
+        documents = dict(zip(names, found[:len(names)]))
+        rdma = _rdma_layout(self.params)
+        zones = self.params.get("node_locations") or (self.cluster or {}).get("locations") or (
+            [self.location] if common.location_kind(self.location) == "zone" else [])
         for index, item in enumerate(networks):
-            network, subnet = found[2 * index], found[2 * index + 1]
+            network, subnet = documents[item["network"]], found[len(names) + index]
             where = "additional_node_networks[%d]" % index
+            if network is not None and rdma and index >= rdma["gvnic_networks"]:
+                profile = common.last_segment(network.get("networkProfile"))
+                suffix = "-" + gpudirect.RDMA_NETWORK_PROFILE_SUFFIX
+                if not profile or not profile.endswith(suffix):
+                    raise PoolError("%s.network: %s was not created with a RoCE network profile (<zone>%s); the RDMA "
+                                    "NICs need one (gpu_ops.cluster.gke_multinetwork gpudirect: %s)" % (
+                                        where, item["network"], suffix, self.params["gpudirect"]))
+                zone = profile[:-len(suffix)]
+                if zones and any(z != zone for z in zones):
+                    raise PoolError("%s.network: %s is restricted to zone %s by its network profile; the pool runs "
+                                    "in %s (set node_locations: [%s])" % (where, item["network"], zone,
+                                                                          ", ".join(zones), zone))
             if network is None:
                 raise PoolError("%s.network: network %s not found in project %s (create the GPU NIC networks first, "
                                 "for example with the gcp_gpu_vpcs role)" % (where, item["network"], self.project))
@@ -803,8 +903,7 @@ class PoolEngine(NodePoolEngine):
             elif group == "locations":
                 requests.append((pool_url, "PUT", dict(locations=list(params["node_locations"]))))
             elif group == "labels":
-                requests.append((pool_url, "PUT", dict(labels=dict(labels=dict(
-                    (k, "%s" % v) for k, v in params["node_labels"].items())))))
+                requests.append((pool_url, "PUT", dict(labels=dict(labels=managed_labels(params)))))
             elif group == "taints":
                 requests.append((pool_url, "PUT", dict(taints=dict(taints=_taints(params)))))
             elif group == "gvnic":

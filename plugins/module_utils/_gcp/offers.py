@@ -56,6 +56,24 @@ def check_zone(session, problems, option, zone):
     return _read(session, session.compute_url("zones/%s" % zone), problems, option, "zone %s" % zone)
 
 
+def check_network_profile(session, problems, option, name, zone, nic_type=None):
+    """Compute Engine ``networkProfiles.get`` of ``name``: it exists, is restricted to ``zone`` and (with
+    ``nic_type``) accepts that NIC type (``features.interfaceTypes``). The profile document or None."""
+    document = _read(session, session.compute_url("global/networkProfiles/%s" % name), problems, option,
+                     "network profile %s" % name)
+    if document is None:
+        return None
+    where = document.get("location") or {}
+    if where.get("name") and where.get("name") != zone:
+        problems.add(option, "network profile %s is restricted to %s %s, not zone %s" % (
+            name, (where.get("scope") or "location").lower(), where["name"], zone))
+    types = (document.get("features") or {}).get("interfaceTypes") or []
+    if nic_type and types and nic_type not in types:
+        problems.add(option, "network profile %s takes %s network interfaces, not %s" % (
+            name, ", ".join(types), nic_type))
+    return document
+
+
 def server_config_url(session, location):
     """GKE ``getServerConfig`` of a location; every reader goes through ``read_once`` with this URL."""
     return session.container_url("projects/%s/locations/%s/serverConfig" % (session.project, location))

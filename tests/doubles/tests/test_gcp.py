@@ -261,3 +261,77 @@ def test_writes_consult_the_catalog(gcp):
         status, error = gcp.call("POST", CLUSTERS + "/c1/nodePools",
                                  {"nodePool": {"name": "p", "initialNodeCount": 1, "config": config}})
         assert status == 400 and wanted in error["error"]["message"], (config, error)
+
+
+ROCE = "projects/%s/global/networkProfiles/us-central1-b-vpc-roce" % P
+
+
+def test_network_profiles_are_served_per_zone(gcp):
+    status, profile = gcp.call("GET", "compute/v1/" + ROCE)
+    assert status == 200 and profile["location"] == {"name": "us-central1-b", "scope": "ZONE"}
+    assert profile["features"]["interfaceTypes"] == ["MRDMA"]
+    assert gcp.call("GET", "compute/v1/projects/%s/global/networkProfiles/us-central1-c-vpc-roce" % P)[0] == 404
+    status, listed = gcp.call("GET", "compute/v1/projects/%s/global/networkProfiles" % P)
+    assert status == 200 and "us-central1-b-vpc-roce" in [p["name"] for p in listed["items"]]
+    gcp.double.catalog.withdraw_network_profile("us-central1-b")
+    assert gcp.call("GET", "compute/v1/" + ROCE)[0] == 404
+
+
+def test_roce_networks_refuse_what_the_api_refuses(gcp):
+    # a profile that does not exist, a malformed reference, auto-mode subnets
+    status, error = gcp.call("POST", NETS, net("r0", networkProfile=ROCE.replace("us-central1-b", "us-central1-c")))
+    assert status == 404
+    status, error = gcp.call("POST", NETS, net("r0", networkProfile="us-central1-b-vpc-roce"))
+    assert status == 400 and "networkProfile" in error["error"]["message"]
+    status, error = gcp.call("POST", NETS, dict(net("r0", networkProfile=ROCE), autoCreateSubnetworks=True))
+    assert status == 400 and "auto mode" in error["error"]["message"]
+    gcp.done("POST", NETS, net("roce", networkProfile=ROCE, mtu=8896))
+    assert gcp.call("GET", NETS + "/roce")[1]["networkProfile"].endswith(ROCE)
+    # the profile is set at creation only
+    status, error = gcp.call("PATCH", NETS + "/roce", {"networkProfile": ROCE.replace("-b-", "-a-")})
+    assert status == 400
+    # subnets only in the region of the profile's zone
+    status, error = gcp.call("POST", "compute/v1/projects/%s/regions/us-east4/subnetworks" % P,
+                             {"name": "s", "network": "global/networks/roce", "ipCidrRange": "10.9.0.0/24"})
+    assert status == 400 and "must be in region us-central1" in error["error"]["message"]
+    gcp.done("POST", SUBNETS, {"name": "roce-0", "network": "global/networks/roce", "ipCidrRange": "10.9.0.0/24"})
+    gcp.done("POST", SUBNETS, {"name": "roce-1", "network": "global/networks/roce", "ipCidrRange": "10.9.1.0/24"})
+    # no VPC firewall rules on a RoCE network
+    status, error = gcp.call("POST", FWS, {"name": "fw", "network": "global/networks/roce",
+                                           "allowed": [{"IPProtocol": "tcp"}]})
+    assert status == 400 and "does not support VPC firewall rules" in error["error"]["message"]
+
+
+def test_node_pools_on_roce_networks_need_mrdma_machines_in_the_profile_zone(gcp):
+    gcp.done("POST", NETS, net("roce", networkProfile=ROCE))
+    for index in range(2):
+        gcp.done("POST", SUBNETS, {"name": "roce-%d" % index, "network": "global/networks/roce",
+                                   "ipCidrRange": "10.9.%d.0/24" % index})
+    cluster = {"name": "c1", "initialNodeCount": 1, "locations": ["us-central1-b"],
+               "networkConfig": {"enableMultiNetworking": True, "datapathProvider": "ADVANCED_DATAPATH"},
+               "ipAllocationPolicy": {"useIpAliases": True}}
+    gcp.done("POST", CLUSTERS, {"cluster": cluster})
+    networks = {"additionalNodeNetworkConfigs": [{"network": "roce", "subnetwork": "roce-%d" % i} for i in range(2)]}
+
+    def pool(machine, zones=("us-central1-b",), **config):
+        return {"nodePool": {"name": "p", "initialNodeCount": 1, "locations": list(zones), "networkConfig": networks,
+                             "config": dict({"machineType": machine}, **config)}}
+
+    status, error = gcp.call("POST", CLUSTERS + "/c1/nodePools", pool("a3-megagpu-8g"))
+    assert status == 400 and "accepts only MRDMA" in error["error"]["message"]
+    status, error = gcp.call("POST", CLUSTERS + "/c1/nodePools", pool("a4-highgpu-8g", zones=("us-central1-c",)))
+    assert status == 400 and "restricted to zone us-central1-b" in error["error"]["message"]
+    # A4X: Hyperdisk only (GKE's pd-balanced default included); gpuDirectStrategy RDMA: A3 Ultra and A4 only
+    status, error = gcp.call("POST", CLUSTERS + "/c1/nodePools", pool("a4x-highgpu-4g"))
+    assert status == 400 and "does not support disk type pd-balanced" in error["error"]["message"]
+    status, error = gcp.call("POST", CLUSTERS + "/c1/nodePools", pool("a4x-highgpu-4g", diskType="pd-ssd"))
+    assert status == 400 and "does not support disk type pd-ssd" in error["error"]["message"]
+    status, error = gcp.call("POST", CLUSTERS + "/c1/nodePools", pool(
+        "a4x-highgpu-4g", diskType="hyperdisk-balanced", gpuDirectConfig={"gpuDirectStrategy": "RDMA"}))
+    assert status == 400 and "GPUDirect strategy RDMA is not supported" in error["error"]["message"]
+    status, error = gcp.call("POST", CLUSTERS + "/c1/nodePools", pool(
+        "a4-highgpu-8g", gpuDirectConfig={"gpuDirectStrategy": "TCPX"}))
+    assert status == 400 and "gpuDirectStrategy" in error["error"]["message"]
+    gcp.done("POST", CLUSTERS + "/c1/nodePools", pool("a4-highgpu-8g", gpuDirectConfig={"gpuDirectStrategy": "RDMA"}))
+    stored = gcp.call("GET", CLUSTERS + "/c1/nodePools/p")[1]
+    assert stored["config"]["gpuDirectConfig"] == {"gpuDirectStrategy": "RDMA"}

@@ -55,7 +55,7 @@ def test_older_gke_gets_a_classic_sidecar():
 
 
 @pytest.mark.parametrize("args, kwargs, message", [
-    ((pod(), "tcp", TCPXO_NETWORKS), {}, "fabric: 'tcp' has no GKE workload patch; allowed: rdma, tcpx, tcpxo"),
+    ((pod(), "tcp", TCPXO_NETWORKS), {}, "fabric: 'tcp' has no GKE workload patch; allowed: rdma, rdma-a4x, tcpx, tcpxo"),
     ((pod(), "tcpxo", TCPXO_NETWORKS), dict(sidecar="both"), "sidecar: 'both' is not one of auto, native, classic"),
     ((pod(), "tcpxo", TCPXO_NETWORKS), dict(sidecar="native", gke_version="1.28.11-gke.1289000"),
      "sidecar: native sidecars need GKE >= 1.29"),

@@ -37,10 +37,50 @@ def test_profile_facts():
     assert rdma["machine_types"] == ["a3-ultragpu-8g", "a4-highgpu-8g"]
     assert rdma["accelerator_types"] == ["nvidia-b200", "nvidia-h200-141gb"]
     assert rdma["gpu_nic_count"] == 8 and rdma["device_mode"] == "RDMA"
+    a4x = g.PROFILES["rdma-a4x"]
+    assert (a4x["fabric"], a4x["machine_types"], a4x["accelerator_types"], a4x["gpus_per_node"], a4x["arch"]) == (
+        "rdma", ["a4x-highgpu-4g"], ["nvidia-gb200"], 4, "arm64")
+    assert a4x["gpu_nic_count"] == 4 and a4x["node_networks"] == 5 and rdma["node_networks"] == 9
+
+
+def test_machines_of_a_profile_are_listed_by_profile_not_by_fabric():
+    # rdma and rdma-a4x share the fabric, but each lists only its own machines
+    assert "a4x-highgpu-4g" not in g.PROFILES["rdma"]["machine_types"]
+    assert g.profile_machine("rdma-a4x") == "a4x-highgpu-4g"
+    with pytest.raises(ValueError, match="does not run rdma-a4x"):
+        g.profile_machine("rdma-a4x", "a4-highgpu-8g")
+
+
+def test_fabric_facts_per_profile():
+    for name in ("tcpx", "tcpxo"):
+        entry = g.PROFILES[name]
+        assert (entry["layout"], entry["mtu"], entry["gvnic_networks"], entry["network_profile"]) == (
+            "vpc-per-nic", 8244, 0, None)
+        assert g.network_profile_name(name, "us-central1-a") is None
+    for name in ("rdma", "rdma-a4x"):
+        entry = g.PROFILES[name]
+        assert (entry["layout"], entry["mtu"], entry["gvnic_networks"]) == ("rdma", 8896, 1)
+        assert g.network_profile_name(name, "us-central1-b") == "us-central1-b-vpc-roce"
+        assert g.describe(name)["mtu"] == 8896
+    assert g.PROFILES["rdma"]["gpudirect_strategy"] == "RDMA" and g.PROFILES["rdma-a4x"]["gpudirect_strategy"] is None
+    assert g.MACHINES["a4x-highgpu-4g"]["boot_disk_types"] and all(
+        t.startswith("hyperdisk-") for t in g.MACHINES["a4x-highgpu-4g"]["boot_disk_types"])
+
+
+def test_rdma_gates_are_open_and_say_so():
+    # no verified minimum for custom RDMA: every version passes (documented in the catalog)
+    assert g.version_gate_error("rdma-a4x", "1.30.1-gke.100") is None
+    assert g.PROFILES["rdma-a4x"]["min_versions"] == {} and g.ACCELERATOR_NETWORK_PROFILE_MIN_GKE == "1.34.1-gke.1829001"
+
+
+def test_describe_works_for_every_profile():
+    for name in g.PROFILE_NAMES:
+        entry = g.describe(name)
+        assert entry["name"] == name and entry["installer"]["namespace"] == "kube-system"
 
 
 def test_unknown_profile_lists_allowed():
-    with pytest.raises(ValueError, match="allowed: rdma, tcpx, tcpxo"):
+    with pytest.raises(ValueError, match="allowed: rdma, rdma-a4x, tcpx, tcpxo"):
         g.profile("tcp")
 
 

@@ -305,3 +305,16 @@ def test_authorized_networks_limit_depends_on_private_nodes(gcp, module_runner):
     result = module_runner(gke_cluster.main, dict(private, master_authorized_networks=blocks * 2))
     assert result["failed"] and "at most 100" in result["msg"]
     assert mutations(gcp) == []
+
+
+@pytest.mark.parametrize("profile", ["rdma", "rdma-a4x"])
+def test_rdma_profiles_get_the_same_cluster_as_tcpx(gcp, module_runner, profile):
+    # multi-networking + Dataplane V2 + a pinned version, as for TCPX/TCPXO; no RDMA gate is verified, so an old
+    # version the service offers passes
+    result = module_runner(gke_cluster.main, cluster_args(gcp, gpudirect=profile, cluster_version="1.29.6-gke.1254000"))
+    assert result["changed"] is True, result
+    config = stored(gcp)["networkConfig"]
+    assert config["enableMultiNetworking"] is True and config["datapathProvider"] == "ADVANCED_DATAPATH"
+    refused = module_runner(gke_cluster.main, cluster_args(gcp, name="other", gpudirect=profile,
+                                                           multi_networking=False))
+    assert refused.get("failed") and "gpudirect=%s needs multi_networking: true" % profile in refused["msg"]

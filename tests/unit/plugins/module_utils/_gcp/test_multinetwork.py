@@ -427,3 +427,131 @@ def test_render_mode_writes_requests_in_order_and_contacts_nothing(double, capsy
         body = json.loads((tmp_path / "requests" / name).read_text())["body"]
         if "ipCidrRange" in body:
             assert ipaddress.ip_network(body["ipCidrRange"]).subnet_of(ipaddress.ip_network("192.168.0.0/16"))
+
+
+# ---------------------------------------------------------------- GPUDirect-RDMA: gVNIC VPC + RoCE VPC
+
+ZONE = "us-central1-b"
+ROCE_PROFILE = "projects/%s/global/networkProfiles/%s-vpc-roce" % (PROJECT, ZONE)
+
+
+def rdma_run(double, capsys, profile="rdma", **options):
+    options.setdefault("zone", ZONE)
+    return run(double, capsys, cluster="a4", gpudirect=profile, **options)
+
+
+@pytest.mark.parametrize("profile, rdma_nics", [("rdma", 8), ("rdma-a4x", 4)])
+def test_rdma_fabric_is_a_gvnic_vpc_and_one_roce_vpc_with_a_subnet_per_nic(double, capsys, profile, rdma_nics):
+    result = rdma_run(double, capsys, profile=profile)
+    assert result["changed"] and not result.get("failed"), result.get("msg")
+    # networks: gvnic + roce; subnets: 1 + N; firewall rules: only the gVNIC VPC's
+    assert counts(double) == (2, 1 + rdma_nics, 1)
+    assert len(result["changes"]) == 2 + 1 + rdma_nics + 1
+    state = double.state(PROJECT)
+    networks = dict((n["name"], n) for n in state["networks"])
+    roce, gvnic = networks["a4-gpunic-rdma"], networks["a4-gpunic-gvnic"]
+    assert roce["networkProfile"].endswith(ROCE_PROFILE) and "networkProfile" not in gvnic
+    assert roce["mtu"] == gvnic["mtu"] == 8896 and roce["autoCreateSubnetworks"] is False
+    subnets = dict((s["name"], s) for s in state["subnetworks"])
+    assert sorted(subnets) == sorted(["a4-gpunic-gvnic-sub"] + ["a4-gpunic-rdma-sub-%d" % i for i in range(rdma_nics)])
+    assert subnets["a4-gpunic-gvnic-sub"]["ipCidrRange"] == "192.168.0.0/24"
+    assert subnets["a4-gpunic-rdma-sub-0"]["ipCidrRange"] == "192.168.1.0/24"
+    assert all(s["network"].endswith("/a4-gpunic-rdma") for n, s in subnets.items() if "-rdma-" in n)
+    rule = state["firewalls"][0]
+    assert rule["name"] == "a4-gpunic-gvnic-internal" and rule["network"].endswith("/a4-gpunic-gvnic")
+    assert rule["sourceRanges"] == ["192.168.0.0/24"]
+
+    assert result["zone"] == ZONE and result["network_profile"] == "%s-vpc-roce" % ZONE
+    # NIC numbering and interfaces: the node's extra gVNIC is NIC 1 on eth1, the RDMA NICs NIC 2.. on eth2..
+    assert [(n["index"], n["interface"], n["device_mode"]) for n in result["networks"][:2]] == [
+        (1, "eth1", "NetDevice"), (2, "eth2", "RDMA")]
+    assert [n["index"] for n in result["networks"]] == list(range(1, rdma_nics + 2))
+    assert result["networks"][1]["firewall"] is None and result["networks"][1]["source_ranges"] == []
+    assert result["additional_node_networks"][0] == {"network": "a4-gpunic-gvnic", "subnetwork": "a4-gpunic-gvnic-sub"}
+    assert result["additional_node_networks"][1:] == [
+        {"network": "a4-gpunic-rdma", "subnetwork": "a4-gpunic-rdma-sub-%d" % i} for i in range(rdma_nics)]
+    assert result["k8s_network_names"] == ["gvnic-1"] + ["rdma-%d" % i for i in range(rdma_nics)]
+    modes = dict((m["metadata"]["name"], m["spec"]["deviceMode"]) for m in result["manifests"]
+                 if m["kind"] == "GKENetworkParamSet")
+    assert modes["gvnic-1"] == "NetDevice" and set(v for k, v in modes.items() if k != "gvnic-1") == {"RDMA"}
+    # pods: eth0 on the default network, eth2.. on rdma-0..; the node's extra gVNIC is not a pod interface
+    assert result["pod_interfaces"][0] == {"interfaceName": "eth0", "network": "default"}
+    assert result["pod_interfaces"][1:] == [{"interfaceName": "eth%d" % (2 + i), "network": "rdma-%d" % i}
+                                            for i in range(rdma_nics)]
+
+
+def test_rdma_network_goes_first_then_all_its_subnets_together(double, capsys):
+    double.set_latency(0.05)
+    rdma_run(double, capsys, profile="rdma-a4x")
+    posts = [r for r in double.requests if r["method"] == "POST" and not r["path"].endswith("/wait")]
+    kinds = [r["path"].rsplit("/", 1)[1] for r in posts]
+    assert kinds[:2] == ["networks"] * 2
+    assert sorted(kinds[2:]) == ["firewalls"] + ["subnetworks"] * 5
+
+
+@pytest.mark.parametrize("profile, resources", [("rdma", 12), ("rdma-a4x", 8)])
+def test_rdma_rerun_is_a_no_op_that_reads_each_resource_once(double, capsys, profile, resources):
+    rdma_run(double, capsys, profile=profile)
+    double.clear_log()
+    result = rdma_run(double, capsys, profile=profile)
+    assert not result["changed"] and result["changes"] == []
+    assert double.mutating_requests() == []
+    reads = double.read_counts()
+    assert len(reads) == resources and set(reads.values()) == {1} and len(double.requests) == resources
+
+
+def test_rdma_create_reads_the_network_profile_once_before_the_first_write(double, capsys):
+    rdma_run(double, capsys)
+    reads = double.read_counts()
+    profile = "/%sglobal/networkProfiles/%s-vpc-roce" % (COMPUTE, ZONE)
+    assert reads[profile] == 1
+    first_write = min(r["seq"] for r in double.mutating_requests())
+    assert [r["seq"] for r in double.requests if r["path"] == profile][0] < first_write
+
+
+def test_rdma_zone_without_a_roce_profile_is_refused_before_any_write(double, capsys):
+    double.catalog.withdraw_network_profile(ZONE)
+    result = rdma_run(double, capsys)
+    assert result["failed"] and "network profile %s-vpc-roce does not exist" % ZONE in result["msg"]
+    assert double.mutating_requests() == []
+
+
+def test_rdma_teardown_deletes_subnets_and_rule_then_networks(double, capsys):
+    rdma_run(double, capsys, profile="rdma-a4x")
+    double.clear_log()
+    result = rdma_run(double, capsys, profile="rdma-a4x", state="absent")
+    assert result["changed"] and counts(double) == (0, 0, 0)
+    deletes = [r["path"] for r in double.requests if r["method"] == "DELETE"]
+    assert len(deletes) == 8
+    networks_at = [i for i, p in enumerate(deletes) if "/global/networks/" in p]
+    assert min(networks_at) >= 6  # every subnet and the rule went first
+    double.clear_log()
+    again = rdma_run(double, capsys, profile="rdma-a4x", state="absent")
+    assert not again["changed"] and double.mutating_requests() == []
+
+
+def test_rdma_network_without_its_profile_is_drift_the_api_cannot_fix(double, capsys):
+    run(double, capsys, cluster="a4", nic_count=1, name_prefix="a4-gpunic",
+        networks=[dict(name="a4-gpunic-rdma", subnetwork="other-sub", firewall="other-fw")])
+    double.clear_log()
+    result = rdma_run(double, capsys)
+    assert result["failed"] and "networkProfile" in result["msg"] and "set only when it is created" in result["msg"]
+    assert double.mutating_requests() == []
+
+
+@pytest.mark.parametrize("options, option, words", [
+    (dict(location="us-central1", zone=None), "zone", "required with gpudirect=rdma"),
+    (dict(location="us-central1", zone="us-east4-b"), "zone", "not in the region us-central1"),
+    (dict(location="us-central1-a", zone="us-central1-b"), "zone", "differs from location"),
+    (dict(networks=[{}]), "networks", "is not used with gpudirect=rdma"),
+    (dict(nic_count=4), "nic_count", "does not match gpudirect rdma"),
+])
+def test_rdma_bad_input_is_refused_before_any_request(double, capsys, options, option, words):
+    result = run(double, capsys, cluster="a4", gpudirect="rdma", **dict(dict(zone=ZONE), **options))
+    assert result["failed"] and option in result["msg"] and words in result["msg"], result["msg"]
+    assert double.requests == []
+
+
+def test_rdma_zone_defaults_to_a_zonal_location(double, capsys):
+    result = run(double, capsys, cluster="a4", gpudirect="rdma-a4x", location=ZONE)
+    assert result["changed"] and result["zone"] == ZONE

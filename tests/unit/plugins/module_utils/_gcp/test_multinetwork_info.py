@@ -71,3 +71,23 @@ def test_bad_input_is_a_fabric_error_naming_the_option(double):
     with pytest.raises(multinetwork.FabricError, match="location"):
         multinetwork_info.describe(_session(double), _params(double, cluster="fab", location="mars-1",
                                                              gpudirect="tcpx"))
+
+
+def test_an_rdma_fabric_lists_each_shared_resource_once(double):
+    params = _params(double, cluster="fab", location="us-central1-b", gpudirect="rdma-a4x")
+    info = multinetwork_info.describe(_session(double), params)
+    # gVNIC network, subnet and rule + the RoCE network + its 4 subnets; the RDMA NICs have no rule
+    assert info["exists"] is False and len(info["missing"]) == 8
+    assert info["missing"].count("network fab-gpunic-rdma") == 1 and not any("None" in m for m in info["missing"])
+    assert info["zone"] == "us-central1-b" and info["network_profile"] == "us-central1-b-vpc-roce"
+    assert [n["device_mode"] for n in info["nics"]] == ["NetDevice"] + ["RDMA"] * 4
+    engine = multinetwork.FabricEngine(_session(double), multinetwork.resolve(params))
+    engine.read()
+    engine.plan_present()
+    engine.preflight()
+    engine.apply()
+    double.clear_log()
+    info = multinetwork_info.describe(_session(double), params)
+    assert info["exists"] is True and info["missing"] == [] and double.mutating_requests() == []
+    assert info["nics"][1]["network"]["networkProfile"].endswith("/networkProfiles/us-central1-b-vpc-roce")
+    assert info["nics"][1]["firewall"] is None

@@ -302,3 +302,156 @@ def test_a_new_zone_that_lacks_the_machine_is_refused_before_the_update(gcp, mod
                                                         node_locations=[ZONE, "us-central1-b"]))
     assert result.get("failed") and "machine type a3-megagpu-8g in zone us-central1-b" in result["msg"]
     assert mutations(gcp) == []
+
+
+# ------------------------------------------------------------------ GPUDirect-RDMA pools (A3 Ultra / A4 / A4X)
+
+ROCE_ZONE = "us-central1-b"
+
+
+@pytest.fixture
+def rdma_cluster(gcp, module_runner):
+    """A multi-networking cluster in ROCE_ZONE and the RDMA fabric of rdma (8 NICs) and rdma-a4x (4 NICs)."""
+    from ansible_collections.gpu_ops.cluster.plugins.modules import gke_multinetwork
+    fabrics = {}
+    for profile, prefix in (("rdma", "u"), ("rdma-a4x", "x")):
+        fabric = module_runner(gke_multinetwork.main, gcp.module_args(
+            project=PROJECT, cluster="a3mega", location=REGION, zone=ROCE_ZONE, gpudirect=profile, name_prefix=prefix,
+            cidr_base="10.%d.0.0/16" % (1 if profile == "rdma" else 2)))
+        assert fabric["changed"] is True, fabric
+        fabrics[profile] = fabric["additional_node_networks"]
+    result = module_runner(gke_cluster.main, gcp.module_args(
+        project=PROJECT, name="a3mega", location=REGION, node_locations=[ROCE_ZONE], cluster_version=VERSION,
+        gpudirect="rdma"))
+    assert result["changed"] is True, result
+    gcp.clear_log()
+    return fabrics
+
+
+def rdma_args(double, fabrics, profile="rdma", **extra):
+    options = dict(gpudirect=profile, machine_type="a4-highgpu-8g" if profile == "rdma" else "a4x-highgpu-4g",
+                   node_locations=[ROCE_ZONE])
+    options.update(extra)
+    return pool_args(double, fabrics[profile], **options)
+
+
+def test_rdma_pool_sets_gpudirect_rdma_networks_placement_reservation_driver(gcp, module_runner, rdma_cluster):
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster))
+    assert result["changed"] is True, result
+    body = mutations(gcp)[-1]["body"]["nodePool"]
+    config = body["config"]
+    assert config["gpuDirectConfig"] == {"gpuDirectStrategy": "RDMA"}
+    assert config["accelerators"] == [{"acceleratorType": "nvidia-b200", "acceleratorCount": "8",
+                                       "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"}}]
+    networks = body["networkConfig"]["additionalNodeNetworkConfigs"]
+    assert networks[0] == {"network": "u-gvnic", "subnetwork": "u-gvnic-sub"}
+    assert [n["subnetwork"] for n in networks[1:]] == ["u-rdma-sub-%d" % i for i in range(8)]
+    assert body["placementPolicy"] == {"type": "COMPACT"} and config["reservationAffinity"]["values"] == ["a3mega-res"]
+    # the shared RoCE network is read once, each subnet once
+    reads = [r["path"] for r in gcp.requests if r["method"] == "GET" and "/global/networks/" in r["path"]]
+    assert sorted(reads) == sorted(set(reads)) and len(reads) == 2
+
+    gcp.clear_log()
+    again = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster))
+    assert again["changed"] is False and mutations(gcp) == []
+
+
+def test_rdma_a4x_pool_gets_hyperdisk_and_no_strategy(gcp, module_runner, rdma_cluster):
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, profile="rdma-a4x"))
+    assert result["changed"] is True, result
+    config = mutations(gcp)[-1]["body"]["nodePool"]["config"]
+    assert config["diskType"] == "hyperdisk-balanced" and "gpuDirectConfig" not in config
+    assert config["accelerators"][0]["acceleratorType"] == "nvidia-gb200" and config["machineType"] == "a4x-highgpu-4g"
+    assert result["expected_resources"] == {"nvidia.com/gpu": 4}
+    gcp.clear_log()
+    assert module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, profile="rdma-a4x"))["changed"] is False
+
+
+@pytest.mark.parametrize("profile, extra, option, words", [
+    ("rdma-a4x", dict(disk_type="pd-balanced"), "disk_type", "takes Hyperdisk only"),
+    ("rdma", dict(machine_type="a3-megagpu-8g"), "machine_type", "gpudirect=rdma runs on a3-ultragpu-8g, a4-highgpu-8g"),
+    ("rdma", dict(gpu_partition_size="1g.18gb"), "gpu_partition_size", "MIG partitions are not used"),
+    ("rdma", dict(gpu_sharing=dict(strategy="mps", max_shared_clients_per_gpu=2)), "gpu_sharing", "mutually exclusive"),
+    ("rdma", dict(gpu_sharing=dict(strategy="time-sharing", max_shared_clients_per_gpu=2)), "gpu_sharing",
+     "mutually exclusive"),
+    ("rdma-a4x", dict(machine_type="a4-highgpu-8g"), "machine_type", "gpudirect=rdma-a4x runs on a4x-highgpu-4g"),
+    ("rdma", dict(accelerator_network_profile="auto"), "accelerator_network_profile", "must not be set too"),
+    ("rdma", dict(accelerator_network_profile="auto", additional_node_networks=[], node_version="1.33.5-gke.100"),
+     "accelerator_network_profile", "needs GKE 1.34.1-gke.1829001"),
+])
+def test_rdma_conflicts_are_refused_before_any_request(gcp, module_runner, rdma_cluster, profile, extra, option, words):
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, profile=profile, **extra))
+    assert result.get("failed") and option in result["msg"] and words in result["msg"], result["msg"]
+    assert mutations(gcp) == []
+
+
+def test_rdma_networks_must_share_one_roce_network(gcp, module_runner, rdma_cluster):
+    networks = list(rdma_cluster["rdma"])
+    networks[3] = dict(networks[3], network="u-gvnic")
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, dict(rdma_cluster, rdma=networks)))
+    assert result.get("failed") and "must all name the one RoCE network" in result["msg"]
+    assert gcp.requests == []
+
+
+def test_rdma_tcpx_fabric_is_refused_before_the_create(gcp, module_runner, rdma_cluster):
+    # a one-VPC-per-NIC fabric has no RoCE network profile
+    plain = create_fabric(gcp, ["vpc%d" % i for i in range(1, 10)])
+    rdma = [plain[0]] + [dict(network=plain[1]["network"], subnetwork=p["subnetwork"]) for p in plain[1:]]
+    gcp.clear_log()
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, dict(rdma_cluster, rdma=rdma)))
+    assert result.get("failed") and "was not created with a RoCE network profile" in result["msg"], result["msg"]
+    assert mutations(gcp) == []
+
+
+def test_rdma_pool_outside_the_roce_zone_is_refused_before_the_create(gcp, module_runner, rdma_cluster):
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, node_locations=["us-central1-c"]))
+    assert result.get("failed") and "restricted to zone us-central1-b" in result["msg"], result["msg"]
+    assert mutations(gcp) == []
+
+
+def test_a4x_not_offered_in_the_zone_is_refused_before_the_create(gcp, module_runner, rdma_cluster):
+    gcp.catalog.withdraw(ROCE_ZONE, "machineTypes", "a4x-highgpu-4g")
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, profile="rdma-a4x"))
+    assert result.get("failed") and "a4x-highgpu-4g" in result["msg"], result["msg"]
+    assert mutations(gcp) == []
+
+
+def test_managed_accelerator_network_profile_above_the_floor(gcp, module_runner, rdma_cluster):
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, accelerator_network_profile="auto",
+                                                        additional_node_networks=[], node_version=None))
+    # the cluster runs 1.32: below the managed profile's floor, refused before the create
+    assert result.get("failed") and "needs GKE 1.34.1-gke.1829001" in result["msg"], result["msg"]
+    assert mutations(gcp) == []
+
+
+def test_managed_accelerator_network_profile_needs_dataplane_v2(gcp, module_runner):
+    created = module_runner(gke_cluster.main, gcp.module_args(
+        project=PROJECT, name="a3mega", location=REGION, node_locations=[ROCE_ZONE], cluster_version=VERSION,
+        multi_networking=False, datapath="legacy"))
+    assert created["changed"] is True, created
+    gcp.clear_log()
+    result = module_runner(gpu_nodepool.main, pool_args(gcp, [], gpudirect="rdma", machine_type="a4-highgpu-8g",
+                                                        node_locations=[ROCE_ZONE], accelerator_network_profile="auto",
+                                                        additional_node_networks=None))
+    assert result.get("failed") and "does not run Dataplane V2" in result["msg"], result["msg"]
+    assert mutations(gcp) == []
+
+
+def test_managed_accelerator_network_profile_on_a_new_enough_cluster(module_runner):
+    from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble
+    floor = "1.34.1-gke.1829001"
+    with GcpDouble(gke_versions=[floor, VERSION]) as double:
+        created = module_runner(gke_cluster.main, double.module_args(
+            project=PROJECT, name="a3mega", location=REGION, node_locations=[ROCE_ZONE], cluster_version=floor,
+            gpudirect="rdma"))
+        assert created["changed"] is True, created
+        args = pool_args(double, [], gpudirect="rdma", machine_type="a4-highgpu-8g", node_locations=[ROCE_ZONE],
+                         accelerator_network_profile="auto", additional_node_networks=None)
+        result = module_runner(gpu_nodepool.main, args)
+        assert result["changed"] is True, result
+        body = [r for r in double.mutating_requests() if r["path"].endswith("/nodePools")][0]["body"]["nodePool"]
+        assert body["networkConfig"] == {"acceleratorNetworkProfile": "auto"}
+        assert body["config"]["labels"] == {"cloud.google.com/gke-networking-dra-driver": "true"}
+        assert body["config"]["gpuDirectConfig"] == {"gpuDirectStrategy": "RDMA"}
+        double.clear_log()
+        assert module_runner(gpu_nodepool.main, args)["changed"] is False
