@@ -41,6 +41,12 @@ def _tasks(node):
             yield from _tasks(task.get(key))
 
 
+# the preflight's two templated includes, followed by hand (roles/preflight/README.md): a role's tasks/preflight.yml
+# includes roles/preflight/tasks/check.yml, which includes a read-only tasks file of the calling role
+PREFLIGHT_CHECK = "{{ role_path }}/../preflight/tasks/check.yml"
+PREFLIGHT_ROLE_TASKS = "{{ role_path }}/tasks/{{ preflight_tasks }}"
+
+
 def _reach(role, name, seen=None):
     """The kubernetes.core modules that roles/<role>/tasks/<name> can run, directly or through what it includes."""
     seen = set() if seen is None else seen
@@ -54,6 +60,11 @@ def _reach(role, name, seen=None):
                 modules.add(key)
             elif key in INCLUDE_TASKS:
                 target = value["file"] if isinstance(value, dict) else value
+                if target == PREFLIGHT_CHECK:
+                    modules |= _reach("preflight", "check.yml", seen)
+                    continue
+                if (role, target) == ("preflight", PREFLIGHT_ROLE_TASKS):
+                    continue  # the calling role's read-only checks (mps validate.yml, ...): scanned as that role's files
                 assert "{{" not in target, "%s/%s: templated include %s (follow it by hand)" % (role, name, target)
                 modules |= _reach(role, target, seen)
             elif key in INCLUDE_ROLE and value["name"].startswith("gpu_ops.cluster."):

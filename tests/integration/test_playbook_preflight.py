@@ -1,0 +1,242 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every playbook checks every role's inputs before its first change (issue #24 section 1, roles/preflight).
+
+For each playbook, a bad input of a role that runs LATE in the play (after others have created things) fails the run
+in the preflight play, before any mutating request reaches the doubles (Kubernetes, GCP, AWX, the fake nvidia-smi) or
+anything is rendered, and the one message names the role and the variable. Several bad inputs of several roles come
+in one message. The good runs are the playbooks' own tests (test_playbook_*.py), which still pass.
+Also: the mps role checks its directory mode, unit folder and the GPUs its memory limits name before it writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.tests.fakes import fake_nvidia_smi as fake
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT, REPO_ROOT, collections_path
+
+REPORT = "Preflight - report every problem of every host at once"
+FAKE = str(REPO_ROOT / "tests" / "fakes" / "nvidia-smi")
+
+
+def _playbook(name):
+    return str(REPO_ROOT / "playbooks" / name)
+
+
+def _inventory(name):
+    return ("-i", str(REPO_ROOT / "inventories" / name))
+
+
+def _report(result, playbook):
+    """The preflight's one failure: its message, after checking that nothing but the preflight failed."""
+    result.assert_failed()
+    reports = [r for r in result.failed if REPORT in r["task"]]
+    assert len(reports) == 1, result.output
+    # the only other failures are the checks the preflight rescued (recorded as problems)
+    assert all(r["task"] == reports[0]["task"] or "Preflight" in r["task"] or "Generate the surveys" in r["task"]
+               or "Check the template list" in r["task"] or "MPS settings" in r["task"] for r in result.failed), result.output
+    message = reports[0]["result"]["msg"]
+    assert message.startswith("Preflight of playbooks/%s found " % playbook), message
+    assert "nothing was changed" in message
+    return message
+
+
+def _no_rendered_plan(render):
+    """Render mode: the preflight runs after the render folder is prepared; no step of the plan is written."""
+    assert not any((render / name).exists() for name in ("requests", "manifests", "charts", "checks", "nccl", "awx"))
+
+
+# ------------------------------------------------------------------------------------------- gpu_operator.yml
+
+def test_gpu_operator_rdma_test_typo_fails_before_the_network_operator_writes(run_playbook, k8s_double):
+    """The RDMA test runs last, after the Network Operator release, its IPPool and network: its bad option stops the
+    run before the first write to the cluster."""
+    result = run_playbook(_playbook("gpu_operator.yml"), extra_args=_inventory("baremetal-k8s"), env=k8s_double.env(),
+                          extra_vars={"rdma_test_threshold_fraction": "most of it"})
+    message = _report(result, "gpu_operator.yml")
+    assert "[baremetal-demo] rdma_test: " in message and "rdma_test_threshold_fraction" in message and "float" in message
+    assert k8s_double.writes() == []
+    assert not result.tasks("Network Operator", action="include_role") or all(
+        "Preflight" in r["task"] for r in result.tasks("Network Operator", action="include_role"))
+
+
+def test_gpu_operator_reports_every_bad_input_of_every_role_at_once(run_playbook, k8s_double):
+    bad = {"gpu_operator_rdma": {"use_host_mofd": True},             # a typo inside a GPU Operator option
+           "network_operator_ipam": "whereabout",                     # not a choice
+           "rdma_test_threshold_fraction": "most"}                    # not a number
+    result = run_playbook(_playbook("gpu_operator.yml"), extra_args=_inventory("baremetal-k8s"), env=k8s_double.env(),
+                          extra_vars=bad)
+    message = _report(result, "gpu_operator.yml")
+    assert " found 3 problem(s)" in message, message
+    lines = message.splitlines()[1:]
+    assert [line.split(": ", 1)[0] for line in lines] == [
+        "[baremetal-demo] network_operator", "[baremetal-demo] gpu_operator", "[baremetal-demo] rdma_test"], message
+    assert "network_operator_ipam must be one of: auto, nv-ipam, whereabouts, got: whereabout" in lines[0]
+    assert "gpu_operator_rdma.use_host_mofd" in lines[1] and "Supported parameters include: mode, use_host_mofed" in lines[1]
+    assert "rdma_test_threshold_fraction" in lines[2]
+    assert k8s_double.writes() == []
+
+
+def test_gpu_operator_plan_problem_is_found_in_the_preflight(run_playbook, k8s_double):
+    """What only the plan can judge (a chart version outside the catalog) is found before anything is installed too."""
+    result = run_playbook(_playbook("gpu_operator.yml"), extra_args=_inventory("baremetal-k8s"), env=k8s_double.env(),
+                          extra_vars={"gpu_operator_chart_version": "v1.0.0"})
+    message = _report(result, "gpu_operator.yml")
+    assert "[baremetal-demo] gpu_operator: gpu_operator_plan: chart_version: GPU Operator chart 'v1.0.0' is not in the catalog" in message
+    assert "Finalization of task args" not in message
+    assert k8s_double.writes() == []
+
+
+# ---------------------------------------------------------------------------------------------- awx_setup.yml
+
+AWX_INSTALLED = any(os.path.isfile(os.path.join(p, "ansible_collections/awx/awx/MANIFEST.json"))
+                    for p in collections_path().split(":"))
+
+
+@pytest.mark.skipif(not AWX_INSTALLED, reason="awx.awx is not installed next to this collection")
+def test_awx_setup_checks_every_template_before_the_organization(run_playbook):
+    from ansible_collections.gpu_ops.cluster.tests.doubles.awx import AwxDouble  # pylint: disable=import-outside-toplevel
+
+    awx = AwxDouble(project_files=["playbooks/gke_gpudirect.yml", "inventories/fleet"]).start()
+    try:
+        templates = [
+            {"name": "Typo inventory", "playbook": "playbooks/gke_gpudirect.yml", "inventory": "GPU flet"},
+            {"name": "Bad survey", "playbook": "playbooks/gke_gpudirect.yml", "inventory": "GPU fleet",
+             "survey": [{"role": "gke_gpu_cluster", "options": ["gke_gpu_cluster_recreate"]}]},
+        ]
+        result = run_playbook(_playbook("awx_setup.yml"), extra_vars={
+            "awx_setup_controller": {"controller_host": awx.url, "controller_oauthtoken": awx.token},
+            "awx_job_templates_project_scm_url": "https://git.example/gpu_ops/cluster.git",
+            "awx_job_templates_templates": templates})
+        message = _report(result, "awx_setup.yml")
+        assert " found 2 problem(s)" in message, message
+        assert ("awx_job_templates: awx_job_templates_templates: Typo inventory: inventory GPU flet is not one of "
+                "awx_job_templates_inventories (GPU fleet)") in message
+        assert "gke_gpu_cluster_recreate cannot be a survey question: bool" in message
+        assert awx.mutating_requests() == []
+        assert not result.tasks("Organization")
+    finally:
+        awx.stop()
+
+
+# ------------------------------------------------------------------------------------- gke_gpudirect(.yml, teardown)
+
+def _gke_vars(gcp_double, k8s_double, **extra):
+    return dict({"gke_gpudirect_gcp": gcp_double.module_args(project=GCP_PROJECT),
+                 "gke_gpudirect_k8s": {"kubeconfig": k8s_double.kubeconfig},
+                 "gke_gpu_cluster_project": GCP_PROJECT, "gke_gpu_cluster_kubeconfig": ""}, **extra)
+
+
+def test_gke_gpudirect_bad_input_of_the_last_roles_fails_before_the_first_request(run_playbook, gcp_double, k8s_double):
+    """The NRI injector and the NCCL test run after the fabric, the cluster and the node pool were created."""
+    result = run_playbook(_playbook("gke_gpudirect.yml"), extra_args=_inventory("gke"), extra_vars=_gke_vars(
+        gcp_double, k8s_double, nri_device_injector_wait_timeout="soon", nccl_test_benchmark_thresholds={"all_redcue": 40}))
+    message = _report(result, "gke_gpudirect.yml")
+    assert " found 2 problem(s)" in message, message
+    assert "[a3mega-demo] nri_device_injector: " in message and "nri_device_injector_wait_timeout" in message
+    assert "[a3mega-demo] nccl_test: " in message and "all_redcue" in message
+    assert gcp_double.mutating_requests() == [] and k8s_double.writes() == []
+    assert not result.tasks("GPU NIC fabric of cluster")
+
+
+def test_gke_gpudirect_teardown_bad_fabric_input_fails_before_any_request(run_playbook, gcp_double, k8s_double):
+    result = run_playbook(_playbook("gke_gpudirect_teardown.yml"), extra_args=_inventory("gke"), extra_vars=_gke_vars(
+        gcp_double, k8s_double, gcp_gpu_vpcs_subnet_prefix_length="narrow"))
+    message = _report(result, "gke_gpudirect_teardown.yml")
+    assert "[a3mega-demo] gcp_gpu_vpcs: " in message and "gcp_gpu_vpcs_subnet_prefix_length" in message
+    assert gcp_double.requests == [] and k8s_double.requests() == []
+    assert not result.tasks("Name the GPU NIC fabric")
+
+
+def test_site_bad_nccl_test_input_fails_before_anything_is_rendered(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    result = run_playbook(_playbook("site.yml"), extra_args=_inventory("local"),
+                          extra_vars={"gpu_ops_render_dir": str(render), "nccl_test_benchmarks": ["all_reduse"]})
+    message = _report(result, "gke_gpudirect.yml")
+    assert "nccl_test: " in message and "nccl_test_benchmarks" in message and "all_reduce" in message
+    _no_rendered_plan(render)
+
+
+# --------------------------------------------------------------------------------------------------- aks_mig.yml
+
+def test_aks_mig_bad_device_plugin_input_fails_before_the_pool_request(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    result = run_playbook(_playbook("aks_mig.yml"), extra_args=_inventory("aks"),
+                          env={"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000"},
+                          extra_vars={"gpu_ops_render_dir": str(render), "nvidia_device_plugin_wait_timeout": "later"})
+    message = _report(result, "aks_mig.yml")
+    assert "nvidia_device_plugin: " in message and "nvidia_device_plugin_wait_timeout" in message
+    _no_rendered_plan(render)
+    assert not result.tasks("Create the multi-instance GPU node pool")
+
+
+# ------------------------------------------------------------------------------------------------- gpu_hosts.yml
+
+def _fake_host(tmp_path):
+    state, log = tmp_path / "nvidia-smi.json", tmp_path / "nvidia-smi.log"
+    state.write_text(json.dumps(fake.preset_state("A100-40GB x2")), encoding="utf-8")
+    return {"FAKE_NVIDIA_SMI_STATE": str(state), "FAKE_NVIDIA_SMI_LOG": str(log)}, log
+
+
+def _fake_writes(log):
+    if not log.exists():
+        return []
+    return [c for c in (json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()) if c["write"]]
+
+
+def _gpu_hosts_vars(tmp_path, **more):
+    return dict(gpu_hosts_target="localhost", gpu_hosts_become=False, gpu_hosts_nvidia_smi=FAKE,
+                gpu_hosts_mig=[{"gpu": "0", "profiles": ["3g.20gb", "2g.10gb"]}], gpu_hosts_mig_allow_reset=True,
+                gpu_hosts_nccl_fabric="ib", gpu_hosts_nccl_interfaces=["mlx5_0"],
+                gpu_hosts_nccl_dest=str(tmp_path / "nccl.conf"), gpu_hosts_mps=True, mps_nvidia_smi=FAKE,
+                mps_service_manager="none", mps_unit_dir=str(tmp_path / "units"), mps_state_dir=str(tmp_path / "state"),
+                mps_pipe_directory=str(tmp_path / "pipe"), mps_log_directory=str(tmp_path / "log"), **more)
+
+
+def test_gpu_hosts_mps_limit_on_a_missing_gpu_fails_before_the_mig_geometry(run_playbook, tmp_path):
+    """MPS runs after MIG: a memory limit naming GPU 5 of a two-GPU host used to fail after MIG was applied."""
+    env, log = _fake_host(tmp_path)
+    result = run_playbook(_playbook("gpu_hosts.yml"), env=env, extra_vars=_gpu_hosts_vars(
+        tmp_path, mps_visible_devices=["1"], mps_pinned_device_mem_limit={"1": "8G", "5": "8G"}))
+    message = _report(result, "gpu_hosts.yml")
+    assert "[localhost] mps: mps_pinned_device_mem_limit / mps_visible_devices: GPU 5 is not a GPU of localhost (it has 0, 1)" in message
+    assert _fake_writes(log) == []
+    assert not any((tmp_path / name).exists() for name in ("nccl.conf", "units", "state", "pipe", "log"))
+
+
+def test_gpu_hosts_mig_and_mps_on_one_gpu_is_a_cross_role_problem(run_playbook, tmp_path):
+    """MIG on GPU 0 and an MPS daemon for every GPU (mps_visible_devices empty), plus a bad directory mode: both at once."""
+    env, log = _fake_host(tmp_path)
+    result = run_playbook(_playbook("gpu_hosts.yml"), env=env, extra_vars=_gpu_hosts_vars(tmp_path, mps_directory_mode="755x"))
+    message = _report(result, "gpu_hosts.yml")
+    assert " found 2 problem(s)" in message, message
+    assert "[localhost] mps: mps_directory_mode: \"755x\" is not a file mode" in message
+    assert "[localhost] gpu_hosts_mig + gpu_hosts_mps: GPU(s) 0 get MIG instances" in message
+    assert _fake_writes(log) == []
+
+
+# ----------------------------------------------------------------------------------------- mps role, on its own
+
+def test_mps_role_checks_mode_unit_folder_and_gpus_before_any_write(run_playbook, tmp_path):
+    """Before: the role set EXCLUSIVE_PROCESS and created its directories, then refused the mode, the unit folder or a
+    memory limit on a GPU the host does not have. Now every problem in one message, and nothing written."""
+    env, log = _fake_host(tmp_path)
+    role_vars = {"mps_nvidia_smi": FAKE, "mps_service_manager": "systemd", "mps_unit_dir": str(tmp_path / "no-units"),
+                 "mps_state_dir": str(tmp_path / "state"), "mps_pipe_directory": str(tmp_path / "pipe"),
+                 "mps_log_directory": str(tmp_path / "log"), "mps_directory_mode": "0x755",
+                 "mps_exclusive_process": True, "mps_pinned_device_mem_limit": {"0": "4G", "3": "4G"}}
+    play = [{"name": "mps", "hosts": "localhost", "gather_facts": False,
+             "tasks": [{"name": "Run the role", "ansible.builtin.include_role": {"name": "gpu_ops.cluster.mps"},
+                        "vars": role_vars}]}]
+    result = run_playbook(play, env=env).assert_failed()
+    message = result.task("Refuse settings the host cannot take")["result"]["msg"]
+    assert "mps_directory_mode: \"0x755\" is not a file mode" in message
+    assert "mps_unit_dir: %s is not a folder on localhost" % (tmp_path / "no-units") in message
+    assert "GPU 3 is not a GPU of localhost (it has 0, 1)" in message and message.endswith("Nothing was changed.")
+    assert _fake_writes(log) == []
+    assert not any((tmp_path / name).exists() for name in ("state", "pipe", "log"))
