@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The snapshot: what it keeps, what it never keeps (Secret data, env values), failed reads, the view."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import snapshot as snap
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip
+
+
+def test_pods_keep_what_the_checks_read_and_no_secret(load_raw, build_snapshot):
+    built = build_snapshot(load_raw("gke-tcpxo"))
+    text = json.dumps(built)
+    assert "not-a-real-secret-value" not in text
+    assert "last-applied-configuration" not in text
+    assert '"secretName"' not in text and '"items"' not in text
+    pod = [p for p in built["kubernetes"]["pods"] if p["metadata"]["name"] == "nccl-test-0"][0]
+    main = pod["spec"]["containers"][1]
+    env = dict((e["name"], e.get("value")) for e in main["env"])
+    assert env["NCCL_FASTRAK_IFNAME"] == "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8"
+    assert "WANDB_API_KEY" in env and env["WANDB_API_KEY"] is None
+    assert {"name": "creds", "secret": {}} in pod["spec"]["volumes"]
+    assert {"name": "sys", "hostPath": {"path": "/sys"}} in pod["spec"]["volumes"]
+    assert "command" not in pod["spec"]["containers"][0] and "args" not in pod["spec"]["containers"][0]
+
+
+def test_only_pods_on_gpu_nodes_and_pending_gpu_pods_are_kept():
+    nodes = [{"metadata": {"name": "gpu", "labels": {}}, "status": {"allocatable": {"nvidia.com/gpu": "1"}}},
+             {"metadata": {"name": "cpu", "labels": {}}, "status": {"allocatable": {"cpu": "4"}}}]
+    pods = [{"metadata": {"name": n}, "spec": dict(spec, containers=c)} for n, spec, c in (
+        ("on-gpu", {"nodeName": "gpu"}, []), ("on-cpu", {"nodeName": "cpu"}, []),
+        ("pending-gpu", {}, [{"name": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]),
+        ("pending-cpu", {}, [{"name": "x"}]))]
+    built = snap.build_kubernetes("c", nodes, {"resources": []}, {"resources": pods})
+    assert [p["metadata"]["name"] for p in built["kubernetes"]["pods"]] == ["on-gpu", "pending-gpu"]
+
+
+def test_a_failed_read_is_null_and_an_empty_one_is_a_list():
+    built = snap.build_kubernetes("c", {"resources": []}, {"failed": True, "msg": "forbidden"}, None,
+                                  cluster_policies={"resources": []})
+    assert built["kubernetes"]["daemonsets"] is None
+    assert built["kubernetes"]["pods"] is None
+    assert built["kubernetes"]["cluster_policies"] == []
+    view = snap.View(built)
+    with pytest.raises(Missing):
+        view.kubernetes("daemonsets")
+    assert view.kubernetes("cluster_policies") == []
+
+
+def test_the_view_refuses_what_is_not_a_snapshot_and_skips_by_target_kind():
+    with pytest.raises(ValueError, match="format is None"):
+        snap.View({"target": {"name": "x", "kind": "host"}})
+    assert snap.snapshot_problems({"format": snap.FORMAT, "version": 2, "target": {"name": "x", "kind": "vm"}}) == [
+        "version is 2, this collection reads version 1", "target must have a name and a kind (kubernetes, host)"]
+    host = snap.View(snap.build_host("h", {"gpus": []}))
+    with pytest.raises(Skip, match="not a Kubernetes cluster"):
+        host.kubernetes("nodes")
+    assert host.host() == {"gpus": []}
+    assert "host" in host.touched
+
+
+def test_gpu_nodes_are_found_by_label_or_resource():
+    assert snap.is_gpu_node({"metadata": {"labels": {"cloud.google.com/gke-accelerator": "nvidia-l4"}}})
+    assert snap.is_gpu_node({"metadata": {"labels": {"nvidia.com/gpu.present": "true"}}})
+    assert snap.is_gpu_node({"metadata": {}, "status": {"capacity": {"nvidia.com/mig-1g.5gb": "7"}}})
+    assert not snap.is_gpu_node({"metadata": {"labels": {}}, "status": {"allocatable": {"cpu": "4"}}})
