@@ -98,6 +98,15 @@ def _resources(read):
     return read["resources"]
 
 
+def _read_error(read):
+    """Why a k8s_info read gave nothing (its message, shortened), or None."""
+    if read is None:
+        return "not read"
+    if isinstance(read, dict) and (read.get("failed") or read.get("skipped") or "resources" not in read):
+        return " ".join(str(read.get("msg") or ("skipped" if read.get("skipped") else "no resources returned")).split())[:300]
+    return None
+
+
 def _requests_gpus(pod):
     try:
         return bool(pod_gpu_requests(pod))
@@ -114,6 +123,9 @@ def _on_nodes(pods, node_names):
 def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_cluster_policies=None, gke=None,
                      captured_at=None):
     """A Kubernetes snapshot from k8s_info results (or lists of documents); pods are kept only on GPU nodes."""
+    reads = dict(nodes=nodes, daemonsets=daemonsets, pods=pods, cluster_policies=cluster_policies,
+                 nic_cluster_policies=nic_cluster_policies)
+    errors = dict(("kubernetes." + k, _read_error(v)) for k, v in reads.items() if _read_error(v))
     nodes = _resources(nodes)
     pods = _resources(pods)
     gpu_node_names = set(node_name(n) for n in nodes or [] if is_gpu_node(n))
@@ -126,6 +138,8 @@ def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_c
                         nic_cluster_policies=copy.deepcopy(_resources(nic_cluster_policies))))
     if gke:
         snapshot["gke"] = copy.deepcopy(gke)
+    if errors:
+        snapshot["read_errors"] = errors
     return snapshot
 
 
@@ -201,7 +215,7 @@ class View(object):
         value = self.snapshot
         for part in path.split("."):
             if not isinstance(value, dict) or value.get(part) is None:
-                raise Missing(path)
+                raise Missing(path, (self.snapshot.get("read_errors") or {}).get(path))
             value = value[part]
         return value
 

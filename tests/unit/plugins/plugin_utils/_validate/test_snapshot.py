@@ -46,9 +46,12 @@ def test_a_failed_read_is_null_and_an_empty_one_is_a_list():
     assert built["kubernetes"]["daemonsets"] is None
     assert built["kubernetes"]["pods"] is None
     assert built["kubernetes"]["cluster_policies"] == []
+    assert built["read_errors"] == {"kubernetes.daemonsets": "forbidden", "kubernetes.pods": "not read",
+                                    "kubernetes.nic_cluster_policies": "not read"}
     view = snap.View(built)
-    with pytest.raises(Missing):
+    with pytest.raises(Missing) as caught:
         view.kubernetes("daemonsets")
+    assert (caught.value.path, caught.value.why) == ("kubernetes.daemonsets", "forbidden")
     assert view.kubernetes("cluster_policies") == []
 
 
