@@ -132,3 +132,14 @@ def test_the_clusterrole_grants_exactly_the_reads_of_the_role():
     wanted = set((r["api_version"].split("/")[0] if "/" in r["api_version"] else "", plural[r["kind"]]) for r in reads)
     assert granted == wanted
     assert not any("secrets" in rule["resources"] or "configmaps" in rule["resources"] for rule in role["rules"])
+
+
+def test_the_sample_snapshot_validates_offline_and_fails_on_its_breaks(run_playbook, tmp_path):
+    sample = REPO_ROOT / "tests" / "samples" / "validate" / "snapshot-a3mega.json"
+    result = run_playbook(PLAYBOOK, extra_vars=dict(validate_snapshot=str(sample), validate_output_dir=str(tmp_path)))
+    result.assert_failed()
+    statuses = _statuses(tmp_path / "a3mega-us-central1" / "ctrf.json")
+    assert sorted(k for k, v in statuses.items() if v == "failed") == ["gke.gpu_vpc", "gpudirect.fast_socket", "gpudirect.pod_whole_node"]
+    assert "a3mega-us-central1: 30 checks: 16 passed, 3 failed, 11 skipped, 0 other - NOT OK" in result.output
+    page = (tmp_path / "a3mega-us-central1" / "report.md").read_text()
+    assert page == (REPO_ROOT / "docs" / "validate-sample-report.md").read_text().split("-->\n\n", 1)[1]
