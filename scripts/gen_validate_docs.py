@@ -61,8 +61,8 @@ def render_checks():
     for phase in phases:
         lines += ["## %s" % phase, "", "| id | check | reads | cause of a failure | fix |", "| --- | --- | --- | --- | --- |"]
         for check in (c for c in checks if c["phase"] == phase):
-            lines.append("| `%s` | %s | %s | %s | %s |" % (check["id"], _cell(check["title"]), ", ".join("`%s`" % r for r in check["reads"]),
-                                                        _cell(check["cause"]), _cell(check["fix"])))
+            reads = ", ".join("`%s`" % r for r in check["reads"])
+            lines.append("| `%s` | %s | %s | %s | %s |" % (check["id"], _cell(check["title"]), reads, _cell(check["cause"]), _cell(check["fix"])))
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 

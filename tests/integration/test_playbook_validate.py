@@ -18,6 +18,8 @@ from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_
 
 PLAYBOOK = str(REPO_ROOT / "playbooks" / "validate.yml")
 SECRET = "s3cr3t-token-value-do-not-print"
+# the parts the ClusterPolicy CRD requires (tests/contract/crd_schemas)
+POLICY_PARTS = ("daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "gfd", "nodeStatusExporter", "operator", "toolkit")
 GPU_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
               "nvidia.com/mig.config": "all-1g.5gb", "nvidia.com/mig.config.state": "success",
               "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.deploy.driver": "true"}
@@ -39,8 +41,7 @@ def _seed(k8s):
     k8s.put(_daemonset("nvidia-device-plugin-daemonset", {"app": "nvidia-device-plugin-daemonset"},
                        "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"))
     k8s.put({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
-             "spec": dict({k: {} for k in ("daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "gfd", "nodeStatusExporter",
-                                          "operator", "toolkit")}, driver={"enabled": True}, mig={"strategy": "mixed"})})
+             "spec": dict({k: {} for k in POLICY_PARTS}, driver={"enabled": True}, mig={"strategy": "mixed"})})
     k8s.set_status("ClusterPolicy", "cluster-policy", {"state": "ready"})
     k8s.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "default"},
              "spec": {"containers": [{"name": "t", "image": "pytorch", "resources": {"limits": {"nvidia.com/mig-1g.5gb": "1"}},
