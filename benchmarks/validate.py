@@ -129,16 +129,15 @@ def main(argv):
     engine_ms, summary = time_engine(snapshot, 5)
     big_ms, big_summary = time_engine(_scaled(snapshot, options.scale), 3)
     walls = [r["wall_s"] for r in runs]
+    scaled = dict(factor=options.scale, nodes=len(snapshot["kubernetes"]["nodes"]) * options.scale, engine_ms=big_ms, summary=big_summary)
     result = dict(nodes=options.nodes, pods=options.pods, runs=runs, wall_median_s=statistics.median(walls),
-                  goal_s=GOAL_S, engine_ms=engine_ms, summary=summary, scaled=dict(factor=options.scale,
-                                                                                    nodes=len(snapshot["kubernetes"]["nodes"]) * options.scale,
-                                                                                    engine_ms=big_ms, summary=big_summary),
-                  load=os.getloadavg())
+                  goal_s=GOAL_S, engine_ms=engine_ms, summary=summary, scaled=scaled, load=os.getloadavg())
     print("| run | wall | CPU | list calls (kinds) | discovery | writes |")
     print("| --- | --- | --- | --- | --- | --- |")
     for index, run in enumerate(runs, 1):
-        print("| %d | %.2f s | %.2f s | %d (%s) | %d | %d |" % (index, run["wall_s"], run["cpu_s"], len(run["lists"]),
-                                                              ", ".join(run["lists"]), run["discovery"], run["mutating"]))
+        kinds = ", ".join(run["lists"])
+        row = (index, run["wall_s"], run["cpu_s"], len(run["lists"]), kinds, run["discovery"], run["mutating"])
+        print("| %d | %.2f s | %.2f s | %d (%s) | %d | %d |" % row)
     print("checks alone: %.1f ms (%d GPU nodes, %d checks: %d passed); scaled x%d: %.1f ms" % (
         engine_ms, options.nodes, summary["tests"], summary["passed"], options.scale, big_ms))
     print("load average %.1f %.1f %.1f; goal %.0f s: %s" % (result["load"] + (GOAL_S, "met" if max(walls) < GOAL_S else "NOT met")))
