@@ -144,3 +144,23 @@ def test_the_sample_snapshot_validates_offline_and_fails_on_its_breaks(run_playb
     assert "a3mega-us-central1: 30 checks: 16 passed, 3 failed, 11 skipped, 0 other - NOT OK" in result.output
     page = (tmp_path / "a3mega-us-central1" / "report.md").read_text()
     assert page == (REPO_ROOT / "docs" / "validate-sample-report.md").read_text().split("-->\n\n", 1)[1]
+
+
+def test_a_gpu_host_validates_over_its_facts(run_playbook, tmp_path):
+    """The host play: gpu_host_facts against the strict fake nvidia-smi (two A100s, no RDMA on this machine)."""
+    from ansible_collections.gpu_ops.cluster.tests.fakes import fake_nvidia_smi as fake
+    state = tmp_path / "nvidia-smi.json"
+    state.write_text(json.dumps(fake.preset_state("A100-40GB x2")), encoding="utf-8")
+    env = {"FAKE_NVIDIA_SMI_STATE": str(state), "FAKE_NVIDIA_SMI_LOG": str(tmp_path / "nvidia-smi.log")}
+    result = run_playbook(PLAYBOOK, extra_vars=dict(validate_clusters="none", validate_hosts="localhost", validate_become=False,
+                                                    validate_nvidia_smi=str(REPO_ROOT / "tests" / "fakes" / "nvidia-smi"),
+                                                    validate_output_dir=str(tmp_path / "out")), env=env)
+    statuses = _statuses(tmp_path / "out" / "localhost" / "ctrf.json")
+    assert statuses["host.driver"] == "passed"
+    assert statuses["gpudirect.installer"] == "skipped"
+    writes = [json.loads(line) for line in (tmp_path / "nvidia-smi.log").read_text().splitlines() if json.loads(line)["write"]]
+    assert writes == [], "validation changes nothing on the host"
+    # this machine has no NVIDIA GPU on its PCI bus: host.gpus_visible skips, it does not pass
+    assert statuses["host.gpus_visible"] in ("skipped", "failed")
+    ok = not any(v in ("failed", "other") for v in statuses.values())
+    assert (result.rc == 0) == ok, statuses
