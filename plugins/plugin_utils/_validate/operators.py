@@ -76,38 +76,36 @@ def capable_gpus(view):
 # deployment
 # --------------------------------------------------------------------------------------------
 
-@register("gpu.device_plugin", "deployment", "An NVIDIA device plugin DaemonSet is ready on the GPU nodes",
-          reads=["kubernetes.nodes", "kubernetes.daemonsets"],
-          cause="No NVIDIA device plugin DaemonSet is ready, so the GPU nodes advertise no GPUs and GPU pods stay Pending.",
+@register("gpu.device_plugin", "deployment", "A ready NVIDIA device plugin pod runs on every GPU node",
+          reads=["kubernetes.nodes", "kubernetes.pods"],
+          cause="A GPU node has no ready NVIDIA device plugin pod (DaemonSet or static pod), so it advertises no GPUs or "
+                "stale ones and GPU pods stay Pending.",
           fix=dict(role="nvidia_device_plugin", variable="nvidia_device_plugin_state",
-                   manual="or gpu_operator_device_plugin with the GPU Operator; GKE runs its own device plugin"))
+                   manual="or gpu_operator_device_plugin with the GPU Operator; GKE and ACK run their own device plugin"))
 def device_plugin(view):
-    if not view.gpu_nodes():
+    nodes = view.gpu_nodes()
+    if not nodes:
         raise Skip("no GPU node")
-    found = [d for d in view.kubernetes("daemonsets") if _is_device_plugin(d)]
-    if not found:
-        return [], ["no NVIDIA device plugin DaemonSet found"]
-    evidence, problems = [], []
-    for ds in found:
-        status = ds.get("status") or {}
-        name = "%s/%s" % (ds["metadata"].get("namespace"), ds["metadata"].get("name"))
-        evidence.append("%s: %s of %s ready" % (name, status.get("numberReady"), status.get("desiredNumberScheduled")))
-        if (status.get("numberReady") or 0) < (status.get("desiredNumberScheduled") or 0):
-            problems.append("%s: %s of %s pods ready" % (name, status.get("numberReady") or 0, status.get("desiredNumberScheduled")))
-    if not any((d.get("status") or {}).get("numberReady") for d in found):
-        problems.append("no device plugin pod is ready")
+    names = [node_name(n) for n in nodes]
+    plugins = [p for p in view.pods_on(names) if _is_device_plugin_pod(p)]
+    broken = dict((r["node"], r["problem"]) for r in not_ready_pods(plugins))
+    ready = set(p["spec"]["nodeName"] for p in plugins if p["spec"]["nodeName"] not in broken)
+    evidence = ["node %s: %s" % (n, ", ".join(p["metadata"]["name"] for p in plugins if p["spec"]["nodeName"] == n) or "none")
+                for n in sorted(names)]
+    problems = []
+    for name in sorted(names):
+        if name in ready:
+            continue
+        problems.append("node %s: %s" % (name, "device plugin pod not ready (%s)" % broken[name] if name in broken
+                                         else "no device plugin pod"))
     return evidence, problems
 
 
-def _is_device_plugin(ds):
-    """The NVIDIA device plugin's DaemonSet: its own chart, the GPU Operator's, or GKE's managed one."""
-    name = (ds.get("metadata") or {}).get("name") or ""
-    return "device-plugin" in name and ("nvidia" in name or any("k8s-device-plugin" in (i or "") for i in _images(ds)))
-
-
-def _images(ds):
-    spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-    return [c.get("image") for c in spec.get("containers") or []]
+def _is_device_plugin_pod(pod):
+    """A pod of the NVIDIA device plugin: its own chart's, the GPU Operator's, GKE's or a static pod (by name or image)."""
+    name = (pod.get("metadata") or {}).get("name") or ""
+    images = [c.get("image") or "" for c in (pod.get("spec") or {}).get("containers") or []]
+    return "device-plugin" in name and ("nvidia" in name or any("device-plugin" in i for i in images))
 
 
 @register("gpu.allocatable", "deployment", "Every GPU node advertises a GPU resource", reads=["kubernetes.nodes"],

@@ -16,12 +16,13 @@ from ansible_collections.gpu_ops.cluster.plugins.filter import validate
 
 NODE = {"metadata": {"name": "gpu-0", "labels": {"nvidia.com/gpu.present": "true"}},
         "status": {"allocatable": {"nvidia.com/gpu": "1"}, "nodeInfo": {"kubeletVersion": "v1.30.4"}}}
-PLUGIN = {"metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": "gpu-operator"},
-          "status": {"desiredNumberScheduled": 1, "numberReady": 1}}
+PLUGIN = {"metadata": {"name": "nvidia-device-plugin-daemonset-x1", "namespace": "gpu-operator"},
+          "spec": {"nodeName": "gpu-0", "containers": [{"name": "p", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"}]},
+          "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
 def _reads(**changes):
-    reads = dict(nodes={"resources": [NODE]}, daemonsets={"resources": [PLUGIN]}, pods={"resources": []},
+    reads = dict(nodes={"resources": [NODE]}, daemonsets={"resources": []}, pods={"resources": [PLUGIN]},
                  cluster_policies={"resources": [], "api_found": False}, nic_cluster_policies={"resources": []})
     reads.update(changes)
     return reads
@@ -41,11 +42,11 @@ def test_a_small_cluster_passes_what_applies():
 
 
 def test_a_failed_read_ends_as_other_with_its_message():
-    snapshot = validate.validate_snapshot(_reads(daemonsets={"failed": True, "msg": "daemonsets.apps is forbidden"}), "c1")
+    snapshot = validate.validate_snapshot(_reads(pods={"failed": True, "msg": "pods is forbidden"}), "c1")
     result = validate.validate_results(snapshot, ["deployment"])
     plugin = [r for r in result["results"] if r["id"] == "gpu.device_plugin"][0]
     assert plugin["status"] == "other"
-    assert "daemonsets.apps is forbidden" in plugin["message"]
+    assert "pods is forbidden" in plugin["message"]
     assert result["exit_status"] == 9
 
 

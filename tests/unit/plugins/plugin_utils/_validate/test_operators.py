@@ -23,11 +23,14 @@ def _t4(data):
 
 
 def _no_device_plugin(data):
-    _k8s(data)["daemonsets"] = [d for d in _k8s(data)["daemonsets"] if "device-plugin" not in d["metadata"]["name"]]
+    _k8s(data)["pods"] = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] != "nvidia-device-plugin-daemonset-z4t7w"]
 
 
 def _device_plugin_not_ready(data):
-    [d for d in _k8s(data)["daemonsets"] if "device-plugin" in d["metadata"]["name"]][0]["status"]["numberReady"] = 1
+    pod = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] == "nvidia-device-plugin-daemonset-q8m2c"][0]
+    pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+                     "containerStatuses": [{"name": "nvidia-device-plugin", "ready": False,
+                                            "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}
 
 
 def _no_gpu_resource(data):
@@ -78,8 +81,8 @@ def _pending_request(data):
 
 BREAKS = [
     ("mig.capable_gpus", _t4, "its GPU Tesla-T4 is not a MIG-capable model"),
-    ("gpu.device_plugin", _no_device_plugin, "no NVIDIA device plugin DaemonSet found"),
-    ("gpu.device_plugin", _device_plugin_not_ready, "1 of 2 pods ready"),
+    ("gpu.device_plugin", _no_device_plugin, "node dgx-1: no device plugin pod"),
+    ("gpu.device_plugin", _device_plugin_not_ready, "node dgx-0: device plugin pod not ready (nvidia-device-plugin CrashLoopBackOff)"),
     ("gpu_operator.cluster_policy", _policy_not_ready, "ClusterPolicy/cluster-policy is notReady"),
     ("gpu_operator.driver_pods", _driver_crash, "CrashLoopBackOff"),
     ("gpu_operator.driver_pods", _driver_missing, "node dgx-0 has no driver pod"),
