@@ -80,7 +80,7 @@ def scrub_pod(pod):
         apiVersion="v1", kind="Pod",
         metadata=dict(name=meta.get("name"), namespace=meta.get("namespace"), labels=copy.deepcopy(meta.get("labels") or {}),
                       annotations=copy.deepcopy(annotations), ownerReferences=copy.deepcopy(meta.get("ownerReferences") or [])),
-        spec=dict(nodeName=spec.get("nodeName"), hostNetwork=spec.get("hostNetwork", False),
+        spec=dict(nodeName=spec.get("nodeName"), hostNetwork=spec.get("hostNetwork", False), hostIPC=spec.get("hostIPC", False),
                   containers=[_container(c) for c in spec.get("containers") or []],
                   initContainers=[_container(c) for c in spec.get("initContainers") or []],
                   volumes=[_volume(v) for v in spec.get("volumes") or []]),
@@ -176,7 +176,7 @@ def node_labels(node):
     return (node.get("metadata") or {}).get("labels") or {}
 
 
-_GPU_RESOURCE = re.compile(r"^nvidia\.com/(gpu|mig-)")
+_GPU_RESOURCE = re.compile(r"^(nvidia\.com/(gpu|mig-)|aliyun\.com/gpu-)")
 
 
 def is_gpu_node(node):

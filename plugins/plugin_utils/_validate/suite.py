@@ -13,10 +13,11 @@ from __future__ import annotations
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import gke as _gke
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import host as _host
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import operators as _operators
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import sharing as _sharing
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import CHECKS, PHASES, exit_status, run_checks, summary
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import View
 
-CHECK_MODULES = (_gke, _operators, _host)
+CHECK_MODULES = (_gke, _operators, _sharing, _host)
 CHECKS_BY_ID = dict((c.id, c) for c in CHECKS)
 
 

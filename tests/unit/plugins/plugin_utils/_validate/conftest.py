@@ -20,7 +20,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import s
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-HEALTHY = ("gke-tcpxo", "gpu-operator-mig", "host")
+HEALTHY = ("gke-tcpxo", "gpu-operator-mig", "host", "ack-mps")
 
 
 def raw(name):
