@@ -12,6 +12,8 @@ environment, MTU) is read from ``_catalog/gke_gpudirect.py`` and ``_catalog/nccl
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gd
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import GPU_RESOURCE, MIG_CONFIG_LABEL
@@ -321,6 +323,33 @@ def pod_annotations(view):
         if device:
             wanted.append(device[0])
         return ["annotation " + k for k in wanted if not annotations.get(k)]
+    return _pod_checks(view, judge)
+
+
+@register("gpudirect.pod_interfaces", "conformance", "GPUDirect pods attach exactly the GPU NIC networks, on the fabric's interfaces",
+          reads=["kubernetes.nodes", "kubernetes.pods", "gke.nics"],
+          cause="A GPU pod on a GPUDirect node attaches another network in a GPU NIC's place (or too few GPU NIC networks), so "
+                "NCCL's GPU NIC list names an interface that is not a GPU NIC and traffic leaves the fast path.",
+          fix=dict(manual="attach the GPU NIC networks only, as the gpu_ops.cluster.gpudirect_workload filter writes them; "
+                          "give other networks interfaces after the GPU NICs, or a pod of their own"))
+def pod_interfaces(view):
+    nics = view.need("gke.nics") if view.has("gke.nics") else None
+    by_interface = dict((n.get("interface"), n.get("k8s_network")) for n in nics or [])
+
+    def judge(pod, _node, fabric):
+        text = ((pod.get("metadata") or {}).get("annotations") or {}).get(gd.INTERFACES_ANNOTATION)
+        if not text:
+            return []       # gpudirect.pod_annotations reports the missing annotation
+        try:
+            entries = json.loads(text)
+            attached = dict((e["interfaceName"], e["network"]) for e in entries if e.get("interfaceName") != gd.CONTROL_INTERFACE)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return ["a readable %s annotation" % gd.INTERFACES_ANNOTATION]
+        wanted = gd.interface_names(fabric)
+        missing = ["GPU NIC interface %s" % i for i in wanted if i not in attached]
+        missing += ["%s for GPU NIC network %s (has %s)" % (i, by_interface[i], attached[i]) for i in wanted
+                    if i in attached and by_interface.get(i) and attached[i] != by_interface[i]]
+        return missing
     return _pod_checks(view, judge)
 
 

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite
@@ -101,6 +103,20 @@ def _no_device_annotation(data):
     del _workloads(data)[0]["metadata"]["annotations"]["devices.gke.io/container.tcpxo-daemon"]
 
 
+def _extra_network_first(data):
+    pod = _workloads(data)[0]
+    entries = [{"interfaceName": "eth0", "network": "default"}, {"interfaceName": "eth1", "network": "storage-net"}]
+    entries += [{"interfaceName": "eth%d" % (i + 2), "network": "a3mega-gpu-%d" % i} for i in range(8)]
+    pod["metadata"]["annotations"]["networking.gke.io/interfaces"] = json.dumps(entries)
+
+
+def _seven_gpu_nics(data):
+    pod = _workloads(data)[1]
+    entries = [{"interfaceName": "eth0", "network": "default"}] + [
+        {"interfaceName": "eth%d" % (i + 1), "network": "a3mega-gpu-%d" % i} for i in range(7)]
+    pod["metadata"]["annotations"]["networking.gke.io/interfaces"] = json.dumps(entries)
+
+
 def _no_aperture(data):
     pod = _workloads(data)[0]
     pod["spec"]["volumes"] = [v for v in pod["spec"]["volumes"] if v["name"] != "aperture-devices"]
@@ -141,6 +157,8 @@ BREAKS = [
     ("gpudirect.pod_whole_node", _four_gpus, "requests 4 GPU(s) on node gke-a3mega-0, which has 8"),
     ("gpudirect.pod_annotations", _no_interfaces, "annotation networking.gke.io/interfaces"),
     ("gpudirect.pod_annotations", _no_device_annotation, "annotation devices.gke.io/container.tcpxo-daemon"),
+    ("gpudirect.pod_interfaces", _extra_network_first, "eth1 for GPU NIC network a3mega-gpu-0 (has storage-net)"),
+    ("gpudirect.pod_interfaces", _seven_gpu_nics, "lacks GPU NIC interface eth8"),
     ("gpudirect.pod_volumes", _no_aperture, "volume aperture-devices"),
     ("gpudirect.pod_nccl_env", _no_fastrak_env, "NCCL_FASTRAK_CTRL_DEV"),
     ("gpudirect.fast_socket", _fast_socket, "gke-a3mega-0 has NCCL Fast Socket enabled"),
