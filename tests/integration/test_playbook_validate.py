@@ -164,3 +164,37 @@ def test_a_gpu_host_validates_over_its_facts(run_playbook, tmp_path):
     assert statuses["host.gpus_visible"] in ("skipped", "failed")
     ok = not any(v in ("failed", "other") for v in statuses.values())
     assert (result.rc == 0) == ok, statuses
+
+
+def test_a_gke_cluster_is_read_through_the_info_modules(run_playbook, k8s_double, gcp_double, gcp_defaults, tmp_path):
+    """validate_gke: gke_multinetwork_info and gpu_nodepool_info against the GCP double, read-only on both APIs."""
+    from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT
+    store = gcp_double._project(GCP_PROJECT)
+    store["clusters"]["us-central1/a3mega"] = {
+        "name": "a3mega", "status": "RUNNING", "currentMasterVersion": "1.32.2-gke.1489001", "autopilot": {"enabled": False},
+        "networkConfig": {"enableMultiNetworking": True, "datapathProvider": "ADVANCED_DATAPATH"}}
+    store["nodePools"]["us-central1/a3mega/a3mega-pool"] = {
+        "name": "a3mega-pool", "status": "RUNNING", "version": "1.32.2-gke.1489001",
+        "config": {"machineType": "a3-megagpu-8g", "imageType": "UBUNTU_CONTAINERD",
+                   "accelerators": [{"acceleratorType": "nvidia-h100-mega-80gb", "acceleratorCount": "8"}]}}
+    labels = {"node.kubernetes.io/instance-type": "a3-megagpu-8g", "cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"}
+    for name in ("gke-a3mega-0", "gke-a3mega-1"):
+        k8s_double.add_node(name, labels=labels, allocatable={"nvidia.com/gpu": "8"})
+        k8s_double.modify("Node", name, lambda n: n["status"].update(nodeInfo={"kubeletVersion": "v1.32.2-gke.1489001"}))
+    play = [{"name": "validate", "hosts": "localhost", "gather_facts": False, "module_defaults": gcp_defaults, "tasks": [
+        {"name": "Validate", "ansible.builtin.include_role": {"name": "gpu_ops.cluster.validate"},
+         "vars": {"validate_gke": {"cluster": "a3mega", "location": "us-central1", "gpudirect": "tcpxo"},
+                  "validate_output_dir": str(tmp_path / "out"), "validate_fail": False}}]}]
+    before = len(k8s_double.requests())
+    run_playbook(play, env=k8s_double.env()).assert_ok()
+    assert gcp_double.mutating_requests() == []
+    assert [r for r in k8s_double.requests()[before:] if r.mutating] == []
+    document = json.loads((tmp_path / "out" / "localhost" / "ctrf.json").read_text())
+    tests = dict((t["name"], t) for t in document["results"]["tests"])
+    for check in ("gke.dataplane_v2", "gke.multi_networking", "gke.standard_cluster", "gke.gpudirect.version_gate"):
+        assert tests[check]["status"] == "passed", tests[check]
+    assert tests["gke.cos_image"]["status"] == "failed"
+    assert "pool a3mega-pool runs UBUNTU_CONTAINERD" in tests["gke.cos_image"]["message"]
+    assert tests["gke.gpu_vpc"]["status"] == "failed"          # the fabric's networks do not exist in the double
+    assert "network missing" in tests["gke.gpu_vpc"]["message"]
+    assert tests["gpudirect.installer"]["status"] == "failed"  # nothing installed

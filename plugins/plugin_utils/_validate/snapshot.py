@@ -137,7 +137,11 @@ def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_c
                         cluster_policies=copy.deepcopy(_resources(cluster_policies)),
                         nic_cluster_policies=copy.deepcopy(_resources(nic_cluster_policies))))
     if gke:
-        snapshot["gke"] = copy.deepcopy(gke)
+        gke = copy.deepcopy(gke)
+        # the GKE reads' failures (the info modules' messages) join the Kubernetes ones
+        errors.update((k, " ".join(str(v).split())[:300]) for k, v in (gke.pop("read_errors", None) or {}).items()
+                      if v and gke.get(k.split(".", 1)[1]) is None)
+        snapshot["gke"] = gke
     if errors:
         snapshot["read_errors"] = errors
     return snapshot

@@ -72,3 +72,16 @@ def test_gpu_nodes_are_found_by_label_or_resource():
     assert snap.is_gpu_node({"metadata": {"labels": {"nvidia.com/gpu.present": "true"}}})
     assert snap.is_gpu_node({"metadata": {}, "status": {"capacity": {"nvidia.com/mig-1g.5gb": "7"}}})
     assert not snap.is_gpu_node({"metadata": {"labels": {}}, "status": {"allocatable": {"cpu": "4"}}})
+
+
+def test_a_failed_gke_read_keeps_its_message(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    data["gke"] = {"cluster": None, "nics": None, "node_pools": [], "read_errors": {
+        "gke.cluster": "403 Forbidden: container.clusters.get", "gke.nics": "403 Forbidden: container.clusters.get",
+        "gke.node_pools": None}}
+    built = build_snapshot(data)
+    assert built["read_errors"] == {"gke.cluster": "403 Forbidden: container.clusters.get", "gke.nics": "403 Forbidden: container.clusters.get"}
+    assert "read_errors" not in built["gke"]
+    with pytest.raises(Missing) as caught:
+        snap.View(built).need("gke.cluster")
+    assert caught.value.why == "403 Forbidden: container.clusters.get"
