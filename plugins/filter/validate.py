@@ -69,6 +69,13 @@ def validate_report(result, format="markdown", start_ms=0, stop_ms=0):
     return _report.counts_line(result["summary"])
 
 
+def validate_snapshot_diff(old, new):
+    """What changed between two snapshots of one target (lines)."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        raise AnsibleFilterError("validate_snapshot_diff: both snapshots must be mappings (snapshot files read back)")
+    return filtered(AnsibleFilterError, "validate_snapshot_diff", _snapshot.diff, plain(old), plain(new))
+
+
 class FilterModule:
     """Validation filters."""
 
@@ -77,4 +84,5 @@ class FilterModule:
             "validate_snapshot": validate_snapshot,
             "validate_results": validate_results,
             "validate_report": validate_report,
+            "validate_snapshot_diff": validate_snapshot_diff,
         }

@@ -240,3 +240,73 @@ class View(object):
     def pods_on(self, names):
         names = set(names)
         return [p for p in self.kubernetes("pods") if (p.get("spec") or {}).get("nodeName") in names]
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing two snapshots
+# --------------------------------------------------------------------------------------------
+
+def _by_name(documents, namespaced=False):
+    found = {}
+    for doc in documents or []:
+        meta = doc.get("metadata") or {}
+        found["%s/%s" % (meta.get("namespace"), meta.get("name")) if namespaced else meta.get("name")] = doc
+    return found
+
+
+def _node_facts(node):
+    status = node.get("status") or {}
+    return dict(labels=node_labels(node), kubelet=(status.get("nodeInfo") or {}).get("kubeletVersion"),
+                gpus=dict((k, v) for k, v in (status.get("allocatable") or {}).items() if _GPU_RESOURCE.match(k)))
+
+
+def _changes(where, old, new):
+    lines = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            lines.append("%s: %s %s -> %s" % (where, key, old.get(key, "(none)"), new.get(key, "(none)")))
+    return lines
+
+
+def _images(doc):
+    spec = ((doc.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return sorted(c.get("image") or "" for c in (spec.get("initContainers") or []) + (spec.get("containers") or []))
+
+
+def diff(old, new):
+    """What changed between two snapshots of one target, as lines: nodes added or removed, node labels, kubelet
+    version and GPU resources, DaemonSets added, removed or with other images, operator policy states."""
+    for which, snapshot in (("old", old), ("new", new)):
+        problems = snapshot_problems(snapshot)
+        if problems:
+            raise ValueError("the %s snapshot: %s" % (which, "; ".join(problems)))
+    lines = []
+    if old["target"] != new["target"]:
+        lines.append("target: %s -> %s" % (old["target"], new["target"]))
+    k_old, k_new = old.get("kubernetes") or {}, new.get("kubernetes") or {}
+    nodes_old, nodes_new = _by_name(k_old.get("nodes")), _by_name(k_new.get("nodes"))
+    lines += ["node %s removed" % n for n in sorted(set(nodes_old) - set(nodes_new))]
+    lines += ["node %s added" % n for n in sorted(set(nodes_new) - set(nodes_old))]
+    for name in sorted(set(nodes_old) & set(nodes_new)):
+        before, after = _node_facts(nodes_old[name]), _node_facts(nodes_new[name])
+        lines += _changes("node %s label" % name, before["labels"], after["labels"])
+        lines += _changes("node %s allocatable" % name, before["gpus"], after["gpus"])
+        if before["kubelet"] != after["kubelet"]:
+            lines.append("node %s: kubelet %s -> %s" % (name, before["kubelet"], after["kubelet"]))
+    ds_old, ds_new = _by_name(k_old.get("daemonsets"), True), _by_name(k_new.get("daemonsets"), True)
+    lines += ["DaemonSet %s removed" % n for n in sorted(set(ds_old) - set(ds_new))]
+    lines += ["DaemonSet %s added" % n for n in sorted(set(ds_new) - set(ds_old))]
+    lines += ["DaemonSet %s: images %s -> %s" % (n, ", ".join(_images(ds_old[n])), ", ".join(_images(ds_new[n])))
+              for n in sorted(set(ds_old) & set(ds_new)) if _images(ds_old[n]) != _images(ds_new[n])]
+    for key in ("cluster_policies", "nic_cluster_policies"):
+        p_old, p_new = _by_name(k_old.get(key)), _by_name(k_new.get(key))
+        for name in sorted(set(p_old) | set(p_new)):
+            states = [((p.get(name) or {}).get("status") or {}).get("state") if name in p else "(none)" for p in (p_old, p_new)]
+            if states[0] != states[1]:
+                lines.append("%s %s: state %s -> %s" % (key.replace("_", " ")[:-3] + "y", name, states[0], states[1]))
+    lines += _changes("host", dict((k, v) for k, v in (old.get("host") or {}).items() if k in _HOST_KEYS),
+                      dict((k, v) for k, v in (new.get("host") or {}).items() if k in _HOST_KEYS))
+    return lines
+
+
+_HOST_KEYS = ("driver_version", "cuda_version", "kernel_version")

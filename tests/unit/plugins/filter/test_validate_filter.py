@@ -68,9 +68,18 @@ def test_a_host_snapshot():
     (lambda: validate.validate_results(validate.validate_snapshot(_reads(), "c"), checks=["no.such"]), "unknown check id"),
     (lambda: validate.validate_report({}, "ctrf"), "must be a validate_results result"),
     (lambda: validate.validate_report({"results": [], "target": "t", "summary": {}}, "html"), "format must be one of"),
+    (lambda: validate.validate_snapshot_diff(None, {}), "both snapshots must be mappings"),
+    (lambda: validate.validate_snapshot_diff(validate.validate_snapshot(_reads(), "c"), {"version": 1}), "the new snapshot: format"),
 ])
 def test_bad_input_is_refused_by_name(call, words):
     with pytest.raises(AnsibleFilterError) as error:
         call()
     assert str(error.value).startswith("validate_"), str(error.value)
     assert words in str(error.value)
+
+
+def test_a_diff_of_two_reads():
+    before = validate.validate_snapshot(_reads(), "c1")
+    node = dict(NODE, status=dict(NODE["status"], allocatable={"nvidia.com/gpu": "0"}))
+    after = validate.validate_snapshot(_reads(nodes={"resources": [node]}), "c1")
+    assert validate.validate_snapshot_diff(before, after) == ["node gpu-0 allocatable: nvidia.com/gpu 1 -> 0"]

@@ -85,3 +85,37 @@ def test_a_failed_gke_read_keeps_its_message(load_raw, build_snapshot):
     with pytest.raises(Missing) as caught:
         snap.View(built).need("gke.cluster")
     assert caught.value.why == "403 Forbidden: container.clusters.get"
+
+
+def test_the_diff_of_an_upgrade_names_what_changed(load_raw, build_snapshot):
+    before = build_snapshot(load_raw("gke-tcpxo"))
+    data = load_raw("gke-tcpxo")
+    node = data["kubernetes"]["nodes"][0]
+    node["status"]["nodeInfo"]["kubeletVersion"] = "v1.33.1-gke.1000000"
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "7"
+    node["metadata"]["labels"]["cloud.google.com/gke-nccl-fastsocket"] = "true"
+    data["kubernetes"]["nodes"].pop()
+    installer = [d for d in data["kubernetes"]["daemonsets"] if d["metadata"]["name"] == "nccl-tcpxo-installer"][0]
+    installer["spec"]["template"]["spec"]["containers"][0]["image"] = "example.com/nccl-plugin-gpudirecttcpx-dev:v1.0.16"
+    after = build_snapshot(data)
+    assert snap.diff(before, after) == [
+        "node gke-default-0 removed",
+        "node gke-a3mega-0 label: cloud.google.com/gke-nccl-fastsocket (none) -> true",
+        "node gke-a3mega-0 allocatable: nvidia.com/gpu 8 -> 7",
+        "node gke-a3mega-0: kubelet v1.32.2-gke.1489001 -> v1.33.1-gke.1000000",
+        "DaemonSet kube-system/nccl-tcpxo-installer: images us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/"
+        "nccl-plugin-gpudirecttcpx-dev:v1.0.15 -> example.com/nccl-plugin-gpudirecttcpx-dev:v1.0.16"]
+    assert snap.diff(before, before) == []
+
+
+def test_the_diff_of_policies_and_hosts(load_raw, build_snapshot):
+    before = build_snapshot(load_raw("gpu-operator-mig"))
+    data = load_raw("gpu-operator-mig")
+    data["kubernetes"]["cluster_policies"][0]["status"]["state"] = "notReady"
+    assert snap.diff(before, build_snapshot(data)) == ["cluster policy cluster-policy: state ready -> notReady"]
+    host = load_raw("host")
+    old = build_snapshot(host)
+    host["host"]["driver_version"] = "570.86.15"
+    assert snap.diff(old, build_snapshot(host)) == ["host: driver_version 550.54.14 -> 570.86.15"]
+    with pytest.raises(ValueError, match="the new snapshot: format is None"):
+        snap.diff(old, {"target": {}})
