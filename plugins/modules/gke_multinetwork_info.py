@@ -62,10 +62,12 @@ nics:
   type: list
   elements: dict
 cluster:
-  description: The cluster's C(exists), C(status), C(multi_networking) and C(datapath_provider) as GKE has them.
+  description: The cluster's C(exists), C(status), C(multi_networking), C(datapath_provider), C(autopilot) and
+    C(current_master_version) as GKE has them.
   returned: always
   type: dict
-  sample: {"exists": true, "status": "RUNNING", "multi_networking": true, "datapath_provider": "ADVANCED_DATAPATH"}
+  sample: {"exists": true, "status": "RUNNING", "multi_networking": true, "datapath_provider": "ADVANCED_DATAPATH",
+           "autopilot": false, "current_master_version": "1.32.2-gke.1489001"}
 gpudirect:
   description: The O(gpudirect) profile, or null.
   returned: always

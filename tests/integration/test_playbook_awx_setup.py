@@ -178,7 +178,8 @@ def test_render_plans_every_object_and_contacts_no_controller(awx, run_playbook,
                      "30-credential-02-azure-service-principal.yaml", "30-credential-03-aks-api.yaml",
                      "40-inventory-01-gpu-fleet.yaml", "50-job_template-01-gke-gpudirect.yaml",
                      "50-job_template-02-gke-gpudirect-teardown.yaml", "50-job_template-03-aks-mig.yaml",
-                     "50-job_template-04-gpu-hosts.yaml", "50-job_template-05-gpu-operator.yaml"]
+                     "50-job_template-04-gpu-hosts.yaml", "50-job_template-05-gpu-operator.yaml",
+                     "50-job_template-06-validate.yaml"]
     everything = "".join(p.read_text(encoding="utf-8") for p in (render / "awx").iterdir()) + result.stdout + result.stderr
     for secret in SECRETS.values():
         assert secret.splitlines()[1 if "\n" in secret else 0] not in everything

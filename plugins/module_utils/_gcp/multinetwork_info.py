@@ -24,10 +24,13 @@ def _cluster_view(session, fabric, location):
     url = session.container_url("projects/%s/locations/%s/clusters/%s" % (session.project, location, fabric["cluster"]))
     cluster = session.get(url)
     if cluster is None:
-        return dict(exists=False, multi_networking=False, datapath_provider=None, status=None)
+        return dict(exists=False, multi_networking=False, datapath_provider=None, status=None, autopilot=None,
+                    current_master_version=None)
     config = cluster.get("networkConfig") or {}
     return dict(exists=True, multi_networking=bool(config.get("enableMultiNetworking")),
-                datapath_provider=config.get("datapathProvider"), status=cluster.get("status"))
+                datapath_provider=config.get("datapathProvider"), status=cluster.get("status"),
+                autopilot=bool((cluster.get("autopilot") or {}).get("enabled")),
+                current_master_version=cluster.get("currentMasterVersion"))
 
 
 def describe(session, params):

@@ -46,7 +46,8 @@ def test_a_missing_fabric_lists_every_missing_resource_and_the_names_later_steps
     assert "network fab-gpunic-1" in info["missing"]
     assert [nic["index"] for nic in info["nics"]] == [1, 2, 3, 4]
     assert all(nic[kind] is None for nic in info["nics"] for kind in multinetwork_info.KINDS)
-    assert info["cluster"] == dict(exists=False, multi_networking=False, datapath_provider=None, status=None)
+    assert info["cluster"] == dict(exists=False, multi_networking=False, datapath_provider=None, status=None, autopilot=None,
+                                   current_master_version=None)
     assert info["k8s_network_names"] == ["vpc1", "vpc2", "vpc3", "vpc4"]
     assert double.mutating_requests() == []
 
@@ -91,3 +92,14 @@ def test_an_rdma_fabric_lists_each_shared_resource_once(double):
     assert info["exists"] is True and info["missing"] == [] and double.mutating_requests() == []
     assert info["nics"][1]["network"]["networkProfile"].endswith("/networkProfiles/us-central1-b-vpc-roce")
     assert info["nics"][1]["firewall"] is None
+
+
+def test_the_cluster_view_says_autopilot_and_the_control_plane_version(double):
+    """What the validation checks gke.standard_cluster and gke.dataplane_v2 read (issue #23)."""
+    double._project(PROJECT)["clusters"]["us-central1/fab"] = {
+        "name": "fab", "status": "RUNNING", "currentMasterVersion": "1.32.2-gke.1489001", "autopilot": {"enabled": True},
+        "networkConfig": {"enableMultiNetworking": True, "datapathProvider": "ADVANCED_DATAPATH"}}
+    info = multinetwork_info.describe(_session(double), _params(double, cluster="fab", location="us-central1", gpudirect="tcpx"))
+    assert info["cluster"] == dict(exists=True, multi_networking=True, datapath_provider="ADVANCED_DATAPATH", status="RUNNING",
+                                   autopilot=True, current_master_version="1.32.2-gke.1489001")
+    assert double.mutating_requests() == []

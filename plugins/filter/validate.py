@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Validation filters: build a snapshot from read-only reads, run the checks on it, render the reports
+(engine: plugins/plugin_utils/_validate/).
+
+Documentation: plugins/filter/<filter name>.yml.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import report as _report
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import snapshot as _snapshot
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite as _suite
+
+FORMATS = ("ctrf", "junit", "markdown", "counts")
+
+
+def validate_snapshot(reads, name, kind="kubernetes", gke=None, captured_at=None):
+    """A validation snapshot of one cluster (k8s_info results) or host (the gpu_host fact)."""
+    if not name or not isinstance(name, str):
+        raise AnsibleFilterError("validate_snapshot: name must be the target's name, got %r" % (name,))
+    if kind == "host":
+        if not isinstance(reads, dict):
+            raise AnsibleFilterError("validate_snapshot: a host snapshot is built from the gpu_host fact (a dict)")
+        return _snapshot.build_host(name, plain(reads), captured_at=captured_at)
+    if kind != "kubernetes":
+        raise AnsibleFilterError("validate_snapshot: kind must be kubernetes or host, got %r" % (kind,))
+    if not isinstance(reads, dict):
+        raise AnsibleFilterError("validate_snapshot: reads must map %s to k8s_info results" % ", ".join(_snapshot.KUBERNETES_KEYS))
+    unknown = sorted(set(reads) - set(_snapshot.KUBERNETES_KEYS))
+    if unknown:
+        raise AnsibleFilterError("validate_snapshot: unknown reads %s; allowed: %s" % (", ".join(unknown), ", ".join(_snapshot.KUBERNETES_KEYS)))
+    if gke is not None and not isinstance(gke, dict):
+        raise AnsibleFilterError("validate_snapshot: gke must be a dict (cluster, node_pools, nics) or null")
+    reads = plain(reads)
+    return filtered(AnsibleFilterError, "validate_snapshot", _snapshot.build_kubernetes, name,
+                    *[reads.get(k) for k in _snapshot.KUBERNETES_KEYS], gke=plain(gke) if gke else None, captured_at=captured_at)
+
+
+def validate_results(snapshot, phases=None, checks=None):
+    """The checks of ``phases`` (default all but performance) run on a snapshot."""
+    if phases is not None and (not isinstance(phases, (list, tuple)) or not all(isinstance(p, str) for p in phases)):
+        raise AnsibleFilterError("validate_results: phases must be a list of phase names, got %r" % (phases,))
+    if checks is not None and (not isinstance(checks, (list, tuple)) or not all(isinstance(c, str) for c in checks)):
+        raise AnsibleFilterError("validate_results: checks must be a list of check ids, got %r" % (checks,))
+    return filtered(AnsibleFilterError, "validate_results", _suite.validate, plain(snapshot), phases=phases or None,
+                    only=list(checks) if checks else None)
+
+
+def validate_report(result, format="markdown", start_ms=0, stop_ms=0):
+    """One target's validate_results as CTRF JSON, JUnit XML, Markdown or the counts line (text)."""
+    if not isinstance(result, dict) or "results" not in result or "target" not in result:
+        raise AnsibleFilterError("validate_report: the input must be a validate_results result")
+    if format not in FORMATS:
+        raise AnsibleFilterError("validate_report: format must be one of %s, got %r" % (", ".join(FORMATS), format))
+    result = plain(result)
+    if format == "ctrf":
+        return json.dumps(_report.ctrf(result["results"], result["target"], int(start_ms), int(stop_ms)), indent=2, sort_keys=True) + "\n"
+    if format == "junit":
+        return _report.junit(result["results"], result["target"])
+    if format == "markdown":
+        return _report.markdown(result["results"], result["target"])
+    return _report.counts_line(result["summary"])
+
+
+def validate_snapshot_diff(old, new):
+    """What changed between two snapshots of one target (lines)."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        raise AnsibleFilterError("validate_snapshot_diff: both snapshots must be mappings (snapshot files read back)")
+    return filtered(AnsibleFilterError, "validate_snapshot_diff", _snapshot.diff, plain(old), plain(new))
+
+
+class FilterModule:
+    """Validation filters."""
+
+    def filters(self):
+        return {
+            "validate_snapshot": validate_snapshot,
+            "validate_results": validate_results,
+            "validate_report": validate_report,
+            "validate_snapshot_diff": validate_snapshot_diff,
+        }

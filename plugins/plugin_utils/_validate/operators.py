@@ -1,0 +1,270 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""The GPU Operator, Network Operator, device plugin and MIG validation checks of Kubernetes clusters.
+
+They reuse the engines that judge the same things at install time: the operators' readiness report
+(``_operators/readiness.py``), the MIG manager's node state and expected resources (``_mig/nodes.py``,
+``_mig/placement.py``) and the GPU request reader (``_gpu_sharing.py``); the names and labels are the MIG and
+GPU Operator catalogs'.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gpu_operator as gpu_catalog
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.placement import standard_layouts
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpu_sharing import _is_gpu_name, pod_gpu_requests
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.readiness import not_ready_pods, readiness_report
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Skip, register
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import node_labels, node_name
+
+PRODUCT_LABEL = "nvidia.com/gpu.product"      # GPU Feature Discovery (the MIG catalog's expected_labels use it)
+STRATEGY_LABEL = "nvidia.com/mig.strategy"
+_MIG_OFF = ("all-disabled", "")
+_FINISHED = ("Succeeded", "Failed")
+
+
+def _mig_nodes(view):
+    """Nodes that ask the MIG manager for a config other than all-disabled; Skip when none does."""
+    found = [n for n in view.kubernetes("nodes") if node_labels(n).get(mig_catalog.MIG_CONFIG_LABEL, "") not in _MIG_OFF]
+    if not found:
+        raise Skip("no node asks for a MIG config (label %s)" % mig_catalog.MIG_CONFIG_LABEL)
+    return sorted(found, key=lambda n: node_name(n) or "")
+
+
+def _policy(view):
+    policies = view.kubernetes("cluster_policies")
+    if not policies:
+        raise Skip("no ClusterPolicy: the GPU Operator is not installed")
+    return policies[0]
+
+
+def _strategy(view, node):
+    labels = node_labels(node)
+    if labels.get(STRATEGY_LABEL):
+        return labels[STRATEGY_LABEL]
+    policies = view.kubernetes("cluster_policies")
+    return (((policies[0].get("spec") or {}).get("mig") or {}).get("strategy") if policies else None) or "single"
+
+
+# --------------------------------------------------------------------------------------------
+# preflight
+# --------------------------------------------------------------------------------------------
+
+@register("mig.capable_gpus", "preflight", "Nodes that ask for MIG have MIG-capable GPUs", reads=["kubernetes.nodes"],
+          cause="A node asks the MIG manager for a MIG config but its GPU is not MIG-capable (or unknown to the MIG "
+                "catalog), so the config never applies.",
+          fix=dict(role="mig_manager", variable="mig_manager_nodes",
+                   manual="take the node out of mig_manager_nodes and set its nvidia.com/mig.config to all-disabled"))
+def capable_gpus(view):
+    evidence, problems = [], []
+    for node in _mig_nodes(view):
+        product = node_labels(node).get(PRODUCT_LABEL)
+        model = mig_catalog.find_gpu_model(product) if product else None
+        evidence.append("node %s: %s -> %s" % (node_name(node), product, model))
+        if model is None:
+            problems.append("node %s asks for %s but its GPU %s is not a MIG-capable model" % (
+                node_name(node), node_labels(node)[mig_catalog.MIG_CONFIG_LABEL], product or "(no gpu.product label)"))
+    return evidence, problems
+
+
+# --------------------------------------------------------------------------------------------
+# deployment
+# --------------------------------------------------------------------------------------------
+
+@register("gpu.device_plugin", "deployment", "A ready NVIDIA device plugin pod runs on every GPU node",
+          reads=["kubernetes.nodes", "kubernetes.pods"],
+          cause="A GPU node has no ready NVIDIA device plugin pod (DaemonSet or static pod), so it advertises no GPUs or "
+                "stale ones and GPU pods stay Pending.",
+          fix=dict(role="nvidia_device_plugin", variable="nvidia_device_plugin_state",
+                   manual="or gpu_operator_device_plugin with the GPU Operator; GKE and ACK run their own device plugin"))
+def device_plugin(view):
+    nodes = view.gpu_nodes()
+    if not nodes:
+        raise Skip("no GPU node")
+    names = [node_name(n) for n in nodes]
+    plugins = [p for p in view.pods_on(names) if _is_device_plugin_pod(p)]
+    broken = dict((r["node"], r["problem"]) for r in not_ready_pods(plugins))
+    ready = set(p["spec"]["nodeName"] for p in plugins if p["spec"]["nodeName"] not in broken)
+    evidence = ["node %s: %s" % (n, ", ".join(p["metadata"]["name"] for p in plugins if p["spec"]["nodeName"] == n) or "none")
+                for n in sorted(names)]
+    problems = []
+    for name in sorted(names):
+        if name in ready:
+            continue
+        problems.append("node %s: %s" % (name, "device plugin pod not ready (%s)" % broken[name] if name in broken
+                                         else "no device plugin pod"))
+    return evidence, problems
+
+
+def _is_device_plugin_pod(pod):
+    """A pod of the NVIDIA device plugin: its own chart's, the GPU Operator's, GKE's or a static pod (by name or image)."""
+    name = (pod.get("metadata") or {}).get("name") or ""
+    images = [c.get("image") or "" for c in (pod.get("spec") or {}).get("containers") or []]
+    return "device-plugin" in name and ("nvidia" in name or any("device-plugin" in i for i in images))
+
+
+@register("gpu.allocatable", "deployment", "Every GPU node advertises a GPU resource", reads=["kubernetes.nodes"],
+          cause="A GPU node advertises no nvidia.com GPU resource, so no GPU pod schedules there (driver, toolkit or "
+                "device plugin not running on it).",
+          fix=dict(manual="read the node's driver and device-plugin pods; the deployment checks of the GPU Operator name the failing one"))
+def gpu_allocatable(view):
+    nodes = view.gpu_nodes()
+    if not nodes:
+        raise Skip("no GPU node")
+    evidence, problems = [], []
+    for node in sorted(nodes, key=lambda n: node_name(n) or ""):
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        gpu = dict((k, v) for k, v in allocatable.items() if _is_gpu_name(k) and str(v) not in ("0", ""))
+        evidence.append("node %s: %s" % (node_name(node), ", ".join("%s=%s" % kv for kv in sorted(gpu.items())) or "none"))
+        if not gpu:
+            problems.append("node %s advertises no GPU resource" % node_name(node))
+    return evidence, problems
+
+
+@register("gpu_operator.cluster_policy", "deployment", "The GPU Operator's ClusterPolicy is ready",
+          reads=["kubernetes.cluster_policies"],
+          cause="The GPU Operator's ClusterPolicy is not ready: one of its components (driver, toolkit, device plugin, "
+                "validator) did not reconcile.",
+          fix=dict(role="gpu_operator", variable="gpu_operator_state"))
+def cluster_policy(view):
+    report = readiness_report(_policy(view), None)
+    return report["summary"][:1], [] if report["ready"] else report["summary"]
+
+
+@register("gpu_operator.driver_pods", "deployment", "The GPU Operator's driver pods are ready on every driver node",
+          reads=["kubernetes.cluster_policies", "kubernetes.nodes", "kubernetes.pods"],
+          cause="A GPU node that the GPU Operator installs the driver on has no ready driver pod, so its GPUs are unusable.",
+          fix=dict(role="gpu_operator", variable="gpu_operator_driver"))
+def driver_pods(view):
+    policy = _policy(view)
+    if ((policy.get("spec") or {}).get("driver") or {}).get("enabled") is False:
+        raise Skip("the ClusterPolicy does not install the driver (spec.driver.enabled: false)")
+    key, value = gpu_catalog.DRIVER_DAEMONSET_LABEL.split("=", 1)
+    deploy = "nvidia.com/gpu.deploy.driver"
+    wanted = [n for n in view.gpu_nodes() if node_labels(n).get(deploy) not in ("false", "pre-installed")]
+    pods = [p for p in view.pods_on([node_name(n) for n in wanted]) if ((p.get("metadata") or {}).get("labels") or {}).get(key) == value]
+    by_node = dict((p["spec"]["nodeName"], p) for p in pods)
+    evidence, problems = ["%d driver node(s), %d driver pod(s)" % (len(wanted), len(pods))], []
+    for node in sorted(wanted, key=lambda n: node_name(n) or ""):
+        if node_name(node) not in by_node:
+            problems.append("node %s has no driver pod" % node_name(node))
+    problems.extend("%s not ready on node %s (pod %s: %s)" % (r["component"], r["node"], r["pod"], r["problem"])
+                    for r in not_ready_pods(pods))
+    return evidence, problems
+
+
+@register("network_operator.nic_cluster_policy", "deployment", "The Network Operator's NicClusterPolicy is ready",
+          reads=["kubernetes.nic_cluster_policies"],
+          cause="The Network Operator's NicClusterPolicy is not ready (OFED driver, RDMA device plugin or IPAM did not "
+                "reconcile), so pods get no RDMA devices.",
+          fix=dict(role="network_operator", variable="network_operator_state"))
+def nic_cluster_policy(view):
+    policies = view.kubernetes("nic_cluster_policies")
+    if not policies:
+        raise Skip("no NicClusterPolicy: the Network Operator is not installed")
+    report = readiness_report(policies[0], None)
+    return report["summary"][:1], [] if report["ready"] else report["summary"]
+
+
+@register("mig.config_state", "deployment", "The MIG manager applied each node's MIG config", reads=["kubernetes.nodes"],
+          cause="The MIG manager has not applied the node's MIG config (state pending, rebooting or failed), so the "
+                "node advertises the old geometry or none.",
+          fix=dict(role="mig_manager", variable="mig_manager_config",
+                   manual="read the nvidia-mig-manager pod's log on the node; re-run role mig_manager"))
+def config_state(view):
+    evidence, problems = [], []
+    for node in _mig_nodes(view):
+        config = node_labels(node)[mig_catalog.MIG_CONFIG_LABEL]
+        state = mig_nodes.mig_config_state(node, config)
+        evidence.append("node %s: %s=%s, state %s" % (state["name"], mig_catalog.MIG_CONFIG_LABEL, config, state["state"]))
+        if not state["done"]:
+            problems.append("node %s: %s=%s for config %s" % (
+                state["name"], mig_catalog.MIG_CONFIG_STATE_LABEL, state["state"] or "(not set)", config))
+    return evidence, problems
+
+
+def _geometry_problem(node, model, layout, strategy):
+    """Why the node's allocatable GPU resources are not n GPUs of ``layout`` under ``strategy``; None when they are."""
+    per_gpu = mig_nodes.expected_resources(model, 1, layout, strategy)
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    have = dict((k, mig_nodes._quantity(v)) for k, v in allocatable.items() if mig_nodes._is_gpu_resource(k)
+                and str(v) not in ("0", ""))
+    counts = set()
+    for name, count in per_gpu.items():
+        got = have.get(name, 0)
+        if not isinstance(got, int) or not count or got % count:
+            return "allocatable %s=%s is not a whole number of GPUs of %s (each gives %s)" % (name, got, strategy, count)
+        counts.add(got // count)
+    extra = sorted(set(have) - set(per_gpu))
+    if extra:
+        return "allocatable %s not produced by the config under strategy %s (expected %s per GPU)" % (
+            ", ".join("%s=%s" % (k, have[k]) for k in extra), strategy, mig_nodes._json(per_gpu))
+    if len(counts) != 1 or 0 in counts:
+        return "allocatable %s is not n GPUs of %s per GPU" % (mig_nodes._json(have), mig_nodes._json(per_gpu))
+    return None
+
+
+@register("mig.geometry", "deployment", "MIG nodes advertise the geometry of their config and strategy",
+          reads=["kubernetes.nodes", "kubernetes.cluster_policies"],
+          cause="A node's allocatable MIG resources do not match its MIG config under the MIG strategy, so workloads "
+                "request devices the node does not have.",
+          fix=dict(role="mig_manager", variable="mig_manager_config",
+                   manual="and gpu_operator_mig (strategy); re-run role mig_manager"))
+def geometry(view):
+    evidence, problems = [], []
+    for node in _mig_nodes(view):
+        labels = node_labels(node)
+        config = labels[mig_catalog.MIG_CONFIG_LABEL]
+        model = mig_catalog.find_gpu_model(labels.get(PRODUCT_LABEL) or "")
+        if model is None or labels.get(mig_catalog.MIG_CONFIG_STATE_LABEL) != "success":
+            evidence.append("node %s: not compared (GPU model %s, state %s; see mig.capable_gpus and mig.config_state)"
+                            % (node_name(node), model, labels.get(mig_catalog.MIG_CONFIG_STATE_LABEL)))
+            continue
+        layouts = standard_layouts(model)
+        if config not in layouts:
+            evidence.append("node %s: custom config %s, geometry not compared" % (node_name(node), config))
+            continue
+        strategy = _strategy(view, node)
+        problem = _geometry_problem(node, model, layouts[config], strategy)
+        evidence.append("node %s: %s config %s strategy %s" % (node_name(node), model, config, strategy))
+        if problem:
+            problems.append("node %s: %s" % (node_name(node), problem))
+    return evidence, problems
+
+
+# --------------------------------------------------------------------------------------------
+# conformance
+# --------------------------------------------------------------------------------------------
+
+@register("gpu.requests_advertised", "conformance", "Pods request GPU resources their nodes advertise (MIG strategy)",
+          reads=["kubernetes.nodes", "kubernetes.pods"],
+          cause="A pod requests a GPU resource name its node (or, Pending, any node) does not advertise, typically "
+                "nvidia.com/gpu on a mixed-strategy MIG node or nvidia.com/mig-* under the single strategy.",
+          fix=dict(role="nvidia_device_plugin", variable="nvidia_device_plugin_mig_strategy",
+                   manual="or change the pod's resource names to those the nodes advertise"))
+def requests_advertised(view):
+    nodes = dict((node_name(n), (n.get("status") or {}).get("allocatable") or {}) for n in view.kubernetes("nodes"))
+    advertised = set(k for a in nodes.values() for k, v in a.items() if str(v) not in ("0", ""))
+    evidence, problems = [], []
+    for pod in view.kubernetes("pods"):
+        if (pod.get("status") or {}).get("phase") in _FINISHED:
+            continue
+        requests = pod_gpu_requests(pod)
+        if not requests:
+            continue
+        where = (pod.get("spec") or {}).get("nodeName")
+        have = set(k for k, v in nodes.get(where, {}).items() if str(v) not in ("0", "")) if where else advertised
+        name = "%s/%s" % (pod["metadata"].get("namespace"), pod["metadata"].get("name"))
+        evidence.append("pod %s: %s" % (name, ", ".join(sorted(requests))))
+        for resource in sorted(requests):
+            if resource not in have:
+                problems.append("pod %s requests %s, which %s" % (
+                    name, resource, "node %s does not advertise" % where if where else "no node advertises"))
+    if not evidence:
+        raise Skip("no pod requests a GPU resource")
+    return evidence, problems

@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""The validation checks' registry and runner: every check has a stable id, a phase, what it reads from a
+snapshot, the cause of its failure in one sentence and the fix; running them gives one result per check.
+
+A check is a pure function of a snapshot (``_validate/snapshot.py`` reads it). Its result is ``passed``,
+``failed`` (with the cause, the fix and the evidence), ``skipped`` (with the reason: only when what it
+checks is absent from a snapshot that was read) or ``other``: the check raised, or a document it needs was
+not captured. ``other`` is never a pass; ``summary`` counts it and ``exit_status`` fails on it.
+"""
+
+from __future__ import annotations
+
+import time
+
+PHASES = ("preflight", "deployment", "conformance", "performance")
+STATUSES = ("passed", "failed", "skipped", "other")
+
+
+class Missing(Exception):
+    """A snapshot path the check needs was not captured (or was captured as a failed read)."""
+
+    def __init__(self, path, why=None):
+        Exception.__init__(self, path)
+        self.path = path
+        self.why = why
+
+
+class Skip(Exception):
+    """The check does not apply to this snapshot; the message says why (from what was read)."""
+
+
+class Check(object):
+    """One check: ``function(view)`` returns (evidence, problems): lists of text; problems empty means passed."""
+
+    def __init__(self, check_id, phase, title, reads, cause, fix, function):
+        if phase not in PHASES:
+            raise ValueError("check %s: unknown phase %r" % (check_id, phase))
+        if not (isinstance(fix, dict) and (fix.get("role") and fix.get("variable") or fix.get("manual"))):
+            raise ValueError("check %s: the fix names a role and its variable, or a manual step" % check_id)
+        self.id = check_id
+        self.phase = phase
+        self.title = title
+        self.reads = tuple(reads)
+        self.cause = cause
+        self.fix = dict(fix)
+        self.function = function
+
+    def describe(self):
+        """The check as the docs list it."""
+        return dict(id=self.id, phase=self.phase, title=self.title, reads=list(self.reads), cause=self.cause,
+                    fix=fix_text(self.fix))
+
+
+def fix_text(fix):
+    """``role gpu_operator, variable gpu_operator_mig`` or the manual step."""
+    if fix.get("role"):
+        text = "role gpu_ops.cluster.%s, variable %s" % (fix["role"], fix["variable"])
+        return text + (": " + fix["manual"] if fix.get("manual") else "")
+    return fix["manual"]
+
+
+CHECKS = []
+
+
+def register(check_id, phase, title, reads, cause, fix):
+    """Decorator: add a check function to the registry under a stable, unique id."""
+    def wrap(function):
+        if any(c.id == check_id for c in CHECKS):
+            raise ValueError("duplicate check id %s" % check_id)
+        CHECKS.append(Check(check_id, phase, title, reads, cause, fix, function))
+        return function
+    return wrap
+
+
+def by_id(check_id):
+    for one in CHECKS:
+        if one.id == check_id:
+            return one
+    raise KeyError(check_id)
+
+
+def _result(check, status, started, evidence=(), message=None, cause=None, fix=None):
+    result = dict(id=check.id, phase=check.phase, title=check.title, status=status, reads=list(check.reads),
+                  evidence=list(evidence), message=message, duration_ms=int(round((time.time() - started) * 1000)))
+    if status == "failed":
+        result.update(cause=cause, fix=fix)
+    return result
+
+
+def run_check(check, view):
+    """One check against a snapshot view; never raises."""
+    started = time.time()
+    view.touched = set()
+    try:
+        evidence, problems = check.function(view)
+    except Skip as exc:
+        return _result(check, "skipped", started, message="skipped: %s" % exc)
+    except Missing as exc:
+        return _result(check, "other", started, message="cannot read %s%s: the check could not run" % (
+            exc.path, " (%s)" % exc.why if exc.why else ""))
+    except Exception as exc:  # a crashing check is reported as other, never as a pass
+        return _result(check, "other", started, message="the check raised %s: %s" % (type(exc).__name__, exc))
+    if problems:
+        return _result(check, "failed", started, evidence, message="; ".join(problems), cause=check.cause,
+                       fix=fix_text(check.fix))
+    return _result(check, "passed", started, evidence)
+
+
+def run_checks(view, phases=None, checks=None):
+    """Results of the registered checks (optionally only ``phases`` / the ids ``checks``), in registry order."""
+    phases = tuple(phases or [p for p in PHASES if p != "performance"])
+    unknown = [p for p in phases if p not in PHASES]
+    if unknown:
+        raise ValueError("unknown phase(s) %s; allowed: %s" % (", ".join(unknown), ", ".join(PHASES)))
+    chosen = [c for c in CHECKS if c.phase in phases and (checks is None or c.id in checks)]
+    if checks is not None:
+        missing = sorted(set(checks) - set(c.id for c in CHECKS))
+        if missing:
+            raise ValueError("unknown check id(s) %s" % ", ".join(missing))
+    return [run_check(c, view) for c in chosen]
+
+
+def summary(results):
+    """Counts by status plus ``tests``; ``ok`` is false when anything failed or ended as other."""
+    counts = dict((s, sum(1 for r in results if r["status"] == s)) for s in STATUSES)
+    counts["tests"] = len(results)
+    counts["ok"] = counts["failed"] == 0 and counts["other"] == 0
+    return counts
+
+
+def exit_status(results):
+    """0 when nothing failed and nothing ended as other, 8 when a check failed, 9 when one could not run."""
+    counts = summary(results)
+    if counts["failed"]:
+        return 8
+    if counts["other"]:
+        return 9
+    return 0

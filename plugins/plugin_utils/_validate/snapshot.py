@@ -1,0 +1,312 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""The validation snapshot: one document that holds everything the non-performance checks read, built from
+read-only calls (kubernetes.core.k8s_info, the collection's *_info modules, gpu_host_facts), and the view the
+checks read it through.
+
+Shape (``format``/``version`` name it)::
+
+    target: {name, kind: kubernetes|host}
+    kubernetes: {nodes, daemonsets, pods, cluster_policies, nic_cluster_policies}   (k8s targets)
+    gke: {cluster, node_pools, nics}                                             (GKE targets, optional)
+    host: <gpu_host facts>                                                       (host targets)
+
+A collection that was not read, or whose read failed, is null (or absent): the checks that need it end as
+``other``. An empty list is a read that found nothing. Pods keep what the checks judge (resources,
+annotations, volume names and kinds, NCCL environment); no environment value outside the NCCL and library
+path variables, no ``last-applied-configuration``, nothing of a Secret is kept.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpu_sharing import pod_gpu_requests
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip
+
+FORMAT = "gpu_ops.cluster/validate-snapshot"
+VERSION = 1
+KINDS = ("kubernetes", "host")
+KUBERNETES_KEYS = ("nodes", "daemonsets", "pods", "cluster_policies", "nic_cluster_policies")
+_KEPT_ENV = re.compile(r"^(NCCL_|LD_LIBRARY_PATH\Z|NVIDIA_VISIBLE_DEVICES\Z|CUDA_VISIBLE_DEVICES\Z)")
+_ENV_SCRIPTS = (gke_gpudirect.TCPXO_ENV_SCRIPT, gke_gpudirect.GIB_ENV_SCRIPT)
+_CONTAINER_KEYS = ("name", "image", "resources", "volumeMounts", "securityContext", "restartPolicy")
+_DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+
+# --------------------------------------------------------------------------------------------
+# Building a snapshot
+# --------------------------------------------------------------------------------------------
+
+def _container(container):
+    kept = dict((k, copy.deepcopy(container[k])) for k in _CONTAINER_KEYS if k in container)
+    env = []
+    for item in container.get("env") or []:
+        name = item.get("name")
+        if name and _KEPT_ENV.match(name) and "value" in item:
+            env.append(dict(name=name, value=item.get("value")))
+        elif name:
+            env.append(dict(name=name))   # the name tells the check it is set; its value or source is not kept
+    if env:
+        kept["env"] = env
+    command = " ".join(str(part) for part in (container.get("command") or []) + (container.get("args") or []))
+    if any(script in command for script in _ENV_SCRIPTS):
+        kept["sources_nccl_env_script"] = True   # the command is not kept, only that it sources the fabric's script
+    return kept
+
+
+def _volume(volume):
+    """A volume's name and the kind of its source; a hostPath keeps its path, nothing else is kept."""
+    kept = dict(name=volume.get("name"))
+    for key, value in volume.items():
+        if key == "name":
+            continue
+        kept[key] = dict(path=(value or {}).get("path")) if key == "hostPath" else {}
+    return kept
+
+
+def scrub_pod(pod):
+    """The parts of a Pod the checks read (spec only: no Secret data, no env values but NCCL's)."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    annotations = dict((k, v) for k, v in (meta.get("annotations") or {}).items() if k not in _DROPPED_ANNOTATIONS)
+    return dict(
+        apiVersion="v1", kind="Pod",
+        metadata=dict(name=meta.get("name"), namespace=meta.get("namespace"), labels=copy.deepcopy(meta.get("labels") or {}),
+                      annotations=copy.deepcopy(annotations), ownerReferences=copy.deepcopy(meta.get("ownerReferences") or [])),
+        spec=dict(nodeName=spec.get("nodeName"), hostNetwork=spec.get("hostNetwork", False), hostIPC=spec.get("hostIPC", False),
+                  containers=[_container(c) for c in spec.get("containers") or []],
+                  initContainers=[_container(c) for c in spec.get("initContainers") or []],
+                  volumes=[_volume(v) for v in spec.get("volumes") or []]),
+        status=dict((k, copy.deepcopy(status[k])) for k in ("phase", "conditions", "containerStatuses", "initContainerStatuses")
+                    if k in status),
+    )
+
+
+def _resources(read):
+    """The ``resources`` of a k8s_info result, or None when the read failed or did not run."""
+    if read is None or not isinstance(read, dict):
+        return None if read is None else read
+    if read.get("failed") or read.get("skipped") or "resources" not in read:
+        return None
+    return read["resources"]
+
+
+def _read_error(read):
+    """Why a k8s_info read gave nothing (its message, shortened), or None."""
+    if read is None:
+        return "not read"
+    if isinstance(read, dict) and (read.get("failed") or read.get("skipped") or "resources" not in read):
+        return " ".join(str(read.get("msg") or ("skipped" if read.get("skipped") else "no resources returned")).split())[:300]
+    return None
+
+
+def _requests_gpus(pod):
+    try:
+        return bool(pod_gpu_requests(pod))
+    except ValueError:
+        return True     # a malformed GPU request is for the checks to report
+
+
+def _on_nodes(pods, node_names):
+    """The pods on GPU nodes, and the unscheduled pods that request GPUs."""
+    return [p for p in pods if (p.get("spec") or {}).get("nodeName") in node_names
+            or (not (p.get("spec") or {}).get("nodeName") and _requests_gpus(p))]
+
+
+def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_cluster_policies=None, gke=None,
+                     captured_at=None):
+    """A Kubernetes snapshot from k8s_info results (or lists of documents); pods are kept only on GPU nodes."""
+    reads = dict(nodes=nodes, daemonsets=daemonsets, pods=pods, cluster_policies=cluster_policies,
+                 nic_cluster_policies=nic_cluster_policies)
+    errors = dict(("kubernetes." + k, _read_error(v)) for k, v in reads.items() if _read_error(v))
+    nodes = _resources(nodes)
+    pods = _resources(pods)
+    gpu_node_names = set(node_name(n) for n in nodes or [] if is_gpu_node(n))
+    snapshot = dict(format=FORMAT, version=VERSION, target=dict(name=name, kind="kubernetes"), captured_at=captured_at,
+                    kubernetes=dict(
+                        nodes=copy.deepcopy(nodes),
+                        daemonsets=copy.deepcopy(_resources(daemonsets)),
+                        pods=None if pods is None else [scrub_pod(p) for p in _on_nodes(pods, gpu_node_names)],
+                        cluster_policies=copy.deepcopy(_resources(cluster_policies)),
+                        nic_cluster_policies=copy.deepcopy(_resources(nic_cluster_policies))))
+    if gke:
+        gke = copy.deepcopy(gke)
+        # the GKE reads' failures (the info modules' messages) join the Kubernetes ones
+        errors.update((k, " ".join(str(v).split())[:300]) for k, v in (gke.pop("read_errors", None) or {}).items()
+                      if v and gke.get(k.split(".", 1)[1]) is None)
+        snapshot["gke"] = gke
+    if errors:
+        snapshot["read_errors"] = errors
+    return snapshot
+
+
+def build_host(name, facts, captured_at=None):
+    """A host snapshot from gpu_host_facts' ``gpu_host`` fact."""
+    return dict(format=FORMAT, version=VERSION, target=dict(name=name, kind="host"), captured_at=captured_at,
+                host=copy.deepcopy(facts))
+
+
+def snapshot_problems(snapshot):
+    """Why a document is not a snapshot this collection reads; [] when it is."""
+    if not isinstance(snapshot, dict):
+        return ["a snapshot is a mapping, got %s" % type(snapshot).__name__]
+    problems = []
+    if snapshot.get("format") != FORMAT:
+        problems.append("format is %r, expected %r" % (snapshot.get("format"), FORMAT))
+    if snapshot.get("version") != VERSION:
+        problems.append("version is %r, this collection reads version %d" % (snapshot.get("version"), VERSION))
+    target = snapshot.get("target")
+    if not isinstance(target, dict) or target.get("kind") not in KINDS or not target.get("name"):
+        problems.append("target must have a name and a kind (%s)" % ", ".join(KINDS))
+    return problems
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a snapshot
+# --------------------------------------------------------------------------------------------
+
+def node_name(node):
+    return (node.get("metadata") or {}).get("name")
+
+
+def node_labels(node):
+    return (node.get("metadata") or {}).get("labels") or {}
+
+
+_GPU_RESOURCE = re.compile(r"^(nvidia\.com/(gpu|mig-)|aliyun\.com/gpu-)")
+
+
+def is_gpu_node(node):
+    """A node with an NVIDIA GPU: it advertises a GPU resource, or its labels name an accelerator / GPU."""
+    labels = node_labels(node)
+    if labels.get("cloud.google.com/gke-accelerator") or labels.get("nvidia.com/gpu.present") == "true":
+        return True
+    status = node.get("status") or {}
+    return any(_GPU_RESOURCE.match(k) for k in list((status.get("capacity") or {})) + list((status.get("allocatable") or {})))
+
+
+class View(object):
+    """What the checks read a snapshot through: ``need`` a path or the check ends as other."""
+
+    def __init__(self, snapshot):
+        problems = snapshot_problems(snapshot)
+        if problems:
+            raise ValueError("not a validation snapshot: " + "; ".join(problems))
+        self.snapshot = snapshot
+        self.touched = set()
+
+    @property
+    def kind(self):
+        return self.snapshot["target"]["kind"]
+
+    def has(self, path):
+        try:
+            self.need(path)
+        except Missing:
+            return False
+        return True
+
+    def need(self, path):
+        """The value at a dotted path; Missing when it was not captured or its read failed (null)."""
+        self.touched.add(path)
+        value = self.snapshot
+        for part in path.split("."):
+            if not isinstance(value, dict) or value.get(part) is None:
+                raise Missing(path, (self.snapshot.get("read_errors") or {}).get(path))
+            value = value[part]
+        return value
+
+    def kubernetes(self, what):
+        """A Kubernetes collection; Skip on a host target, Missing when not captured."""
+        if self.kind != "kubernetes":
+            raise Skip("the target is a %s, not a Kubernetes cluster" % self.kind)
+        return self.need("kubernetes." + what)
+
+    def host(self):
+        if self.kind != "host":
+            raise Skip("the target is a Kubernetes cluster; host checks run on the inventory's GPU hosts")
+        return self.need("host")
+
+    def gpu_nodes(self):
+        return [n for n in self.kubernetes("nodes") if is_gpu_node(n)]
+
+    def pods_on(self, names):
+        names = set(names)
+        return [p for p in self.kubernetes("pods") if (p.get("spec") or {}).get("nodeName") in names]
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing two snapshots
+# --------------------------------------------------------------------------------------------
+
+def _by_name(documents, namespaced=False):
+    found = {}
+    for doc in documents or []:
+        meta = doc.get("metadata") or {}
+        found["%s/%s" % (meta.get("namespace"), meta.get("name")) if namespaced else meta.get("name")] = doc
+    return found
+
+
+def _node_facts(node):
+    status = node.get("status") or {}
+    return dict(labels=node_labels(node), kubelet=(status.get("nodeInfo") or {}).get("kubeletVersion"),
+                gpus=dict((k, v) for k, v in (status.get("allocatable") or {}).items() if _GPU_RESOURCE.match(k)))
+
+
+def _changes(where, old, new):
+    lines = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            lines.append("%s: %s %s -> %s" % (where, key, old.get(key, "(none)"), new.get(key, "(none)")))
+    return lines
+
+
+def _images(doc):
+    spec = ((doc.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return sorted(c.get("image") or "" for c in (spec.get("initContainers") or []) + (spec.get("containers") or []))
+
+
+def diff(old, new):
+    """What changed between two snapshots of one target, as lines: nodes added or removed, node labels, kubelet
+    version and GPU resources, DaemonSets added, removed or with other images, operator policy states."""
+    for which, snapshot in (("old", old), ("new", new)):
+        problems = snapshot_problems(snapshot)
+        if problems:
+            raise ValueError("the %s snapshot: %s" % (which, "; ".join(problems)))
+    lines = []
+    if old["target"] != new["target"]:
+        lines.append("target: %s -> %s" % (old["target"], new["target"]))
+    k_old, k_new = old.get("kubernetes") or {}, new.get("kubernetes") or {}
+    nodes_old, nodes_new = _by_name(k_old.get("nodes")), _by_name(k_new.get("nodes"))
+    lines += ["node %s removed" % n for n in sorted(set(nodes_old) - set(nodes_new))]
+    lines += ["node %s added" % n for n in sorted(set(nodes_new) - set(nodes_old))]
+    for name in sorted(set(nodes_old) & set(nodes_new)):
+        before, after = _node_facts(nodes_old[name]), _node_facts(nodes_new[name])
+        lines += _changes("node %s label" % name, before["labels"], after["labels"])
+        lines += _changes("node %s allocatable" % name, before["gpus"], after["gpus"])
+        if before["kubelet"] != after["kubelet"]:
+            lines.append("node %s: kubelet %s -> %s" % (name, before["kubelet"], after["kubelet"]))
+    ds_old, ds_new = _by_name(k_old.get("daemonsets"), True), _by_name(k_new.get("daemonsets"), True)
+    lines += ["DaemonSet %s removed" % n for n in sorted(set(ds_old) - set(ds_new))]
+    lines += ["DaemonSet %s added" % n for n in sorted(set(ds_new) - set(ds_old))]
+    lines += ["DaemonSet %s: images %s -> %s" % (n, ", ".join(_images(ds_old[n])), ", ".join(_images(ds_new[n])))
+              for n in sorted(set(ds_old) & set(ds_new)) if _images(ds_old[n]) != _images(ds_new[n])]
+    for key in ("cluster_policies", "nic_cluster_policies"):
+        p_old, p_new = _by_name(k_old.get(key)), _by_name(k_new.get(key))
+        for name in sorted(set(p_old) | set(p_new)):
+            states = [((p.get(name) or {}).get("status") or {}).get("state") if name in p else "(none)" for p in (p_old, p_new)]
+            if states[0] != states[1]:
+                lines.append("%s %s: state %s -> %s" % (key.replace("_", " ")[:-3] + "y", name, states[0], states[1]))
+    lines += _changes("host", dict((k, v) for k, v in (old.get("host") or {}).items() if k in _HOST_KEYS),
+                      dict((k, v) for k, v in (new.get("host") or {}).items() if k in _HOST_KEYS))
+    return lines
+
+
+_HOST_KEYS = ("driver_version", "cuda_version", "kernel_version")

@@ -1,0 +1,200 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""playbooks/validate.yml against the Kubernetes double (issue #23): a healthy GPU Operator + MIG cluster validates
+with zero failures and zero mutating requests, a cluster broken one way fails the run naming the check, its cause and
+fix, the written snapshot validated offline gives the same results as the live run, nothing of a Secret is written,
+and the shipped ClusterRole grants exactly the reads the role makes."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+import yaml
+
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_ROOT
+
+PLAYBOOK = str(REPO_ROOT / "playbooks" / "validate.yml")
+SECRET = "s3cr3t-token-value-do-not-print"
+# the parts the ClusterPolicy CRD requires (tests/contract/crd_schemas)
+POLICY_PARTS = ("daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "gfd", "nodeStatusExporter", "operator", "toolkit")
+GPU_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+              "nvidia.com/mig.config": "all-1g.5gb", "nvidia.com/mig.config.state": "success",
+              "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.deploy.driver": "true"}
+
+
+def _daemonset(name, labels, image):
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": "gpu-operator", "labels": labels},
+            "spec": {"selector": {"matchLabels": labels}, "template": {
+                "metadata": {"labels": labels},
+                "spec": {"nodeSelector": {"nvidia.com/gpu.present": "true"}, "containers": [{"name": name, "image": image}]}}}}
+
+
+def _seed(k8s):
+    for name in ("dgx-0", "dgx-1"):
+        k8s.add_node(name, labels=GPU_LABELS, allocatable={"nvidia.com/mig-1g.5gb": "56"})
+    k8s.add_node("cpu-0")
+    k8s.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-operator"}})
+    k8s.put(_daemonset("nvidia-driver-daemonset", {"app": "nvidia-driver-daemonset"}, "nvcr.io/nvidia/driver:550.127.08"))
+    k8s.put(_daemonset("nvidia-device-plugin-daemonset", {"app": "nvidia-device-plugin-daemonset"},
+                       "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"))
+    k8s.put({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+             "spec": dict({k: {} for k in POLICY_PARTS}, driver={"enabled": True}, mig={"strategy": "mixed"})})
+    k8s.set_status("ClusterPolicy", "cluster-policy", {"state": "ready"})
+    k8s.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "default"},
+             "spec": {"containers": [{"name": "t", "image": "pytorch", "resources": {"limits": {"nvidia.com/mig-1g.5gb": "1"}},
+                                      "env": [{"name": "HF_TOKEN", "value": SECRET}, {"name": "NCCL_DEBUG", "value": "INFO"}]}]}})
+
+
+def _run(run_playbook, k8s, out, **extra):
+    extra_vars = dict(validate_clusters="localhost", validate_hosts="no-such-group", validate_output_dir=str(out))
+    extra_vars.update(extra)
+    return run_playbook(PLAYBOOK, extra_vars=extra_vars, env=k8s.env())
+
+
+def _statuses(path):
+    return dict((t["name"], t["status"]) for t in json.loads(path.read_text())["results"]["tests"])
+
+
+@pytest.fixture
+def cluster(k8s_double):
+    _seed(k8s_double)
+    return k8s_double
+
+
+def test_a_healthy_cluster_validates_read_only(run_playbook, cluster, tmp_path):
+    before = len(cluster.requests())
+    result = _run(run_playbook, cluster, tmp_path / "out").assert_ok()
+    assert [r for r in cluster.requests()[before:] if r.mutating] == []
+    # API discovery (granted to every authenticated user by system:discovery) and one list call per kind read
+    assert {r.verb for r in cluster.requests()[before:]} <= {"list", "discovery"}
+    assert sorted(r.kind for r in cluster.requests()[before:] if r.verb == "list") == [
+        "ClusterPolicy", "DaemonSet", "NicClusterPolicy", "Node", "Pod"]
+    folder = tmp_path / "out" / "localhost"
+    statuses = _statuses(folder / "ctrf.json")
+    for check in ("gpu.device_plugin", "gpu.allocatable", "gpu_operator.cluster_policy", "gpu_operator.driver_pods",
+                  "mig.capable_gpus", "mig.config_state", "mig.geometry", "gpu.requests_advertised"):
+        assert statuses[check] == "passed", (check, statuses)
+    assert "failed" not in statuses.values() and "other" not in statuses.values()
+    assert ET.parse(str(folder / "junit.xml")).getroot().get("failures") == "0"
+    assert "## deployment" in (folder / "report.md").read_text()
+    counts = result.task("Validation counts of every target")
+    assert "0 failed" in json.dumps(counts) and "0 other" in json.dumps(counts)
+    for written in folder.iterdir():
+        assert SECRET not in written.read_text(), written
+    assert SECRET not in result.output
+
+
+def test_a_broken_cluster_fails_the_run_with_the_cause_and_fix(run_playbook, cluster, tmp_path):
+    cluster.modify("Node", "dgx-1", lambda n: n["metadata"]["labels"].update({"nvidia.com/mig.config.state": "failed"}))
+    before = len(cluster.requests())
+    result = _run(run_playbook, cluster, tmp_path / "out").assert_failed()
+    assert [r for r in cluster.requests()[before:] if r.mutating] == []
+    statuses = _statuses(tmp_path / "out" / "localhost" / "ctrf.json")
+    assert statuses["mig.config_state"] == "failed"
+    assert [k for k, v in statuses.items() if v == "failed"] == ["mig.config_state"]
+    page = (tmp_path / "out" / "localhost" / "report.md").read_text()
+    assert "| FAILED | `mig.config_state` |" in page and "role gpu_ops.cluster.mig_manager, variable mig_manager_config" in page
+    assert "1 failed" in result.output
+
+
+def test_the_snapshot_validates_offline_with_the_same_results(run_playbook, cluster, tmp_path):
+    _run(run_playbook, cluster, tmp_path / "live").assert_ok()
+    snapshot = tmp_path / "live" / "localhost" / "snapshot.json"
+    requests = len(cluster.requests())
+    _run(run_playbook, cluster, tmp_path / "offline", validate_snapshot=str(snapshot)).assert_ok()
+    assert len(cluster.requests()) == requests, "offline validation contacts nothing"
+    assert _statuses(tmp_path / "offline" / "localhost" / "ctrf.json") == _statuses(tmp_path / "live" / "localhost" / "ctrf.json")
+    assert not (tmp_path / "offline" / "localhost" / "snapshot.json").exists()
+
+
+def test_an_unreachable_cluster_is_other_and_fails(run_playbook, cluster, tmp_path):
+    env = cluster.env()
+    cluster.stop()
+    result = run_playbook(PLAYBOOK, extra_vars=dict(validate_clusters="localhost", validate_hosts="none",
+                                                    validate_output_dir=str(tmp_path / "out")), env=env).assert_failed()
+    statuses = _statuses(tmp_path / "out" / "localhost" / "ctrf.json")
+    assert "passed" not in statuses.values()
+    assert "other" in statuses.values()
+    assert "other - NOT OK" in result.output
+
+
+def test_the_clusterrole_grants_exactly_the_reads_of_the_role():
+    role = yaml.safe_load((REPO_ROOT / "roles" / "validate" / "files" / "clusterrole.yaml").read_text())
+    granted = set()
+    for rule in role["rules"]:
+        assert rule["verbs"] == ["list"]
+        granted |= set((group, resource) for group in rule["apiGroups"] for resource in rule["resources"])
+    reads = yaml.safe_load((REPO_ROOT / "roles" / "validate" / "vars" / "main.yml").read_text())["__validate_k8s_reads"]
+    plural = {"Node": "nodes", "DaemonSet": "daemonsets", "Pod": "pods", "ClusterPolicy": "clusterpolicies",
+              "NicClusterPolicy": "nicclusterpolicies"}
+    wanted = set((r["api_version"].split("/")[0] if "/" in r["api_version"] else "", plural[r["kind"]]) for r in reads)
+    assert granted == wanted
+    assert not any("secrets" in rule["resources"] or "configmaps" in rule["resources"] for rule in role["rules"])
+
+
+def test_the_sample_snapshot_validates_offline_and_fails_on_its_breaks(run_playbook, tmp_path):
+    sample = REPO_ROOT / "tests" / "samples" / "validate" / "snapshot-a3mega.json"
+    result = run_playbook(PLAYBOOK, extra_vars=dict(validate_snapshot=str(sample), validate_output_dir=str(tmp_path)))
+    result.assert_failed()
+    statuses = _statuses(tmp_path / "a3mega-us-central1" / "ctrf.json")
+    assert sorted(k for k, v in statuses.items() if v == "failed") == ["gke.gpu_vpc", "gpudirect.fast_socket", "gpudirect.pod_whole_node"]
+    assert "a3mega-us-central1: 33 checks: 17 passed, 3 failed, 13 skipped, 0 other - NOT OK" in result.output
+    page = (tmp_path / "a3mega-us-central1" / "report.md").read_text()
+    assert page == (REPO_ROOT / "docs" / "validate-sample-report.md").read_text().split("-->\n\n", 1)[1]
+
+
+def test_a_gpu_host_validates_over_its_facts(run_playbook, tmp_path):
+    """The host play: gpu_host_facts against the strict fake nvidia-smi (two A100s, no RDMA on this machine)."""
+    from ansible_collections.gpu_ops.cluster.tests.fakes import fake_nvidia_smi as fake
+    state = tmp_path / "nvidia-smi.json"
+    state.write_text(json.dumps(fake.preset_state("A100-40GB x2")), encoding="utf-8")
+    env = {"FAKE_NVIDIA_SMI_STATE": str(state), "FAKE_NVIDIA_SMI_LOG": str(tmp_path / "nvidia-smi.log")}
+    result = run_playbook(PLAYBOOK, extra_vars=dict(validate_clusters="none", validate_hosts="localhost", validate_become=False,
+                                                    validate_nvidia_smi=str(REPO_ROOT / "tests" / "fakes" / "nvidia-smi"),
+                                                    validate_output_dir=str(tmp_path / "out")), env=env)
+    statuses = _statuses(tmp_path / "out" / "localhost" / "ctrf.json")
+    assert statuses["host.driver"] == "passed"
+    assert statuses["gpudirect.installer"] == "skipped"
+    writes = [json.loads(line) for line in (tmp_path / "nvidia-smi.log").read_text().splitlines() if json.loads(line)["write"]]
+    assert writes == [], "validation changes nothing on the host"
+    # this machine has no NVIDIA GPU on its PCI bus: host.gpus_visible skips, it does not pass
+    assert statuses["host.gpus_visible"] in ("skipped", "failed")
+    ok = not any(v in ("failed", "other") for v in statuses.values())
+    assert (result.rc == 0) == ok, statuses
+
+
+def test_a_gke_cluster_is_read_through_the_info_modules(run_playbook, k8s_double, gcp_double, gcp_defaults, tmp_path):
+    """validate_gke: gke_multinetwork_info and gpu_nodepool_info against the GCP double, read-only on both APIs."""
+    from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT
+    store = gcp_double._project(GCP_PROJECT)
+    store["clusters"]["us-central1/a3mega"] = {
+        "name": "a3mega", "status": "RUNNING", "currentMasterVersion": "1.32.2-gke.1489001", "autopilot": {"enabled": False},
+        "networkConfig": {"enableMultiNetworking": True, "datapathProvider": "ADVANCED_DATAPATH"}}
+    store["nodePools"]["us-central1/a3mega/a3mega-pool"] = {
+        "name": "a3mega-pool", "status": "RUNNING", "version": "1.32.2-gke.1489001",
+        "config": {"machineType": "a3-megagpu-8g", "imageType": "UBUNTU_CONTAINERD",
+                   "accelerators": [{"acceleratorType": "nvidia-h100-mega-80gb", "acceleratorCount": "8"}]}}
+    labels = {"node.kubernetes.io/instance-type": "a3-megagpu-8g", "cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"}
+    for name in ("gke-a3mega-0", "gke-a3mega-1"):
+        k8s_double.add_node(name, labels=labels, allocatable={"nvidia.com/gpu": "8"})
+        k8s_double.modify("Node", name, lambda n: n["status"].update(nodeInfo={"kubeletVersion": "v1.32.2-gke.1489001"}))
+    play = [{"name": "validate", "hosts": "localhost", "gather_facts": False, "module_defaults": gcp_defaults, "tasks": [
+        {"name": "Validate", "ansible.builtin.include_role": {"name": "gpu_ops.cluster.validate"},
+         "vars": {"validate_gke": {"cluster": "a3mega", "location": "us-central1", "gpudirect": "tcpxo"},
+                  "validate_output_dir": str(tmp_path / "out"), "validate_fail": False}}]}]
+    before = len(k8s_double.requests())
+    run_playbook(play, env=k8s_double.env()).assert_ok()
+    assert gcp_double.mutating_requests() == []
+    assert [r for r in k8s_double.requests()[before:] if r.mutating] == []
+    document = json.loads((tmp_path / "out" / "localhost" / "ctrf.json").read_text())
+    tests = dict((t["name"], t) for t in document["results"]["tests"])
+    for check in ("gke.dataplane_v2", "gke.multi_networking", "gke.standard_cluster", "gke.gpudirect.version_gate"):
+        assert tests[check]["status"] == "passed", tests[check]
+    assert tests["gke.cos_image"]["status"] == "failed"
+    assert "pool a3mega-pool runs UBUNTU_CONTAINERD" in tests["gke.cos_image"]["message"]
+    assert tests["gke.gpu_vpc"]["status"] == "failed"          # the fabric's networks do not exist in the double
+    assert "network missing" in tests["gke.gpu_vpc"]["message"]
+    assert tests["gpudirect.installer"]["status"] == "failed"  # nothing installed

@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The validation filters: snapshot from k8s_info results, results, reports; bad input is refused by name."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_ops.cluster.plugins.filter import validate
+
+NODE = {"metadata": {"name": "gpu-0", "labels": {"nvidia.com/gpu.present": "true"}},
+        "status": {"allocatable": {"nvidia.com/gpu": "1"}, "nodeInfo": {"kubeletVersion": "v1.30.4"}}}
+PLUGIN = {"metadata": {"name": "nvidia-device-plugin-daemonset-x1", "namespace": "gpu-operator"},
+          "spec": {"nodeName": "gpu-0", "containers": [{"name": "p", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"}]},
+          "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def _reads(**changes):
+    reads = dict(nodes={"resources": [NODE]}, daemonsets={"resources": []}, pods={"resources": [PLUGIN]},
+                 cluster_policies={"resources": [], "api_found": False}, nic_cluster_policies={"resources": []})
+    reads.update(changes)
+    return reads
+
+
+def test_a_small_cluster_passes_what_applies():
+    snapshot = validate.validate_snapshot(_reads(), "c1")
+    result = validate.validate_results(snapshot)
+    by_id = dict((r["id"], r["status"]) for r in result["results"])
+    assert by_id["gpu.device_plugin"] == by_id["gpu.allocatable"] == "passed"
+    assert result["summary"]["ok"] and result["exit_status"] == 0
+    assert validate.validate_report(result, "counts").startswith("%d checks: 2 passed, 0 failed" % len(result["results"]))
+    ctrf = json.loads(validate.validate_report(result, "ctrf", 1, 2))
+    assert ctrf["reportFormat"] == "CTRF" and ctrf["results"]["summary"]["start"] == 1
+    assert ET.fromstring(validate.validate_report(result, "junit")).get("failures") == "0"
+    assert validate.validate_report(result, "markdown").startswith("# Validation of c1")
+
+
+def test_a_failed_read_ends_as_other_with_its_message():
+    snapshot = validate.validate_snapshot(_reads(pods={"failed": True, "msg": "pods is forbidden"}), "c1")
+    result = validate.validate_results(snapshot, ["deployment"])
+    plugin = [r for r in result["results"] if r["id"] == "gpu.device_plugin"][0]
+    assert plugin["status"] == "other"
+    assert "pods is forbidden" in plugin["message"]
+    assert result["exit_status"] == 9
+
+
+def test_a_host_snapshot():
+    snapshot = validate.validate_snapshot({"gpus": [], "pci_gpus": []}, "h1", kind="host")
+    assert snapshot["target"] == {"name": "h1", "kind": "host"}
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: validate.validate_snapshot(_reads(), ""), "name must be the target's name"),
+    (lambda: validate.validate_snapshot(_reads(), "c", kind="vm"), "kind must be kubernetes or host"),
+    (lambda: validate.validate_snapshot(["n"], "c"), "reads must map"),
+    (lambda: validate.validate_snapshot(dict(_reads(), secrets={"resources": []}), "c"), "unknown reads secrets"),
+    (lambda: validate.validate_snapshot(None, "h", kind="host"), "gpu_host fact"),
+    (lambda: validate.validate_snapshot(_reads(), "c", gke=["x"]), "gke must be a dict"),
+    (lambda: validate.validate_results({"target": {}}), "not a validation snapshot"),
+    (lambda: validate.validate_results(validate.validate_snapshot(_reads(), "c"), phases="preflight"), "phases must be a list"),
+    (lambda: validate.validate_results(validate.validate_snapshot(_reads(), "c"), phases=["later"]), "unknown phase"),
+    (lambda: validate.validate_results(validate.validate_snapshot(_reads(), "c"), checks=["no.such"]), "unknown check id"),
+    (lambda: validate.validate_report({}, "ctrf"), "must be a validate_results result"),
+    (lambda: validate.validate_report({"results": [], "target": "t", "summary": {}}, "html"), "format must be one of"),
+    (lambda: validate.validate_snapshot_diff(None, {}), "both snapshots must be mappings"),
+    (lambda: validate.validate_snapshot_diff(validate.validate_snapshot(_reads(), "c"), {"version": 1}), "the new snapshot: format"),
+])
+def test_bad_input_is_refused_by_name(call, words):
+    with pytest.raises(AnsibleFilterError) as error:
+        call()
+    assert str(error.value).startswith("validate_"), str(error.value)
+    assert words in str(error.value)
+
+
+def test_a_diff_of_two_reads():
+    before = validate.validate_snapshot(_reads(), "c1")
+    node = dict(NODE, status=dict(NODE["status"], allocatable={"nvidia.com/gpu": "0"}))
+    after = validate.validate_snapshot(_reads(nodes={"resources": [node]}), "c1")
+    assert validate.validate_snapshot_diff(before, after) == ["node gpu-0 allocatable: nvidia.com/gpu 1 -> 0"]

@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The reports: CTRF valid against the published schema (fixtures/ctrf.schema.json, see fixtures/README.md),
+JUnit XML that CI systems parse, the one-page Markdown report and the counts line."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import jsonschema
+
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import report, suite
+
+SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "ctrf.schema.json")
+
+
+def _broken(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    data["gke"]["nics"][2]["network"]["mtu"] = 1460
+    del data["kubernetes"]["nodes"][1]["status"]["nodeInfo"]
+    return suite.validate(build_snapshot(data))
+
+
+def test_ctrf_is_valid_against_the_published_schema(load_raw, build_snapshot):
+    with open(SCHEMA) as handle:
+        schema = json.load(handle)
+    result = _broken(load_raw, build_snapshot)
+    document = report.ctrf(result["results"], result["target"], 1000, 2000, tool_version="0.1.0")
+    jsonschema.Draft7Validator(schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER).validate(document)
+    summary = document["results"]["summary"]
+    assert (summary["failed"], summary["other"], summary["tests"]) == (1, 4, len(result["results"]))
+    failed = [t for t in document["results"]["tests"] if t["status"] == "failed"][0]
+    assert failed["name"] == "gke.gpu_vpc"
+    assert "Fix: role gpu_ops.cluster.gcp_gpu_vpcs, variable gcp_gpu_vpcs_mtu" in failed["message"]
+    assert failed["suite"] == ["gke-a3mega", "conformance"]
+
+
+def test_the_schema_rejects_what_ctrf_forbids():
+    with open(SCHEMA) as handle:
+        schema = json.load(handle)
+    bad = report.ctrf([], "t", 0, 1)
+    bad["results"]["tests"] = [dict(name="x", status="errored", duration=0)]
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(bad))
+
+
+def test_junit_counts_failures_and_errors(load_raw, build_snapshot):
+    result = _broken(load_raw, build_snapshot)
+    root = ET.fromstring(report.junit(result["results"], result["target"]))
+    assert (root.get("failures"), root.get("errors")) == ("1", "4")
+    conformance = [s for s in root.findall("testsuite") if s.get("name") == "gke-a3mega.conformance"][0]
+    case = [c for c in conformance.findall("testcase") if c.get("name") == "gke.gpu_vpc"][0]
+    assert "MTU 1460" in case.find("failure").get("message")
+    assert sum(len(s.findall("testcase")) for s in root.findall("testsuite")) == len(result["results"])
+
+
+def test_markdown_puts_failures_first_with_the_fix(load_raw, build_snapshot):
+    result = _broken(load_raw, build_snapshot)
+    page = report.markdown(result["results"], result["target"])
+    assert page.splitlines()[2] == "%d checks: 15 passed, 1 failed, 13 skipped, 4 other - NOT OK" % len(result["results"])
+    conformance = page.split("## conformance")[1].splitlines()
+    assert conformance[4].startswith("| FAILED | `gke.gpu_vpc` |")
+    assert "gcp_gpu_vpcs_mtu" in conformance[4]
+    preflight = page.split("## preflight")[1].split("##")[0]
+    assert preflight.index("| OTHER |") < preflight.index("| passed |")
+
+
+def test_the_counts_line_says_not_ok_on_other():
+    assert report.counts_line(dict(tests=2, passed=1, failed=0, skipped=0, other=1, ok=False)) == \
+        "2 checks: 1 passed, 0 failed, 0 skipped, 1 other - NOT OK"

@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The snapshot: what it keeps, what it never keeps (Secret data, env values), failed reads, the view."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import snapshot as snap
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip
+
+
+def test_pods_keep_what_the_checks_read_and_no_secret(load_raw, build_snapshot):
+    built = build_snapshot(load_raw("gke-tcpxo"))
+    text = json.dumps(built)
+    assert "not-a-real-secret-value" not in text
+    assert "last-applied-configuration" not in text
+    assert '"secretName"' not in text and '"items"' not in text
+    pod = [p for p in built["kubernetes"]["pods"] if p["metadata"]["name"] == "nccl-test-0"][0]
+    main = pod["spec"]["containers"][1]
+    env = dict((e["name"], e.get("value")) for e in main["env"])
+    assert env["NCCL_FASTRAK_IFNAME"] == "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8"
+    assert "WANDB_API_KEY" in env and env["WANDB_API_KEY"] is None
+    assert {"name": "creds", "secret": {}} in pod["spec"]["volumes"]
+    assert {"name": "sys", "hostPath": {"path": "/sys"}} in pod["spec"]["volumes"]
+    assert "command" not in pod["spec"]["containers"][0] and "args" not in pod["spec"]["containers"][0]
+
+
+def test_only_pods_on_gpu_nodes_and_pending_gpu_pods_are_kept():
+    nodes = [{"metadata": {"name": "gpu", "labels": {}}, "status": {"allocatable": {"nvidia.com/gpu": "1"}}},
+             {"metadata": {"name": "cpu", "labels": {}}, "status": {"allocatable": {"cpu": "4"}}}]
+    pods = [{"metadata": {"name": n}, "spec": dict(spec, containers=c)} for n, spec, c in (
+        ("on-gpu", {"nodeName": "gpu"}, []), ("on-cpu", {"nodeName": "cpu"}, []),
+        ("pending-gpu", {}, [{"name": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]),
+        ("pending-cpu", {}, [{"name": "x"}]))]
+    built = snap.build_kubernetes("c", nodes, {"resources": []}, {"resources": pods})
+    assert [p["metadata"]["name"] for p in built["kubernetes"]["pods"]] == ["on-gpu", "pending-gpu"]
+
+
+def test_a_failed_read_is_null_and_an_empty_one_is_a_list():
+    built = snap.build_kubernetes("c", {"resources": []}, {"failed": True, "msg": "forbidden"}, None,
+                                  cluster_policies={"resources": []})
+    assert built["kubernetes"]["daemonsets"] is None
+    assert built["kubernetes"]["pods"] is None
+    assert built["kubernetes"]["cluster_policies"] == []
+    assert built["read_errors"] == {"kubernetes.daemonsets": "forbidden", "kubernetes.pods": "not read",
+                                    "kubernetes.nic_cluster_policies": "not read"}
+    view = snap.View(built)
+    with pytest.raises(Missing) as caught:
+        view.kubernetes("daemonsets")
+    assert (caught.value.path, caught.value.why) == ("kubernetes.daemonsets", "forbidden")
+    assert view.kubernetes("cluster_policies") == []
+
+
+def test_the_view_refuses_what_is_not_a_snapshot_and_skips_by_target_kind():
+    with pytest.raises(ValueError, match="format is None"):
+        snap.View({"target": {"name": "x", "kind": "host"}})
+    assert snap.snapshot_problems({"format": snap.FORMAT, "version": 2, "target": {"name": "x", "kind": "vm"}}) == [
+        "version is 2, this collection reads version 1", "target must have a name and a kind (kubernetes, host)"]
+    host = snap.View(snap.build_host("h", {"gpus": []}))
+    with pytest.raises(Skip, match="not a Kubernetes cluster"):
+        host.kubernetes("nodes")
+    assert host.host() == {"gpus": []}
+    assert "host" in host.touched
+
+
+def test_gpu_nodes_are_found_by_label_or_resource():
+    assert snap.is_gpu_node({"metadata": {"labels": {"cloud.google.com/gke-accelerator": "nvidia-l4"}}})
+    assert snap.is_gpu_node({"metadata": {"labels": {"nvidia.com/gpu.present": "true"}}})
+    assert snap.is_gpu_node({"metadata": {}, "status": {"capacity": {"nvidia.com/mig-1g.5gb": "7"}}})
+    assert not snap.is_gpu_node({"metadata": {"labels": {}}, "status": {"allocatable": {"cpu": "4"}}})
+
+
+def test_a_failed_gke_read_keeps_its_message(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    data["gke"] = {"cluster": None, "nics": None, "node_pools": [], "read_errors": {
+        "gke.cluster": "403 Forbidden: container.clusters.get", "gke.nics": "403 Forbidden: container.clusters.get",
+        "gke.node_pools": None}}
+    built = build_snapshot(data)
+    assert built["read_errors"] == {"gke.cluster": "403 Forbidden: container.clusters.get", "gke.nics": "403 Forbidden: container.clusters.get"}
+    assert "read_errors" not in built["gke"]
+    with pytest.raises(Missing) as caught:
+        snap.View(built).need("gke.cluster")
+    assert caught.value.why == "403 Forbidden: container.clusters.get"
+
+
+def test_the_diff_of_an_upgrade_names_what_changed(load_raw, build_snapshot):
+    before = build_snapshot(load_raw("gke-tcpxo"))
+    data = load_raw("gke-tcpxo")
+    node = data["kubernetes"]["nodes"][0]
+    node["status"]["nodeInfo"]["kubeletVersion"] = "v1.33.1-gke.1000000"
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "7"
+    node["metadata"]["labels"]["cloud.google.com/gke-nccl-fastsocket"] = "true"
+    data["kubernetes"]["nodes"].pop()
+    installer = [d for d in data["kubernetes"]["daemonsets"] if d["metadata"]["name"] == "nccl-tcpxo-installer"][0]
+    installer["spec"]["template"]["spec"]["containers"][0]["image"] = "example.com/nccl-plugin-gpudirecttcpx-dev:v1.0.16"
+    after = build_snapshot(data)
+    assert snap.diff(before, after) == [
+        "node gke-default-0 removed",
+        "node gke-a3mega-0 label: cloud.google.com/gke-nccl-fastsocket (none) -> true",
+        "node gke-a3mega-0 allocatable: nvidia.com/gpu 8 -> 7",
+        "node gke-a3mega-0: kubelet v1.32.2-gke.1489001 -> v1.33.1-gke.1000000",
+        "DaemonSet kube-system/nccl-tcpxo-installer: images us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/"
+        "nccl-plugin-gpudirecttcpx-dev:v1.0.15 -> example.com/nccl-plugin-gpudirecttcpx-dev:v1.0.16"]
+    assert snap.diff(before, before) == []
+
+
+def test_the_diff_of_policies_and_hosts(load_raw, build_snapshot):
+    before = build_snapshot(load_raw("gpu-operator-mig"))
+    data = load_raw("gpu-operator-mig")
+    data["kubernetes"]["cluster_policies"][0]["status"]["state"] = "notReady"
+    assert snap.diff(before, build_snapshot(data)) == ["cluster policy cluster-policy: state ready -> notReady"]
+    host = load_raw("host")
+    old = build_snapshot(host)
+    host["host"]["driver_version"] = "570.86.15"
+    assert snap.diff(old, build_snapshot(host)) == ["host: driver_version 550.54.14 -> 570.86.15"]
+    with pytest.raises(ValueError, match="the new snapshot: format is None"):
+        snap.diff(old, {"target": {}})
