@@ -550,3 +550,12 @@ def test_rdma_a4x_render_pins_the_arm64_installer(run_playbook, tmp_path):
         "nodeSelectorTerms"][0]["matchExpressions"]
     assert expressions[1] == {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}
     assert k8s_validation.validate_path(str(render / "manifests")) == 1
+
+
+def test_verdict_judges_rdma_against_its_own_threshold(run_playbook):
+    """A3 Ultra / A4: a table at A3 Mega's level (22 GB/s average, what a socket or TCP path reaches) fails on rdma."""
+    result, verdict = _verdict(run_playbook, "rdma", {"all_gather": {"output": _fixture("guide_tcpxo_all_gather.txt")}})
+    failure = result.task("Fail below the threshold, with the table")
+    assert failure["status"] == "failed"
+    assert "all_gather: FAILED: average bus bandwidth 22.45 GB/s is below the 100 GB/s threshold" in failure["result"]["msg"]
+    assert verdict["threshold"] == _gpudirect.NCCL_BANDWIDTH_THRESHOLDS["rdma"] == 100.0

@@ -267,9 +267,9 @@ INSTALLERS = {
         extra_copies=[dict(src="/var/lib/gib/.", dest="/usr/local/home/kubernetes/bin/gib")]),
 }
 # A4X: the same installer on GB200 nodes, restricted to arm64 hosts (CEA nccl-rdma-installer-a4x.yaml).
-INSTALLERS["rdma-a4x"] = dict(copy.deepcopy(INSTALLERS["rdma"]), accelerators=["nvidia-gb200"],
-                              node_arch=["arm64"])
 ARCH_LABEL = "kubernetes.io/arch"
+INSTALLERS["rdma-a4x"] = dict(copy.deepcopy(INSTALLERS["rdma"]), accelerators=["nvidia-gb200"],
+                              arch_label=ARCH_LABEL, node_arch=["arm64"])
 
 NRI_INJECTOR = dict(
     name="device-injector",

@@ -226,6 +226,7 @@ def test_a4x_rows_keyed_by_profile_name():
     """The rows this side owns for A4X exist before the profile does: arm64 images, one digest-pinned."""
     installer = g.INSTALLERS[A4X]
     assert installer["accelerators"] == ["nvidia-gb200"] and installer["node_arch"] == ["arm64"]
+    assert installer["arch_label"] == "kubernetes.io/arch"
     assert installer["name"] == "nccl-rdma-installer" and installer["command"] == g.INSTALLERS["rdma"]["command"]
     assert "node_arch" not in g.INSTALLERS["rdma"]
     own = g.ARCH_IMAGES[A4X]
