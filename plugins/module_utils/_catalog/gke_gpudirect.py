@@ -427,6 +427,7 @@ def rdma_network_objects(profile_name, gvnic, rdma):
                                                                         name=name))))
     return objects
 
+
 _GKE_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)-gke\.(\d+)\Z")
 _GKE_MINOR = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?\Z")
 
