@@ -143,6 +143,8 @@ def test_rdma_conflicts_names_every_conflicting_setting():
     assert w.rdma_conflicts("tcpxo", settings) == []
     assert w.rdma_conflicts("rdma", {"nccl_test_sidecar": "auto", "nccl_test_nccl_overrides": {"NCCL_NET": "gIB"},
                                      "gke_gpu_cluster_node_pool": {"node_labels": {"team": "a"}, "gpu_sharing": None}}) == []
+    # only a dict named *node_pool is read as a node pool; an unset pool is no conflict
+    assert w.rdma_conflicts("rdma", {"gke_gpu_cluster_node_pool": None, "my_settings": {"gpu_sharing": True}}) == []
 
 
 def test_rdma_conflicts_refuses_bad_input():
