@@ -208,6 +208,8 @@ def test_rdma_network_objects_refuse_a_wrong_subnet_count_or_missing_names():
         g.rdma_network_objects("rdma", names["gvnic"], dict(network="p-rdma", subnetworks=names["rdma"]["subnetworks"][:7]))
     with pytest.raises(ValueError, match="gvnic.subnetwork: a VPC or subnet name is required"):
         g.rdma_network_objects("rdma", {"network": "g"}, names["rdma"])
+    with pytest.raises(ValueError, match="gvnic.network: a VPC or subnet name is required"):
+        g.rdma_network_objects("rdma", {"network": "", "subnetwork": "s"}, names["rdma"])
     with pytest.raises(ValueError, match="rdma.network"):
         g.rdma_network_objects("rdma", names["gvnic"], dict(subnetworks=names["rdma"]["subnetworks"]))
 
@@ -220,6 +222,8 @@ def test_rdma_describe_says_what_the_roles_need():
     assert rdma["nccl_bandwidth_threshold"] == 100.0
     assert g.describe("tcpxo")["pod_networks"] is None and g.describe("tcpxo")["nri_injector_needed"] is True
     assert rdma["images"]["installer"] == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
+    # the release facts without its image references (those are resolved under "images")
+    assert rdma["release"]["name"] == "gib-v1.1.1" and not set(rdma["release"]) & {"installer", "daemon", "test"}
 
 
 def test_a4x_rows_keyed_by_profile_name():
