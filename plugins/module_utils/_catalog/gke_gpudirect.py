@@ -370,8 +370,8 @@ LIBRARY_PATHS = {"tcpx": LIBRARY_DIR, "tcpxo": LIBRARY_DIR, "rdma": LIBRARY_DIR,
 # Names upstream uses and AICR's A4X check asserts: one gVNIC network (deviceMode NetDevice) that pods do
 # not attach (CEA removed it from the pod annotations 2025-05-09), and one network per RDMA NIC
 # (deviceMode RDMA) that every pod attaches, eth<first_gpu_interface>.. in order.
-GVNIC_NETWORK = "gvnic-1"
-RDMA_NETWORK_FORMAT = "rdma-%d"
+RDMA_GVNIC_NETWORK = "gvnic-1"
+RDMA_NETWORK_PREFIX = "rdma-"
 NETWORK_API_GROUP = "networking.gke.io"
 NETWORK_API_VERSION = NETWORK_API_GROUP + "/v1"
 
@@ -386,16 +386,16 @@ def rdma_network_names(profile_name):
     entry = profile(profile_name)
     if entry["device_mode"] != "RDMA":
         raise ValueError("%s is not an RDMA profile; RDMA profiles: %s" % (profile_name, ", ".join(rdma_profile_names())))
-    return [RDMA_NETWORK_FORMAT % index for index in range(entry["gpu_nic_count"])]
+    return ["%s%d" % (RDMA_NETWORK_PREFIX, index) for index in range(entry["gpu_nic_count"])]
 
 
 def rdma_fabric_names(profile_name, prefix):
     """Default VPC and subnet names of an RDMA fabric under ``prefix`` (the fabric's name prefix,
     ``<cluster>-gpunic`` by default as for TCPX/TCPXO): the gVNIC VPC and subnet, the RDMA VPC and
-    one subnet per RDMA NIC."""
+    one subnet per RDMA NIC (the names gke_multinetwork gives an RDMA fabric)."""
     names = rdma_network_names(profile_name)
     return dict(
-        gvnic=dict(network="%s-gvnic-1" % prefix, subnetwork="%s-gvnic-1-sub" % prefix),
+        gvnic=dict(network="%s-gvnic" % prefix, subnetwork="%s-gvnic-sub" % prefix),
         rdma=dict(network="%s-rdma" % prefix,
                   subnetworks=["%s-rdma-sub-%d" % (prefix, index) for index in range(len(names))]),
     )
@@ -416,7 +416,7 @@ def rdma_network_objects(profile_name, gvnic, rdma):
                          ("rdma.network", (rdma or {}).get("network"))):
         if not isinstance(value, str) or not value:
             raise ValueError("%s: a VPC or subnet name is required" % where)
-    pairs = [(GVNIC_NETWORK, gvnic["network"], gvnic["subnetwork"], "NetDevice")]
+    pairs = [(RDMA_GVNIC_NETWORK, gvnic["network"], gvnic["subnetwork"], "NetDevice")]
     pairs.extend((name, rdma["network"], subnet, "RDMA") for name, subnet in zip(names, subnets))
     objects = []
     for name, network, subnetwork, mode in pairs:

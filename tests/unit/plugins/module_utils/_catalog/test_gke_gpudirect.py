@@ -186,7 +186,7 @@ def test_rdma_network_names_follow_the_nic_count():
 
 def test_rdma_network_objects_pair_a_param_set_with_each_network():
     names = g.rdma_fabric_names("rdma", "c1-gpunic")
-    assert names["gvnic"] == {"network": "c1-gpunic-gvnic-1", "subnetwork": "c1-gpunic-gvnic-1-sub"}
+    assert names["gvnic"] == {"network": "c1-gpunic-gvnic", "subnetwork": "c1-gpunic-gvnic-sub"}
     assert names["rdma"]["network"] == "c1-gpunic-rdma"
     assert names["rdma"]["subnetworks"][7] == "c1-gpunic-rdma-sub-7" and len(names["rdma"]["subnetworks"]) == 8
     objects = g.rdma_network_objects("rdma", names["gvnic"], names["rdma"])
@@ -194,7 +194,7 @@ def test_rdma_network_objects_pair_a_param_set_with_each_network():
     assert [(o["kind"], o["metadata"]["name"]) for o in objects[:4]] == [
         ("GKENetworkParamSet", "gvnic-1"), ("Network", "gvnic-1"), ("GKENetworkParamSet", "rdma-0"), ("Network", "rdma-0")]
     sets = dict((o["metadata"]["name"], o["spec"]) for o in objects if o["kind"] == "GKENetworkParamSet")
-    assert sets["gvnic-1"] == {"vpc": "c1-gpunic-gvnic-1", "vpcSubnet": "c1-gpunic-gvnic-1-sub", "deviceMode": "NetDevice"}
+    assert sets["gvnic-1"] == {"vpc": "c1-gpunic-gvnic", "vpcSubnet": "c1-gpunic-gvnic-sub", "deviceMode": "NetDevice"}
     assert sets["rdma-5"] == {"vpc": "c1-gpunic-rdma", "vpcSubnet": "c1-gpunic-rdma-sub-5", "deviceMode": "RDMA"}
     for network in (o for o in objects if o["kind"] == "Network"):
         assert network["apiVersion"] == "networking.gke.io/v1"
