@@ -180,7 +180,9 @@ def _fabric_builds_rdma():
 
 needs_rdma_fabric = pytest.mark.skipif(not _fabric_builds_rdma(),
                                        reason="gke_multinetwork does not build the rdma fabric yet (cloud side of issue 21)")
-RDMA_VARS = {"gke_gpu_cluster_gpudirect": "rdma"}
+# the RoCE VPC is zonal: the fabric's zone is the GPU nodes' zone (one of the doubles' RoCE zones)
+RDMA_VARS = {"gke_gpu_cluster_gpudirect": "rdma", "gcp_gpu_vpcs_zone": "us-central1-b",
+             "gke_gpu_cluster_node_locations": ["us-central1-b"]}
 
 
 def test_rdma_conflicts_are_refused_before_any_request(run_playbook, tmp_path):
@@ -228,7 +230,7 @@ def test_rdma_live_noop_rerun_and_teardown(run_playbook, gcp_double, k8s_double)
                                     "node.kubernetes.io/instance-type": "a3-ultragpu-8g"},
                             allocatable={"nvidia.com/gpu": "8"},
                             taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
-    extra = _live_vars(gcp_double, k8s_double, gke_gpu_cluster_gpudirect="rdma", gpudirect_installer_wait_timeout=30,
+    extra = _live_vars(gcp_double, k8s_double, gpudirect_installer_wait_timeout=30, **RDMA_VARS,
                        gpudirect_installer_wait_delay=1)
     for name in ("nri_device_injector_wait_timeout", "nri_device_injector_wait_delay", "tcpxo_installer_wait_timeout",
                  "tcpxo_installer_wait_delay"):
