@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPUDirect filters: workload patch, catalog read-out and NCCL environments.
 
-Documentation: plugins/filter/gpudirect_workload.yml, gpudirect_profile.yml, nccl_env.yml.
+Documentation: plugins/filter/gpudirect_workload.yml, gpudirect_profile.yml, gpudirect_conflicts.yml, nccl_env.yml.
 """
 
 from __future__ import annotations
@@ -77,6 +77,17 @@ def gpudirect_profile(name, gke_version=None, registry=None):
         raise AnsibleFilterError("gpudirect_profile: %s" % exc)
 
 
+def gpudirect_conflicts(settings, profile):
+    """The settings a GPUDirect profile refuses (RDMA: TCPX/TCPXO daemon settings, Fast Socket, GPU sharing)."""
+    try:
+        _inputs.text("profile", profile)
+        if not isinstance(settings, dict):
+            raise ValueError("settings: must be a dict of variable name -> value, got %s" % type(settings).__name__)
+        return workload.rdma_conflicts(profile, settings)
+    except ValueError as exc:
+        raise AnsibleFilterError("gpudirect_conflicts: %s" % exc)
+
+
 def _check_override_values(overrides):
     """Override values NCCL can read: text, whole numbers, booleans or null (removes the key)."""
     if _inputs.mapping("overrides", overrides) is None:
@@ -118,5 +129,6 @@ class FilterModule:
         return {
             "gpudirect_workload": gpudirect_workload,
             "gpudirect_profile": gpudirect_profile,
+            "gpudirect_conflicts": gpudirect_conflicts,
             "nccl_env": nccl_env,
         }

@@ -26,7 +26,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudi
     sharing_refusal,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import GPU_RESOURCE
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.nccl import PATH_KEYS, nccl_environment
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.nccl import NCCL_PLUGIN_KEYS, PATH_KEYS, nccl_environment
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,6 +233,79 @@ def _merge_env(where, container, env, previous, warnings):
     return owned
 
 
+# --------------------------------------------------------------------------------------------
+# Settings an RDMA profile refuses (checked before any change)
+# --------------------------------------------------------------------------------------------
+
+# Role variable prefixes of the TCPX/TCPXO node software: the installers with their RxDM release and the NRI
+# device injector. GPUDirect-RDMA installs gIB and runs no daemon and no injector.
+TCPX_SETTING_PREFIXES = ("tcpx_installer_", "tcpxo_installer_", "nri_device_injector_")
+# NCCL Fast Socket (GKE's socket plugin): incompatible with GPUDirect-RDMA (AICR's A4X guide).
+FAST_SOCKET_PREFIX = "NCCL_FASTSOCKET_"
+FAST_SOCKET_NET = "FastSocket"
+# node pool keys that enable GPU sharing or Fast Socket
+_POOL_SHARING_KEYS = ("gpu_sharing", "gpu_partition_size")
+_POOL_FAST_SOCKET_KEYS = ("fast_socket", "enable_fast_socket")
+
+
+def _overrides_conflicts(name, overrides, fabric):
+    problems = []
+    for key in sorted(overrides or {}):
+        value = (overrides or {})[key]
+        if not isinstance(key, str):
+            continue
+        if key.startswith(FAST_SOCKET_PREFIX):
+            problems.append("%s.%s: NCCL Fast Socket does not work with GPUDirect-RDMA" % (name, key))
+        for prefix, (owner, _keys) in NCCL_PLUGIN_KEYS.items():
+            if key.startswith(prefix):
+                problems.append("%s.%s: a GPUDirect-%s setting; %s uses the gIB plugin" % (name, key, owner.upper(), fabric))
+        if key == "NCCL_NET" and value is not None and str(value) != "gIB":
+            what = "NCCL Fast Socket" if str(value) == FAST_SOCKET_NET else "another network plugin"
+            problems.append("%s.NCCL_NET: %s selects %s; GPUDirect-RDMA needs NCCL_NET=gIB (no socket fallback)" % (
+                name, value, what))
+    return problems
+
+
+def rdma_conflicts(fabric, settings):
+    """Why ``settings`` conflict with a GPUDirect-RDMA profile: one text per conflict (empty: none).
+
+    ``settings``: variable name -> value, as a play has them: the TCPX/TCPXO installer and NRI injector
+    variables (any ``tcpx_installer_*``, ``tcpxo_installer_*``, ``nri_device_injector_*`` set at all),
+    a ``*_sidecar`` other than auto (the RxDM daemon), ``*nccl_overrides`` with Fast Socket or
+    TCPX/TCPXO keys or an NCCL_NET other than gIB, a ``*node_pool`` that shares GPUs (gpu_sharing,
+    gpu_partition_size, the GKE GPU sharing node labels) or enables Fast Socket. TCPX and TCPXO
+    profiles have none of these conflicts. ValueError for an unknown profile.
+    """
+    if fabric not in PROFILES:
+        raise ValueError("fabric: %r is not a GPUDirect profile; allowed: %s" % (fabric, ", ".join(PROFILE_NAMES)))
+    if PROFILES[fabric]["device_mode"] != "RDMA":
+        return []
+    if not isinstance(settings, dict):
+        raise ValueError("settings: a dict of variable name -> value is required")
+    problems = []
+    for name in sorted(settings):
+        value = settings[name]
+        if name.startswith(TCPX_SETTING_PREFIXES):
+            problems.append("%s: a TCPX/TCPXO daemon setting; %s installs gIB and runs no RxDM daemon and no NRI "
+                            "device injector (remove it)" % (name, fabric))
+        elif (name == "sidecar" or name.endswith("_sidecar")) and value not in (None, "", "auto"):
+            problems.append("%s: %s asks for the RxDM daemon sidecar; %s pods have none" % (name, value, fabric))
+        elif name.endswith("nccl_overrides") and isinstance(value, dict):
+            problems.extend(_overrides_conflicts(name, value, fabric))
+        elif name.endswith("node_pool") and isinstance(value, dict):
+            for key in _POOL_SHARING_KEYS:
+                if value.get(key):
+                    problems.append("%s.%s: %s" % (name, key, sharing_refusal(fabric)))
+            for key in _POOL_FAST_SOCKET_KEYS:
+                if value.get(key):
+                    problems.append("%s.%s: NCCL Fast Socket does not work with GPUDirect-RDMA" % (name, key))
+            labels = value.get("node_labels") or {}
+            for key in GPU_SHARING_LABELS:
+                if isinstance(labels, dict) and key in labels:
+                    problems.append("%s.node_labels.%s: %s" % (name, key, sharing_refusal(fabric)))
+    return problems
+
+
 def _daemon_container(fabric, image):
     spec = DAEMONS[fabric]
     container = dict(name=spec["name"], image=image, command=list(spec["command"]))
@@ -266,6 +339,9 @@ def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="a
     if not isinstance(manifest, dict):
         raise WorkloadError("the manifest must be a mapping, not %s" % type(manifest).__name__)
     entry = PROFILES[fabric]
+    conflicts = rdma_conflicts(fabric, dict(sidecar=sidecar, nccl_overrides=nccl_overrides))
+    if conflicts:
+        raise WorkloadError("; ".join(conflicts))
     names = _network_names(network_names, entry, fabric)
     if gke_version is not None:
         try:

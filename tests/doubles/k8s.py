@@ -2183,13 +2183,16 @@ class K8sDouble:
                 reason, message = "DeviceModeCantBeUsedWithSecondaryRange", "deviceMode cannot be used with podIPv4Ranges"
             elif spec.get("deviceMode") and spec["vpc"].rsplit("/", 1)[-1] == "default":
                 reason, message = "DeviceModeCantUseDefaultVPC", "a device mode GKENetworkParamSet cannot use the default VPC"
-            elif spec.get("deviceMode") and seen_vpcs.get(spec["vpc"], name) != name:
+            # RDMA: one RoCE VPC serves every RDMA NIC, one subnet (and GKENetworkParamSet) each (GKE's custom
+            # RDMA guide: rdma-0..N-1 name the same vpc); the one-VPC-per-set rule holds for the other device modes
+            elif spec.get("deviceMode") not in (None, "RDMA") and seen_vpcs.get(spec["vpc"], name) != name:
                 reason, message = "DeviceModeVPCAlreadyInUse", "VPC %s is already used by %s" % (spec["vpc"], seen_vpcs[spec["vpc"]])
             elif spec.get("deviceMode") and seen_subnets.get(spec["vpcSubnet"], name) != name:
                 reason, message = "DeviceModeSubnetAlreadyInUse", "subnet %s is already used by %s" % (
                     spec["vpcSubnet"], seen_subnets[spec["vpcSubnet"]])
             if reason == "GNPReady" and spec.get("deviceMode"):
-                seen_vpcs.setdefault(spec["vpc"], name)
+                if spec["deviceMode"] != "RDMA":
+                    seen_vpcs.setdefault(spec["vpc"], name)
                 seen_subnets.setdefault(spec["vpcSubnet"], name)
             status = copy.deepcopy(gnp.get("status") or {})
             _put_condition(status, gnp, "Ready", "True" if reason == "GNPReady" else "False", reason, message)

@@ -24,6 +24,7 @@ import yaml
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork
 from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT, K8sDouble
 
@@ -458,3 +459,107 @@ def test_nccl_test_live_checks_networks_and_nodes_before_deploying(run_playbook,
     result = run_playbook(_play("nccl_test", {"nccl_test_gpudirect": "tcpx"}), env=k8s_double.env()).assert_failed()
     assert "Missing: vpc4." in result.stdout and "existing: vpc1, vpc2, vpc3" in result.stdout
     assert [w for w in k8s_double.writes() if w.kind not in ("Node", "Network", "GKENetworkParamSet")] == []
+
+
+# ------------------------------------------------------------------------- GPUDirect-RDMA (issue 21)
+
+def _rdma_network_objects(cluster="a3u", zone="us-central1-b"):
+    """The GKENetworkParamSet + Network objects the fabric engine gives an A3 Ultra cluster (what gke_gpu_cluster applies)."""
+    fabric = multinetwork.resolve(dict(project="p", cluster=cluster, location=zone, gpudirect="rdma"))
+    return multinetwork.manifests(fabric)
+
+
+def test_rdma_render_writes_the_network_objects_the_gib_installer_and_the_test(run_playbook, tmp_path):
+    """A3 Ultra / A4: GKENetworkParamSet + Network pairs, the gIB installer, the NCCL test; no NRI, no daemon."""
+    render = tmp_path / "render"
+    networks = _rdma_network_objects()
+    play = (_play("apply", {"apply_step": "20-gke-gpu-networks", "apply_manifests": networks}, tasks_from="manifests")
+            + _play("gpudirect_installer", {"gpudirect_installer_gpudirect": "rdma"})
+            + _play("nccl_test", {"nccl_test_gpudirect": "rdma"}))
+    run_playbook(play, extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
+    assert sorted(p.name for p in (render / "manifests").iterdir()) == [
+        "20-gke-gpu-networks", "30-gpudirect-rdma-installer", "40-nccl-test"]
+    # kubernetes-validate strict (two Kubernetes versions) and the CRD schema of GKENetworkParamSet (deviceMode RDMA)
+    assert k8s_validation.validate_path(str(render / "manifests")) == 18 + 1 + (1 + 2 + 2)
+
+    objects = _manifests(render / "manifests/20-gke-gpu-networks")
+    modes = {o["metadata"]["name"]: o["spec"]["deviceMode"] for o in objects if o["kind"] == "GKENetworkParamSet"}
+    assert modes == dict([("gvnic-1", "NetDevice")] + [("rdma-%d" % i, "RDMA") for i in range(8)])
+
+    [daemonset] = _manifests(render / "manifests/30-gpudirect-rdma-installer")
+    installer = _gpudirect.INSTALLERS["rdma"]
+    spec = daemonset["spec"]["template"]["spec"]
+    assert daemonset["metadata"]["name"] == "nccl-rdma-installer"
+    assert _images(spec) == {"nccl-rdma-installer": "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",
+                             "pause": _gpudirect.images("rdma")["pause"]}
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": _gpudirect.ACCELERATOR_LABEL, "operator": "In",
+                                            "values": ["nvidia-h200-141gb", "nvidia-b200"]}]}]
+    assert {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]} == {
+        "library-dir-host": "/home/kubernetes/bin/nvidia/lib64", "gib": "/home/kubernetes/bin/gib"}
+    script = spec["initContainers"][0]["command"][2]
+    assert script.splitlines() == [
+        "set -ex", "/scripts/container_entry.sh install",
+        "mkdir -p /usr/local/home/kubernetes/bin/nvidia/lib64",
+        "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64",
+        "mkdir -p /usr/local/home/kubernetes/bin/gib",
+        "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib"]
+    assert "--install-nccl" not in script and installer["privileged"] is True
+
+    test = _manifests(render / "manifests/40-nccl-test")
+    assert [m["kind"] for m in test] == ["ConfigMap", "Service", "Service", "Pod", "Pod"]
+    script = test[0]["data"]["run-nccl-tests.sh"]
+    assert "source /usr/local/gib/scripts/set_nccl_env.sh" in script
+    assert 'exec /usr/local/gib/scripts/run_nccl_tests.sh -t "$collective"' in script and "init_ssh" not in script
+    for pod in (m for m in test if m["kind"] == "Pod"):
+        annotations = pod["metadata"]["annotations"]
+        interfaces = json.loads(annotations["networking.gke.io/interfaces"])
+        assert [i["network"] for i in interfaces] == ["default"] + ["rdma-%d" % i for i in range(8)]
+        assert [i["interfaceName"] for i in interfaces] == ["eth0"] + ["eth%d" % i for i in range(2, 10)]
+        assert not any(k.startswith("devices.gke.io/") for k in annotations)
+        assert "initContainers" not in pod["spec"] and len(pod["spec"]["containers"]) == 1
+        container = pod["spec"]["containers"][0]
+        assert container["image"] == _gpudirect.images("rdma")["test"]
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == 8
+        assert container["command"][2] == "/scripts/container_entry.sh shell && sleep infinity"
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["NCCL_NET"] == "gIB"
+        assert {m["mountPath"] for m in container["volumeMounts"]} >= {"/usr/local/gib", "/usr/local/nvidia"}
+
+
+def test_rdma_installer_create_then_noop_rerun(run_playbook, k8s_double):
+    _gpu_nodes(k8s_double, "rdma")
+    play = _play("gpudirect_installer", dict({"gpudirect_installer_gpudirect": "rdma"},
+                                             **{"gpudirect_installer_" + k: v for k, v in FAST_WAIT.items()}))
+    run_playbook(play, env=k8s_double.env()).assert_ok()
+    daemonset = k8s_double.get("DaemonSet", "nccl-rdma-installer", "kube-system")
+    assert _images(daemonset["spec"]["template"]["spec"])["nccl-rdma-installer"] == _gpudirect.images("rdma")["installer"]
+    pods = [p for p in k8s_double.list("Pod", "kube-system") if p["metadata"]["name"].startswith("nccl-rdma-installer")]
+    assert sorted(p["spec"]["nodeName"] for p in pods) == ["gpu-0", "gpu-1"]
+    k8s_double.clear_requests()
+    second = run_playbook(play, env=k8s_double.env()).assert_ok()
+    assert second.changed == [] and [w for w in k8s_double.writes() if w.changed] == []
+
+
+@pytest.mark.skipif("rdma-a4x" not in _gpudirect.PROFILES, reason="profile rdma-a4x is not in PROFILES yet (cloud side of issue 21)")
+def test_rdma_a4x_render_pins_the_arm64_installer(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    run_playbook(_play("gpudirect_installer", {"gpudirect_installer_gpudirect": "rdma-a4x"}),
+                 extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
+    [daemonset] = _manifests(render / "manifests/30-gpudirect-rdma-a4x-installer")
+    spec = daemonset["spec"]["template"]["spec"]
+    assert _images(spec)["nccl-rdma-installer"] == _gpudirect.images("rdma-a4x")["installer"]
+    assert "@sha256:" in _images(spec)["nccl-rdma-installer"] and "-arm64:" in _images(spec)["nccl-rdma-installer"]
+    expressions = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchExpressions"]
+    assert expressions[1] == {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}
+    assert k8s_validation.validate_path(str(render / "manifests")) == 1
+
+
+def test_verdict_judges_rdma_against_its_own_threshold(run_playbook):
+    """A3 Ultra / A4: a table at A3 Mega's level (22 GB/s average, what a socket or TCP path reaches) fails on rdma."""
+    result, verdict = _verdict(run_playbook, "rdma", {"all_gather": {"output": _fixture("guide_tcpxo_all_gather.txt")}})
+    failure = result.task("Fail below the threshold, with the table")
+    assert failure["status"] == "failed"
+    assert "all_gather: FAILED: average bus bandwidth 22.45 GB/s is below the 100 GB/s threshold" in failure["result"]["msg"]
+    assert verdict["threshold"] == _gpudirect.NCCL_BANDWIDTH_THRESHOLDS["rdma"] == 100.0

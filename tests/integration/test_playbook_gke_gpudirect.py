@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+import yaml
+
+from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
 from ansible_collections.gpu_ops.cluster.tests.contract.discovery import discovery
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT, REPO_ROOT
 
@@ -197,3 +201,84 @@ def test_a_failed_background_fabric_fails_the_run_and_a_rerun_converges(run_play
     state = gcp_double.state(GCP_PROJECT)
     assert len(state["subnetworks"]) == 8 and [c["name"] for c in state["clusters"]] == [CLUSTER]
     assert any(p["selfLink"].endswith("/" + POOL) for p in state["nodePools"])
+
+
+# ------------------------------------------------------------------ GPUDirect-RDMA (A3 Ultra, A4; issue 21)
+
+def _fabric_builds_rdma():
+    """Whether gke_multinetwork builds RDMA fabrics yet (the cloud side of issue 21 adds it)."""
+    from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork
+    try:
+        multinetwork.resolve(dict(project=GCP_PROJECT, cluster="c", location="us-central1-a", gpudirect="rdma"))
+    except multinetwork.FabricError:
+        return False
+    return True
+
+
+needs_rdma_fabric = pytest.mark.skipif(not _fabric_builds_rdma(),
+                                       reason="gke_multinetwork does not build the rdma fabric yet (cloud side of issue 21)")
+# the RoCE VPC is zonal: the fabric's zone is the GPU nodes' zone (one of the doubles' RoCE zones)
+RDMA_VARS = {"gke_gpu_cluster_gpudirect": "rdma", "gcp_gpu_vpcs_zone": "us-central1-b",
+             "gke_gpu_cluster_node_locations": ["us-central1-b"]}
+
+
+def test_rdma_conflicts_are_refused_before_any_request(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    extra = dict(RDMA_VARS, gpu_ops_render_dir=str(render), tcpxo_installer_registry="mirror.example.com",
+                 nccl_test_sidecar="native", nccl_test_nccl_overrides={"NCCL_NET": "FastSocket"},
+                 gke_gpu_cluster_node_pool={"name": "p", "gpu_partition_size": "1g.18gb"})
+    result = run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_failed()
+    message = result.failed[0]["result"]["msg"]
+    assert result.failed[0]["task"].endswith("Check the settings against GPUDirect profile rdma")
+    for words in ("tcpxo_installer_registry: a TCPX/TCPXO daemon setting", "nccl_test_sidecar: native asks for the RxDM",
+                  "nccl_test_nccl_overrides.NCCL_NET: FastSocket selects NCCL Fast Socket",
+                  "gke_gpu_cluster_node_pool.gpu_partition_size: GPUDirect-RDMA needs whole nodes", "Nothing was sent"):
+        assert words in message, message
+    assert not (render / "requests").exists() or not any((render / "requests").iterdir())
+    assert not (render / "manifests").exists()
+    # TCPXO's own settings (a mirror for its installer, a native RxDM sidecar) pass the check on TCPXO
+    tcpxo = run_playbook(PLAYBOOK, extra_vars=dict(extra, gke_gpu_cluster_gpudirect="tcpxo", nccl_test_nccl_overrides={},
+                                                   gke_gpu_cluster_node_pool={"name": "p"}),
+                         extra_args=("-i", INVENTORY)).assert_ok()
+    assert tcpxo.task("Check the settings against GPUDirect profile tcpxo")["status"] == "skipped"
+
+
+@needs_rdma_fabric
+def test_rdma_render_writes_the_objects_the_installer_and_no_nri(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    run_playbook(PLAYBOOK, extra_vars=dict(RDMA_VARS, gpu_ops_render_dir=str(render)),
+                 extra_args=("-i", INVENTORY)).assert_ok()
+    assert sorted(p.name for p in (render / "manifests").iterdir()) == [
+        "20-gke-gpu-networks", "30-gpudirect-rdma-installer", "40-nccl-test"]
+    assert k8s_validation.validate_path(str(render / "manifests" / "20-gke-gpu-networks")) == 18
+    objects = [yaml.safe_load(p.read_text()) for p in sorted((render / "manifests" / "20-gke-gpu-networks").iterdir())]
+    modes = {o["metadata"]["name"]: o["spec"]["deviceMode"] for o in objects if o["kind"] == "GKENetworkParamSet"}
+    assert modes == dict([("gvnic-1", "NetDevice")] + [("rdma-%d" % i, "RDMA") for i in range(8)])
+    pods = [yaml.safe_load(p.read_text()) for p in sorted((render / "manifests" / "40-nccl-test").glob("*pod*"))]
+    networks = [i["network"] for i in json.loads(pods[0]["metadata"]["annotations"]["networking.gke.io/interfaces"])]
+    assert networks == ["default"] + ["rdma-%d" % i for i in range(8)]
+
+
+@needs_rdma_fabric
+def test_rdma_live_noop_rerun_and_teardown(run_playbook, gcp_double, k8s_double):
+    for index in range(2):
+        k8s_double.add_node("gke-%s-%s-%d" % (CLUSTER, POOL, index),
+                            labels={"cloud.google.com/gke-nodepool": POOL, "cloud.google.com/gke-accelerator": "nvidia-h200-141gb",
+                                    "node.kubernetes.io/instance-type": "a3-ultragpu-8g"},
+                            allocatable={"nvidia.com/gpu": "8"},
+                            taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
+    extra = _live_vars(gcp_double, k8s_double, gpudirect_installer_wait_timeout=30, **RDMA_VARS,
+                       gpudirect_installer_wait_delay=1)
+    for name in ("nri_device_injector_wait_timeout", "nri_device_injector_wait_delay", "tcpxo_installer_wait_timeout",
+                 "tcpxo_installer_wait_delay"):
+        extra.pop(name)
+    run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_ok()
+    assert k8s_double.get("DaemonSet", "nccl-rdma-installer", "kube-system") is not None
+    assert k8s_double.get("DaemonSet", "device-injector", "kube-system") is None
+    assert sorted(o["metadata"]["name"] for o in k8s_double.list("Network")) == ["gvnic-1"] + ["rdma-%d" % i for i in range(8)]
+    gcp_double.clear_log()
+    k8s_double.clear_requests()
+    run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_ok()
+    assert gcp_double.mutating_requests() == [] and [w for w in k8s_double.writes() if w.changed] == []
+    run_playbook(TEARDOWN, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_ok()
+    assert k8s_double.list("Network") == [] and gcp_double.state(GCP_PROJECT)["clusters"] == []

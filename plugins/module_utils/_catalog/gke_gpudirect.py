@@ -169,8 +169,14 @@ DEFAULT_NETWORK = "default"
 # Native sidecars (initContainers with restartPolicy: Always) need GKE >= 1.29 (TCPXO best-practice.md).
 NATIVE_SIDECAR_MIN_GKE = "1.29"
 
-# Two-node all_gather "# Avg bus bandwidth" pass thresholds (GB/s), Cluster Toolkit validation playbooks.
-NCCL_BANDWIDTH_THRESHOLDS = {"tcpx": 25.0, "tcpxo": 30.0}
+# Two-node all_gather "# Avg bus bandwidth" pass thresholds (GB/s). tcpx / tcpxo: Cluster Toolkit
+# validation playbooks (A3 High / A3 Mega). rdma / rdma-a4x: no published pass figure exists (neither
+# Google's guides, Cluster Toolkit, xpk nor CEA state one); the value is derived, not published: a quarter
+# of the nodes' RDMA line rate (A3 Ultra / A4: 8 x 400 Gbit/s = 400 GB/s, A4X: 4 x 400 Gbit/s = 200 GB/s,
+# Google's machine-type pages), averaged over the test's 1M-8G range like the TCPX/TCPXO figures.
+# A socket fallback stays far below it (AICR measured ~4 GB/s without TCPXO). Override with
+# nccl_test_threshold_gbps once a run of your own machines gives a better floor.
+NCCL_BANDWIDTH_THRESHOLDS = {"tcpx": 25.0, "tcpxo": 30.0, "rdma": 100.0, "rdma-a4x": 50.0}
 
 # --------------------------------------------------------------------------------------------
 # Images
@@ -217,6 +223,24 @@ RELEASES = {
                  released=None, gke_from=None, nccl=None, nccl_env="default"),
     ),
 }
+
+# Images of a profile whose hosts are not amd64 (keyed by profile name; the profile's release gives the
+# rest). A4X (arm64, GB200): CEA gpudirect-rdma/nccl-rdma-installer-a4x.yaml names
+# nccl-plugin-gib-arm64:v1.1.0 (commit 2da1c92f, 2026-05-06) without a digest; the digest below is the
+# one NVIDIA AI Cluster Runtime's published image BOM (component gke-gb200-rdma) pins for v1.1.2, the
+# newest arm64 gIB release seen. Test image: CEA nccl-test-imex-a4x.yaml (no digest published).
+ARCH_IMAGES = {
+    "rdma-a4x": dict(
+        arch="arm64",
+        installer=dict(repository="gpudirect-gib/nccl-plugin-gib-arm64", tag="v1.1.2",
+                       digest="sha256:6b7950cac6e6833661d4206920f5633b6e361b18bfd5315b63f9bf4a4b84a80e"),
+        # TODO: pin a digest once one is published for the arm64 diagnostic image
+        test=dict(repository="gpudirect-gib/nccl-plugin-gib-diagnostic-arm64", tag="v1.1.0"),
+    ),
+}
+# The amd64 gIB images (RELEASES["rdma"]) stay tag-pinned: no public source (CEA, Cluster Toolkit, xpk,
+# AICR) publishes a digest for nccl-plugin-gib:v1.1.1 or its diagnostic image.
+# TODO: pin sha256 digests for gpudirect-gib/nccl-plugin-gib(-diagnostic):v1.1.1 once published.
 
 # Infra images outside gce-ai-infra, each with the registry it is pulled from by default.
 PAUSE_IMAGE = dict(
@@ -303,6 +327,10 @@ INSTALLERS = {
         # the gIB scripts (set_nccl_env.sh) and configs (tuner files) land in host /home/kubernetes/bin/gib
         extra_copies=[dict(src="/var/lib/gib/.", dest="/usr/local/home/kubernetes/bin/gib")]),
 }
+# A4X: the same installer on GB200 nodes, restricted to arm64 hosts (CEA nccl-rdma-installer-a4x.yaml).
+ARCH_LABEL = "kubernetes.io/arch"
+INSTALLERS["rdma-a4x"] = dict(copy.deepcopy(INSTALLERS["rdma"]), accelerators=["nvidia-gb200"],
+                              arch_label=ARCH_LABEL, node_arch=["arm64"])
 
 NRI_INJECTOR = dict(
     name="device-injector",
@@ -383,6 +411,7 @@ WORKLOAD_VOLUMES = {
         dict(name="gib", hostPath=dict(path="/home/kubernetes/bin/gib")),
     ],
 }
+WORKLOAD_VOLUMES["rdma-a4x"] = copy.deepcopy(WORKLOAD_VOLUMES["rdma"])
 
 # Mounts added to every container that requests GPUs: (volume, mountPath, readOnly).
 GPU_CONTAINER_MOUNTS = {
@@ -390,9 +419,29 @@ GPU_CONTAINER_MOUNTS = {
     "tcpxo": [("aperture-devices", "/dev/aperture_devices", False)],
     "rdma": [("library-dir-host", CONTAINER_NVIDIA_DIR, False), ("gib", "/usr/local/gib", False)],
 }
+GPU_CONTAINER_MOUNTS["rdma-a4x"] = list(GPU_CONTAINER_MOUNTS["rdma"])
 
 # LD_LIBRARY_PATH entry every GPU container needs, per fabric.
-LIBRARY_PATHS = {"tcpx": LIBRARY_DIR, "tcpxo": LIBRARY_DIR, "rdma": LIBRARY_DIR}
+LIBRARY_PATHS = {"tcpx": LIBRARY_DIR, "tcpxo": LIBRARY_DIR, "rdma": LIBRARY_DIR, "rdma-a4x": LIBRARY_DIR}
+
+# --------------------------------------------------------------------------------------------
+# The Network objects RDMA pods attach (RDMA_GVNIC_NETWORK / RDMA_NETWORK_PREFIX above; the fabric engine,
+# _gcp/multinetwork.py, builds the GKENetworkParamSet + Network pairs from the same names)
+# --------------------------------------------------------------------------------------------
+
+
+def rdma_profile_names():
+    """The profiles whose NICs are RDMA devices (deviceMode RDMA), in catalog order."""
+    return [name for name in PROFILE_NAMES if PROFILES[name]["device_mode"] == "RDMA"]
+
+
+def rdma_network_names(profile_name):
+    """The RDMA Network objects a pod of the profile attaches: rdma-0..N-1 (N: the profile's NICs)."""
+    entry = profile(profile_name)
+    if entry["device_mode"] != "RDMA":
+        raise ValueError("%s is not an RDMA profile; RDMA profiles: %s" % (profile_name, ", ".join(rdma_profile_names())))
+    return ["%s%d" % (RDMA_NETWORK_PREFIX, index) for index in range(entry["gpu_nic_count"])]
+
 
 _GKE_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)-gke\.(\d+)\Z")
 _GKE_MINOR = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?\Z")
@@ -510,10 +559,11 @@ def images(profile_name, gke_version=None, registry=None):
     """Every image reference a profile needs, resolved (``registry`` overrides all registries)."""
     rel = release(profile_name, gke_version)
     installer = INSTALLERS.get(profile_name, INSTALLERS[profile(profile_name)["fabric"]])
+    own = ARCH_IMAGES.get(profile_name, {})
     return dict(
-        installer=image_ref(rel["installer"], registry),
+        installer=image_ref(own.get("installer") or rel["installer"], registry),
         daemon=image_ref(rel["daemon"], registry),
-        test=image_ref(rel.get("test") or rel["installer"], registry),
+        test=image_ref(own.get("test") or rel.get("test") or rel["installer"], registry),
         pause=image_ref(PAUSE_IMAGE, registry),
         pre_install=image_ref(PRE_INSTALL_IMAGE, registry) if installer["pre_install"] else None,
         nri_injector=image_ref(NRI_INJECTOR["image"], registry),
@@ -571,7 +621,13 @@ def describe(profile_name, gke_version=None, registry=None):
     entry["interfaces"] = interface_names(profile_name)
     entry["control_interface"] = CONTROL_INTERFACE
     entry["nccl_bandwidth_threshold"] = NCCL_BANDWIDTH_THRESHOLDS.get(profile_name)
-    entry["nccl_env_script"] = {"tcpxo": TCPXO_ENV_SCRIPT, "rdma": GIB_ENV_SCRIPT}.get(fabric)
+    entry["nccl_env_script"] = TCPXO_ENV_SCRIPT if profile_name == "tcpxo" else (
+        GIB_ENV_SCRIPT if entry["device_mode"] == "RDMA" else None)
+    entry["node_arch"] = ARCH_IMAGES.get(profile_name, {}).get("arch", "amd64")
+    # the Network objects every pod attaches, in GPU NIC order (RDMA profiles: rdma-0..N-1; TCPX/TCPXO:
+    # named by the fabric, so None here)
+    entry["pod_networks"] = rdma_network_names(profile_name) if entry["device_mode"] == "RDMA" else None
+    entry["nri_injector_needed"] = profile_name in DAEMONS
     entry["native_sidecar_min_gke"] = NATIVE_SIDECAR_MIN_GKE
     entry["native_sidecar"] = native_sidecar_supported(gke_version) if gke_version else None
     return entry

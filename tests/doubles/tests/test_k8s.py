@@ -471,6 +471,12 @@ def test_gke_networking_controller_reasons(k8s_double, dyn):
     assert reasons("vpc4") == ({"ParamsReady": "GNPParamsNotReady", "Ready": "ParamsNotReady"},
                                "SecondaryRangeAndDeviceModeUnspecified")
     assert k8s_double.get("GKENetworkParamSet", "vpc1")["status"]["networkName"] == "vpc1"
+    # RDMA: the RoCE VPC holds one subnet per RDMA NIC, each its own set; a subnet is still used once only
+    make("rdma-0", vpc="roce", vpcSubnet="roce-sub-0", deviceMode="RDMA")
+    make("rdma-1", vpc="roce", vpcSubnet="roce-sub-1", deviceMode="RDMA")
+    make("rdma-2", vpc="roce", vpcSubnet="roce-sub-1", deviceMode="RDMA")
+    assert reasons("rdma-1") == ({"ParamsReady": "GNPParamsReady", "Ready": "NetworkReady"}, "GNPReady")
+    assert reasons("rdma-2")[1] == "DeviceModeSubnetAlreadyInUse"
     gnp.delete(name="vpc1")
     conditions = {c["type"]: c["reason"] for c in k8s_double.get("Network", "vpc1")["status"]["conditions"]}
     assert conditions == {"ParamsReady": "GNPDeleted", "Ready": "ParamsNotReady"}

@@ -72,3 +72,83 @@ def test_refusals_say_what_is_wrong(args, kwargs, message):
 
 def test_workload_error_is_a_value_error():
     assert issubclass(w.WorkloadError, ValueError)
+
+
+# ------------------------------------------------------------------ GPUDirect-RDMA (A3 Ultra, A4; issue 21)
+
+RDMA_NETWORKS = ["rdma-%d" % i for i in range(8)]
+
+
+def test_an_rdma_pod_gets_its_interfaces_the_gib_mounts_and_env_without_a_sidecar_or_privilege():
+    warnings = []
+    patched = w.patch_workload(pod(), "rdma", RDMA_NETWORKS, gke_version="1.33.5-gke.1080000",
+                               machine_type="a3-ultragpu-8g", warnings=warnings)
+    annotations = patched["metadata"]["annotations"]
+    assert annotations["networking.gke.io/default-interface"] == "eth0"
+    assert json.loads(annotations["networking.gke.io/interfaces"]) == [{"interfaceName": "eth0", "network": "default"}] + [
+        {"interfaceName": "eth%d" % (i + 2), "network": "rdma-%d" % i} for i in range(8)]
+    assert not [k for k in annotations if k.startswith("devices.gke.io/")]  # no NRI device annotation
+    spec = patched["spec"]
+    assert "initContainers" not in spec and [c["name"] for c in spec["containers"]] == ["trainer"]
+    assert {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]} == {
+        "library-dir-host": "/home/kubernetes/bin/nvidia", "gib": "/home/kubernetes/bin/gib"}
+    trainer = spec["containers"][0]
+    assert {m["mountPath"]: m["name"] for m in trainer["volumeMounts"]} == {
+        "/usr/local/nvidia": "library-dir-host", "/usr/local/gib": "gib"}
+    assert "securityContext" not in trainer and "hostNetwork" not in spec
+    env = {e["name"]: e["value"] for e in trainer["env"]}
+    assert env["NCCL_NET"] == "gIB" and env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
+    assert env["NCCL_TUNER_CONFIG_PATH"] == "/usr/local/gib/configs/tuner_config_a3u.txtpb"
+    assert w.patch_workload(copy.deepcopy(patched), "rdma", RDMA_NETWORKS, gke_version="1.33.5-gke.1080000",
+                            machine_type="a3-ultragpu-8g") == patched
+
+
+def test_an_rdma_pod_takes_every_gpu_of_its_node():
+    with pytest.raises(w.WorkloadError, match="requests 4 of the 8 GPUs .* GPUDirect-RDMA needs all GPUs of the node"):
+        w.patch_workload(pod(gpus=4), "rdma", RDMA_NETWORKS)
+    with pytest.raises(w.WorkloadError, match="rdma needs 8 GPU NIC networks, 4 given"):
+        w.patch_workload(pod(), "rdma", RDMA_NETWORKS[:4])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(sidecar="native"), "sidecar: native asks for the RxDM daemon sidecar; rdma pods have none"),
+    (dict(nccl_overrides={"NCCL_FASTSOCKET_NUM_FLOWS": "8"}), "nccl_overrides.NCCL_FASTSOCKET_NUM_FLOWS: NCCL Fast Socket"),
+    (dict(nccl_overrides={"NCCL_NET": "FastSocket"}), "NCCL_NET: FastSocket selects NCCL Fast Socket"),
+    (dict(nccl_overrides={"NCCL_FASTRAK_IFNAME": "eth1"}), "NCCL_FASTRAK_IFNAME: a GPUDirect-TCPXO setting; rdma uses the gIB"),
+])
+def test_an_rdma_patch_refuses_tcpx_daemon_and_fast_socket_settings(kwargs, message):
+    with pytest.raises(w.WorkloadError, match=message):
+        w.patch_workload(pod(), "rdma", RDMA_NETWORKS, **kwargs)
+
+
+def test_rdma_conflicts_names_every_conflicting_setting():
+    settings = {
+        "tcpxo_installer_registry": "mirror.example.com",
+        "nri_device_injector_step": "31-x",
+        "nccl_test_sidecar": "classic",
+        "nccl_test_nccl_overrides": {"NCCL_NET": "Socket", "NCCL_IB_TC": "52"},
+        "gke_gpu_cluster_node_pool": {"gpu_sharing": {"strategy": "time-sharing"}, "enable_fast_socket": True,
+                                      "node_labels": {"cloud.google.com/gke-gpu-partition-size": "1g.18gb", "team": "a"}},
+    }
+    problems = w.rdma_conflicts("rdma", settings)
+    assert len(problems) == 7, problems
+    assert problems[0].startswith("gke_gpu_cluster_node_pool.gpu_sharing: GPUDirect-RDMA needs whole nodes")
+    assert "gke_gpu_cluster_node_pool.enable_fast_socket: NCCL Fast Socket does not work" in problems[1]
+    assert problems[2].startswith("gke_gpu_cluster_node_pool.node_labels.cloud.google.com/gke-gpu-partition-size")
+    assert problems[3].startswith("nccl_test_nccl_overrides.NCCL_NET: Socket selects another network plugin")
+    assert problems[4] == "nccl_test_sidecar: classic asks for the RxDM daemon sidecar; rdma pods have none"
+    assert problems[5].startswith("nri_device_injector_step: a TCPX/TCPXO daemon setting")
+    assert problems[6].startswith("tcpxo_installer_registry: a TCPX/TCPXO daemon setting")
+    # the same settings are fine for TCPXO, and harmless ones are fine for RDMA
+    assert w.rdma_conflicts("tcpxo", settings) == []
+    assert w.rdma_conflicts("rdma", {"nccl_test_sidecar": "auto", "nccl_test_nccl_overrides": {"NCCL_NET": "gIB"},
+                                     "gke_gpu_cluster_node_pool": {"node_labels": {"team": "a"}, "gpu_sharing": None}}) == []
+    # only a dict named *node_pool is read as a node pool; an unset pool is no conflict
+    assert w.rdma_conflicts("rdma", {"gke_gpu_cluster_node_pool": None, "my_settings": {"gpu_sharing": True}}) == []
+
+
+def test_rdma_conflicts_refuses_bad_input():
+    with pytest.raises(ValueError, match="'tcp' is not a GPUDirect profile"):
+        w.rdma_conflicts("tcp", {})
+    with pytest.raises(ValueError, match="settings: a dict"):
+        w.rdma_conflicts("rdma", ["tcpx_installer_image"])

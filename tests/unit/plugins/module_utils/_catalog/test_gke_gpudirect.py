@@ -172,6 +172,10 @@ def test_describe_is_a_deep_copy():
 
 def test_installer_accelerators_match_the_machines():
     for name, installer in g.INSTALLERS.items():
+        if name not in g.PROFILES:
+            # the A4X profile comes with the cloud side of issue 21; until then only its installer row exists
+            assert name == "rdma-a4x", name
+            continue
         assert sorted(installer["accelerators"]) == g.PROFILES[name]["accelerator_types"]
         assert installer["namespace"] == "kube-system"
     for name in g.DAEMONS:
@@ -205,3 +209,52 @@ def test_interfaces_annotation():
         {"interfaceName": "eth%d" % i, "network": "vpc%d" % i} for i in range(1, 5)]
     rdma = json.loads(g.interfaces_annotation("rdma", ["rdma-%d" % i for i in range(8)]))
     assert [e["interfaceName"] for e in rdma] == ["eth0"] + ["eth%d" % i for i in range(2, 10)]
+
+
+# ------------------------------------------------------------------ RDMA profiles (issue 21, Kubernetes side)
+
+A4X = "rdma-a4x"
+needs_a4x = pytest.mark.skipif(A4X not in g.PROFILES, reason="profile rdma-a4x is not in PROFILES yet (cloud side of issue 21)")
+
+
+def test_rdma_network_names_follow_the_nic_count():
+    assert g.rdma_network_names("rdma") == ["rdma-%d" % i for i in range(8)]
+    assert g.rdma_profile_names()[0] == "rdma" and "tcpxo" not in g.rdma_profile_names()
+    with pytest.raises(ValueError, match="tcpxo is not an RDMA profile; RDMA profiles: rdma"):
+        g.rdma_network_names("tcpxo")
+
+
+def test_rdma_describe_says_what_the_roles_need():
+    rdma = g.describe("rdma")
+    assert rdma["pod_networks"] == ["rdma-%d" % i for i in range(8)]
+    assert rdma["interfaces"] == ["eth%d" % i for i in range(2, 10)]
+    assert rdma["nri_injector_needed"] is False and rdma["node_arch"] == "amd64"
+    assert rdma["nccl_bandwidth_threshold"] == 100.0
+    assert g.describe("tcpxo")["pod_networks"] is None and g.describe("tcpxo")["nri_injector_needed"] is True
+    assert rdma["images"]["installer"] == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
+    # the release facts without its image references (those are resolved under "images")
+    assert rdma["release"]["name"] == "gib-v1.1.1" and not set(rdma["release"]) & {"installer", "daemon", "test"}
+
+
+def test_a4x_rows_keyed_by_profile_name():
+    """The rows this side owns for A4X exist before the profile does: arm64 images, one digest-pinned."""
+    installer = g.INSTALLERS[A4X]
+    assert installer["accelerators"] == ["nvidia-gb200"] and installer["node_arch"] == ["arm64"]
+    assert installer["arch_label"] == "kubernetes.io/arch"
+    assert installer["name"] == "nccl-rdma-installer" and installer["command"] == g.INSTALLERS["rdma"]["command"]
+    assert "node_arch" not in g.INSTALLERS["rdma"]
+    own = g.ARCH_IMAGES[A4X]
+    assert own["arch"] == "arm64"
+    assert re.match(r"^us-docker\.pkg\.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64:v1\.1\.2@sha256:[0-9a-f]{64}$",
+                    g.image_ref(own["installer"]))
+    assert g.WORKLOAD_VOLUMES[A4X] == g.WORKLOAD_VOLUMES["rdma"] and g.GPU_CONTAINER_MOUNTS[A4X] == g.GPU_CONTAINER_MOUNTS["rdma"]
+    assert g.NCCL_BANDWIDTH_THRESHOLDS[A4X] < g.NCCL_BANDWIDTH_THRESHOLDS["rdma"]
+
+
+@needs_a4x
+def test_a4x_profile_resolves_to_arm64_images_and_four_networks():
+    entry = g.describe(A4X)
+    assert entry["gpus_per_node"] == 4 and entry["gpu_nic_count"] == 4
+    assert entry["pod_networks"] == ["rdma-0", "rdma-1", "rdma-2", "rdma-3"]
+    assert "nccl-plugin-gib-arm64" in entry["images"]["installer"] and entry["node_arch"] == "arm64"
+    assert sorted(g.INSTALLERS[A4X]["accelerators"]) == entry["accelerator_types"]
