@@ -465,7 +465,7 @@ def test_nccl_test_live_checks_networks_and_nodes_before_deploying(run_playbook,
 
 def _rdma_network_objects(cluster="a3u", zone="us-central1-b"):
     """The GKENetworkParamSet + Network objects the fabric engine gives an A3 Ultra cluster (what gke_gpu_cluster applies)."""
-    fabric = multinetwork.resolve(dict(project="p", cluster=cluster, location=zone, gpudirect="rdma"))
+    fabric = multinetwork.resolve(dict(project="demo-project", cluster=cluster, location=zone, gpudirect="rdma"))
     return multinetwork.manifests(fabric)
 
 
