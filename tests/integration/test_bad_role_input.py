@@ -224,6 +224,17 @@ CASES = [
     ("network_operator: selector vendors as a number", role(
         "network_operator", network_operator_rdma_shared_device_plugin={"selectors": {"vendors": [{"id": "15b3"}]}}),
      ["vendors"]),
+    # --- network_operator: nv-ipam's IPPool rules and Linux interface names (issue #24 section 3)
+    ("network_operator: gateway outside its pool's subnet", role(
+        "network_operator", network_operator_ip_pools=[{"name": "p", "subnet": "10.0.0.0/24", "gateway": "10.0.1.1"}]),
+     ["ip_pools[0].gateway: 10.0.1.1 is outside the pool's subnet 10.0.0.0/24"]),
+    ("network_operator: per-node block larger than the subnet", role(
+        "network_operator", network_operator_ip_pools=[{"name": "p", "subnet": "10.0.0.0/29", "per_node_block_size": 8}]),
+     ["ip_pools[0].per_node_block_size must be between 2 and 6"]),
+    ("network_operator: macvlan master with a shell metacharacter", role(
+        "network_operator", network_operator_ip_pools=[{"name": "p", "subnet": "10.0.0.0/24"}],
+        network_operator_networks=[{"kind": "macvlan", "name": "n", "master": "ens1;reboot", "ip_pool": "p"}]),
+     ["networks[0].master: 'ens1;reboot' is not 1 to 15 letters"]),
 ]
 
 

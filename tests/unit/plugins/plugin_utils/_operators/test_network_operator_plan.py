@@ -66,6 +66,33 @@ NET_BAD = [
     (net_options("25.10.0", rdma_shared_device_plugin={"selectors": {"vendors": ["15b3"], "rootDevices": ["0000:18:00.0"]}}),
      "unknown selector rootDevices (allowed: vendors, deviceIDs, drivers, ifNames, linkTypes)"),
     (net_options("25.10.0", namespace="nvidia network"), "namespace"),
+    # IP pools as nv-ipam's IPPool webhook checks them (ippool_validate.go), and Linux interface names
+    (net_options("25.10.0", ip_pools=[{"name": "p", "subnet": "10.0.0.256/24"}]),
+     "ip_pools[0].subnet: '10.0.0.256/24' is not an IPv4 CIDR (a.b.c.d/0-32, each part 0-255)"),
+    (net_options("25.10.0", ip_pools=[{"name": "p", "subnet": "10.0.0.0/33"}]), "ip_pools[0].subnet: '10.0.0.0/33' is not an IPv4"),
+    (net_options("25.10.0", ip_pools=[{"name": "p", "subnet": "10.0.0.0/32"}]),
+     "ip_pools[0].subnet: 10.0.0.0/32 has 1 usable address"),
+    (net_options("25.10.0", ip_pools=[{"name": "p", "subnet": "10.0.0.0/28", "per_node_block_size": 15}]),
+     "ip_pools[0].per_node_block_size must be between 2 and 14 (the usable addresses of 10.0.0.0/28), got 15"),
+    (net_options("25.10.0", ip_pools=[{"name": "p", "subnet": "10.0.0.0/31", "per_node_block_size": 3}]),
+     "must be between 2 and 2"),
+    (net_options("25.10.0", ip_pools=[{"name": "p", "subnet": "10.0.0.0/24", "per_node_block_size": True}]),
+     "per_node_block_size must be between 2 and 254"),
+    (net_options("25.10.0", ip_pools=[{"name": "p", "subnet": "10.0.0.0/24", "gateway": "10.0.1.1"}]),
+     "ip_pools[0].gateway: 10.0.1.1 is outside the pool's subnet 10.0.0.0/24"),
+    (net_options("25.10.0", ip_pools=[{"name": "p", "subnet": "10.0.0.0/24", "gateway": "10.0.0.300"}]),
+     "ip_pools[0].gateway: '10.0.0.300' is not an IPv4 address"),
+    (net_options("25.10.0", networks=[{"kind": "macvlan", "name": "n", "master": "ens64np1;ls", "ip_pool": "rdma-pool"}]),
+     "networks[0].master: 'ens64np1;ls' is not 1 to 15 letters"),
+    (net_options("25.10.0", networks=[{"kind": "ipoib", "name": "n", "master": "ib0-with-a-long-name", "ip_pool": "rdma-pool"}]),
+     "networks[0].master: 'ib0-with-a-long-name' is not 1 to 15"),
+    (net_options("25.7.0", ip_pools=[], networks=[{"kind": "macvlan", "name": "n", "master": "e", "range": "192.168.2/24"}]),
+     "networks[0].range: '192.168.2/24' is not an IPv4 CIDR"),
+    (net_options("25.7.0", ip_pools=[], networks=[{"kind": "macvlan", "name": "n", "master": "e", "range": "192.168.2.0/24",
+                                                   "exclude": ["192.168.2.0/28", "192.168.2.300/32"]}]),
+     "networks[0].exclude[1]: '192.168.2.300/32' is not an IPv4 CIDR"),
+    (net_options("25.10.0", rdma_shared_device_plugin={"selectors": {"ifNames": ["ens64np1", "ens 1"]}}),
+     "rdma_shared_device_plugin.selectors.ifNames: 'ens 1' is not 1 to 15"),
 ]
 
 
@@ -74,6 +101,22 @@ def test_bad_network_operator_input_is_refused_naming_the_option(settings, fragm
     with pytest.raises(inputs.OperatorInputError) as error:
         network_operator_plan.network_operator_plan(settings, {"a": host()})
     assert fragment in str(error.value)
+
+
+@pytest.mark.parametrize("pool, spec", [
+    ({"name": "p", "subnet": "10.0.0.0/28", "per_node_block_size": 14}, {"subnet": "10.0.0.0/28", "perNodeBlockSize": 14}),
+    ({"name": "p", "subnet": "10.0.0.0/31", "per_node_block_size": 2}, {"subnet": "10.0.0.0/31", "perNodeBlockSize": 2}),
+    ({"name": "p", "subnet": "10.0.0.5/24", "gateway": "10.0.0.254"},
+     {"subnet": "10.0.0.5/24", "perNodeBlockSize": 16, "gateway": "10.0.0.254"}),
+    ({"name": "p", "subnet": "10.0.0.0/24", "gateway": "10.0.0.0"}, {"subnet": "10.0.0.0/24", "perNodeBlockSize": 16,
+                                                                    "gateway": "10.0.0.0"}),
+], ids=["block fills a /28", "point to point", "host bits as Go's ParseCIDR takes them", "gateway at the network address"])
+def test_ip_pools_at_the_limits_are_taken(pool, spec):
+    plan = network_operator_plan.network_operator_plan(
+        net_options("25.10.0", ip_pools=[pool], networks=[{"kind": "macvlan", "name": "n", "master": "bond0.100", "ip_pool": "p"}]),
+        {"a": host()})
+    assert plan["ip_pools"][0]["spec"] == spec
+    assert plan["networks"][0]["spec"]["master"] == "bond0.100"
 
 
 def test_host_mofed_must_be_installed_for_the_host_source():
