@@ -7,6 +7,8 @@ Only nvidia-smi is faked; the engine, the catalog, the parsers and the plan help
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mig as _mig_host
@@ -200,6 +202,50 @@ def test_nvidia_smi_failure_mid_apply_converges_on_rerun():
     result = host.apply([dict(gpu="0", profiles=["3g.40gb", "2g.20gb", "2g.20gb"])])
     assert result["changed"] and sorted(p for p, _s, _c in host.geometry()) == ["2g.20gb", "2g.20gb", "3g.40gb"]
     assert not host.apply([dict(gpu="0", profiles=["3g.40gb", "2g.20gb", "2g.20gb"])])["changed"]
+
+
+class LossyHost(Host):
+    """A host whose nvidia-smi answers one write as done but keeps its state (a driver that drops a request)."""
+
+    def __init__(self, preset, dropped):
+        super().__init__(preset)
+        self.dropped = dropped
+
+    def run(self, argv):
+        text = " ".join(argv[1:])
+        if self.dropped is not None and (self.dropped(text) if callable(self.dropped) else text == self.dropped):
+            rc, output, write = fake.run(argv[1:], copy.deepcopy(self.state))
+            self.calls.append(dict(argv=argv[1:], rc=rc, write=write))
+            return rc, output, ""
+        return super().run(argv)
+
+
+def test_a_read_back_that_disagrees_with_the_plan_says_what_was_planned_shown_and_written():
+    host = LossyHost("A100-40GB x2", "mig -i 1 -cgi 14:0 -C")
+    with pytest.raises(_mig_host.MigError) as err:
+        host.apply([dict(gpu="all", profiles=["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"])])
+    message = str(err.value)
+    assert "read back after the changes differs from the plan" in message, message
+    assert "GPU 1 (A100-40GB): planned [1g.5gb@2 [1], 1g.5gb@3 [1], 2g.10gb@0 [2], 3g.20gb@4 [3]], " \
+           "nvidia-smi shows [1g.5gb@2 [1], 1g.5gb@3 [1], 3g.20gb@4 [3]]" in message, message
+    assert "GPU 0" not in message, "a GPU that reads back as planned is not reported"
+    assert "written: -i 0 -mig 1; mig -i 0 -cgi 9:4 -C" in message and "mig -i 1 -cgi 14:0 -C" in message, message
+    # a re-run on an honest host converges from what is there
+    honest = Host("A100-40GB x2")
+    honest.state = host.state
+    again = honest.apply([dict(gpu="all", profiles=["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"])])
+    assert again["changed"] and honest.writes == ["mig -i 1 -cgi 14:0 -C"]
+
+
+def test_a_dropped_compute_split_is_reported_with_the_split_planned():
+    host = LossyHost("A100-40GB x2", None)
+    host.apply([dict(gpu="0", profiles=["3g.20gb"])])
+    host.dropped = lambda text: " -cci " in text
+    with pytest.raises(_mig_host.MigError) as err:
+        host.apply([dict(gpu="0", profiles=[dict(profile="3g.20gb", compute_instances=[1, 1, 1])])])
+    assert "GPU 0 (A100-40GB): planned [3g.20gb@0 [1+1+1]], nvidia-smi shows [3g.20gb@0 [no compute instance]]" \
+        in str(err.value), str(err.value)
+    assert "written: mig -i 0 -dci -gi" in str(err.value) and "-cci 0,0,0" in str(err.value), str(err.value)
 
 
 def test_offline_plan_needs_no_nvidia_smi():
