@@ -172,6 +172,66 @@ def image(value):
     return None
 
 
+_IMAGE_TAG = re.compile(r"^[\w][\w.-]{0,127}\Z")
+
+
+def image_tag(value):
+    """None when ``value`` is an image tag (distribution/reference: ``[\\w][\\w.-]{0,127}``); numbers count as text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    text, why = _text(value)
+    if why:
+        return why
+    if not _IMAGE_TAG.match(text):
+        return "%s is not an image tag (letters, digits, '_', '.' and '-', at most 128, not starting with '.' or '-')" % (
+            show(text),)
+    return None
+
+
+def _image_fields(values, path, found):
+    if isinstance(values, list):
+        for index, item in enumerate(values):
+            _image_fields(item, "%s[%d]" % (path, index), found)
+        return
+    if not isinstance(values, dict):
+        return
+    # image fields: image and repository (an image reference; a URL repository is a chart's, not checked) anywhere;
+    # tag and version where the dict names an image (image or repository key, or the value of an image key)
+    is_image = path.rsplit(".", 1)[-1] == "image" or "image" in values or "repository" in values
+    for key in sorted(values, key=str):
+        value = values[key]
+        where = "%s.%s" % (path, key) if path else str(key)
+        if value is None or value == "" or isinstance(value, (dict, list)):
+            _image_fields(value, where, found)
+            continue
+        if key == "image" or (key == "repository" and "://" not in str(value)):
+            why = image(value)
+        elif is_image and key in ("tag", "version"):
+            why = image_tag(value)
+        else:
+            continue
+        if why:
+            found.append("%s: %s" % (where, why))
+
+
+def chart_values_images(value):
+    """None when every image field of chart values is valid, else the reasons with their paths: ``image`` and
+    ``repository`` (not a URL) at any depth are image references; ``tag`` and ``version`` beside an image or repository,
+    or under an ``image`` key, are image tags."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return "chart values must be a dict, got %s" % type(value).__name__
+    return "; ".join(image_field_problems(value)) or None
+
+
+def image_field_problems(values, prefix=""):
+    """``"<prefix>.<path>: <why>"`` for every bad image field of ``values`` (see chart_values_images)."""
+    found = []
+    _image_fields(values, prefix, found)
+    return found
+
+
 _REGISTRY = re.compile(r"^%s(?:/%s)*\Z" % (_DOMAIN, _PATH_COMPONENT))
 
 
@@ -229,6 +289,8 @@ RULES = {
     "label_value": label_value,
     "labels": labels,
     "image": image,
+    "image_tag": image_tag,
+    "chart_values_images": chart_values_images,
     "registry": registry,
     "path_segment": path_segment,
 }

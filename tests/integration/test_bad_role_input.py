@@ -235,6 +235,16 @@ CASES = [
         "network_operator", network_operator_ip_pools=[{"name": "p", "subnet": "10.0.0.0/24"}],
         network_operator_networks=[{"kind": "macvlan", "name": "n", "master": "ens1;reboot", "ip_pool": "p"}]),
      ["networks[0].master: 'ens1;reboot' is not 1 to 15 letters"]),
+    # --- image references in raw chart values: every chart goes through apply's chart entry point
+    ("nvidia_device_plugin: raw chart values with a bad image tag", role(
+        "nvidia_device_plugin", nvidia_device_plugin_values={"image": {"repository": "nvcr.io/nvidia/k8s-device-plugin",
+                                                                      "tag": "v0.17.0 --privileged"}}),
+     ["apply_chart.values: image.tag: 'v0.17.0 --privileged' is not an image tag"]),
+    ("apply: chart values with a repository in capitals", apply_chart(values={"driver": {"repository": "NVCR.io/nvidia"}}),
+     ["apply_chart.values: driver.repository: 'NVCR.io/nvidia' is not an image reference"]),
+    ("gpu_operator: raw values with an image holding a space", role(
+        "gpu_operator", gpu_operator_values={"devicePlugin": {"image": "k8s-device-plugin v2"}}),
+     ["values.devicePlugin.image: 'k8s-device-plugin v2' is not an image reference"]),
 ]
 
 

@@ -26,7 +26,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.network_o
 )
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs import (
     _catalog_chart, _chart_source, _choice, _dns_label, _dns_subdomain, _hosts_with, _merge, _pinned,
-    OperatorInputError, _require,
+    OperatorInputError, _images, _require,
 )
 
 
@@ -175,6 +175,8 @@ def network_operator_plan(options, hosts=None):
         driver_version = ofed.get("version") or entry["doca_driver"]
         _require(bool(driver_version), "ofed.version: the catalog knows no DOCA driver for Network Operator chart %s; "
                  "set the doca-driver image tag", version)
+        _images("ofed", {"image": "doca-driver", "repository": ofed.get("repository") or MELLANOX_REPOSITORY,
+                         "version": str(driver_version)})
         spec["ofedDriver"] = {"image": "doca-driver", "repository": ofed.get("repository") or MELLANOX_REPOSITORY,
                               "version": str(driver_version),
                               "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1,
@@ -260,6 +262,7 @@ def network_operator_plan(options, hosts=None):
     values = {"nfd": {"enabled": bool(options.get("nfd_enabled", True)), "deployNodeFeatureRules": True},
               "sriovNetworkOperator": {"enabled": bool(options.get("sriov_network_operator", False))}}
     check_network_operator_values(options.get("values") or {}, version)
+    _images("values", options.get("values") or {})
     values = _merge(values, options.get("values") or {})
     return {
         "chart": dict(_chart_source(options, NETWORK_OPERATOR_CHART, NETWORK_OPERATOR_REPO_URL),

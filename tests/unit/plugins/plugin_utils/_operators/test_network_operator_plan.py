@@ -93,6 +93,11 @@ NET_BAD = [
      "networks[0].exclude[1]: '192.168.2.300/32' is not an IPv4 CIDR"),
     (net_options("25.10.0", rdma_shared_device_plugin={"selectors": {"ifNames": ["ens64np1", "ens 1"]}}),
      "rdma_shared_device_plugin.selectors.ifNames: 'ens 1' is not 1 to 15"),
+    (net_options("25.10.0", values={"operator": {"repository": "nvcr.io/nvidia/cloud-native", "image": "network-operator",
+                                                 "tag": "v25.10.0 "}}), "values.operator.tag: 'v25.10.0 ' is not an image tag"),
+    (net_options("25.10.0", ofed={"source": "operator", "repository": "Mellanox", "version": "doca3.2.0"}),
+     "ofed.repository: 'Mellanox' is not an image reference"),
+    (net_options("25.10.0", ofed={"source": "operator", "version": "doca3.2.0/../x"}), "ofed.version: 'doca3.2.0/../x' is not an image tag"),
 ]
 
 
