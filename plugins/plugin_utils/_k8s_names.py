@@ -279,6 +279,17 @@ def path_segment_name(value):
     return None
 
 
+def count(value):
+    """None when ``value`` is a whole number of 0 or more (retries, a timeout or a delay in seconds), else why not."""
+    if isinstance(value, str) and re.match(r"^\s*-?[0-9]+\s*\Z", value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "%s is not a whole number" % show(value)
+    if value < 0:
+        return "%d is negative; retries, timeouts and delays are 0 or more" % value
+    return None
+
+
 RULES = {
     "namespace": dns1123_label,
     "dns1123_label": dns1123_label,
@@ -293,6 +304,7 @@ RULES = {
     "chart_values_images": chart_values_images,
     "registry": registry,
     "path_segment": path_segment,
+    "count": count,
 }
 
 

@@ -240,11 +240,22 @@ CASES = [
         "nvidia_device_plugin", nvidia_device_plugin_values={"image": {"repository": "nvcr.io/nvidia/k8s-device-plugin",
                                                                       "tag": "v0.17.0 --privileged"}}),
      ["apply_chart.values: image.tag: 'v0.17.0 --privileged' is not an image tag"]),
-    ("apply: chart values with a repository in capitals", apply_chart(values={"driver": {"repository": "NVCR.io/nvidia"}}),
-     ["apply_chart.values: driver.repository: 'NVCR.io/nvidia' is not an image reference"]),
+    ("apply: chart values with a repository in capitals", apply_chart(values={"driver": {"repository": "nvcr.io/Nvidia"}}),
+     ["apply_chart.values: driver.repository: 'nvcr.io/Nvidia' is not an image reference"]),
     ("gpu_operator: raw values with an image holding a space", role(
         "gpu_operator", gpu_operator_values={"devicePlugin": {"image": "k8s-device-plugin v2"}}),
      ["values.devicePlugin.image: 'k8s-device-plugin v2' is not an image reference"]),
+    # --- retries, timeouts and delays are 0 or more (apply's names check, rule count)
+    ("gpu_operator: negative wait retries", role("gpu_operator", gpu_operator_wait_retries=-1),
+     ["gpu_operator_wait_retries: -1 is negative"]),
+    ("network_operator: negative wait delay", role("network_operator", network_operator_wait_delay=-5),
+     ["network_operator_wait_delay: -5 is negative"]),
+    ("nvidia_device_plugin: negative verify retries", role("nvidia_device_plugin", nvidia_device_plugin_verify_retries=-3),
+     ["nvidia_device_plugin_verify_retries: -3 is negative"]),
+    ("nccl_test: negative pod timeout", role("nccl_test", nccl_test_pod_timeout=-1), ["nccl_test_pod_timeout: -1 is negative"]),
+    ("apply: negative wait timeout", apply_manifests([CM], apply_wait_timeout=-10), ["apply_wait_timeout: -10 is negative"]),
+    ("tcpxo_installer: negative wait delay", role("tcpxo_installer", tcpxo_installer_wait_delay=-1),
+     ["_wait_delay: -1 is negative"]),
 ]
 
 

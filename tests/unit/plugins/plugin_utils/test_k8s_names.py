@@ -140,3 +140,14 @@ def test_chart_values_must_be_a_dict_and_a_tag_has_at_most_128_characters():
     assert names.check("chart_values_images", None) is None
     assert names.check("image_tag", "a" * 128) is None and names.check("image_tag", "_v1.0-rc1") is None
     assert names.check("image_tag", 12.5) is None and names.check("image_tag", "") == "must not be empty"
+
+
+@pytest.mark.parametrize("value, why", [
+    (0, None), (90, None), ("10", None), (" 5 ", None),
+    (-1, "-1 is negative; retries, timeouts and delays are 0 or more"), ("-5", "-5 is negative"),
+    (True, "True is not a whole number"), (1.5, "1.5 is not a whole number"), ("ten", "'ten' is not a whole number"),
+    (None, "None is not a whole number"),
+], ids=["zero", "ninety", "text", "blanks", "minus one", "negative text", "boolean", "fraction", "word", "none"])
+def test_counts_are_whole_numbers_of_zero_or_more(value, why):
+    found = names.check("count", value)
+    assert found == why if why is None else found.startswith(why), found
