@@ -8,6 +8,7 @@ Only nvidia-smi is faked; the engine, the catalog, the parsers and the plan help
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -328,3 +329,74 @@ def test_instances_in_use_are_not_removed_and_no_gpu_is_touched():
     fake.control(["process", "clear"], host.state)
     assert host.apply([dict(gpu="all", profiles=["7g.40gb"])])["changed"]
     assert host.geometry(0) == host.geometry(1) == [("7g.40gb", 0, (7,))]
+
+
+# ---- what the mutation check (scripts/mutate.py) showed untested: boundaries, messages, results
+
+def _offline(count, model="H100-80GB", gpus=None):
+    params = dict(gpus=gpus or [dict(gpu="all", profiles=["7g.80gb"])], nvidia_smi=None, allow_reset=False,
+                  mig_parted_config_name="c", offline=dict(model=model, count=count))
+    return _mig_host.converge(params, None, False, False)
+
+
+@pytest.mark.parametrize("count", [0, 65, True, "2", 2.0, None], ids=["zero", "65", "boolean", "text", "float", "unset"])
+def test_offline_count_outside_1_to_64_is_refused(count):
+    with pytest.raises(_mig_host.MigError, match=r"offline.count: the number of GPUs must be a whole number from 1 to 64"):
+        _offline(count)
+
+
+def test_offline_count_limits_are_taken_and_planned_gpus_are_predicted():
+    result = _offline(64)
+    assert len(result["gpus"]) == 64 and result["changed"] and result["nvidia_smi_writes"] == []
+    assert [g["mig_mode_current"] for g in _offline(1)["gpus"]] == [True]
+    one = _offline(1)["gpus"][0]
+    assert [(i["profile"], i["start"]) for i in one["instances"]] == [("7g.80gb", 0)]
+
+
+@pytest.mark.parametrize("item, message", [
+    (dict(profile="3g.40gb", compute_instances=[]), "compute_instances must be a non-empty list"),
+    (dict(profile="3g.40gb", compute_instances=2), "compute_instances must be a non-empty list"),
+    (dict(profile="  ", compute_instances=[1]), "a profile name such as 3g.40gb is required, got '  '"),
+    (dict(compute_instances=[1]), "a profile name such as 3g.40gb is required, got None"),
+    (7, "a profile name such as 3g.40gb is required, got 7"),
+    ("", "a profile name such as 3g.40gb is required, got ''"),
+], ids=["empty split", "split not a list", "blank profile", "no profile", "number", "empty text"])
+def test_instance_specs_without_a_profile_or_a_split_are_refused_before_any_call(item, message):
+    with pytest.raises(_mig_host.MigError, match="gpus\\[0\\].profiles\\[0\\]: " + re.escape(message)):
+        _mig_host.validate_request([dict(gpu="0", profiles=[item])])
+
+
+def test_a_profile_without_compute_instances_key_takes_the_whole_instance():
+    assert _mig_host.validate_request([dict(gpu="0", profiles=[dict(profile="3g.40gb")])])[0]["instances"][0]["compute"] is None
+
+
+def test_a_failing_nvidia_smi_message_keeps_500_characters_of_its_output():
+    def failing(argv):
+        return 9, "x" * 600, ""
+    with pytest.raises(_mig_host.MigError) as err:
+        _mig_host.Smi(failing, "/usr/bin/nvidia-smi")("-L")
+    assert str(err.value) == "/usr/bin/nvidia-smi -L failed (rc=9): " + "x" * 500
+    assert err.value.details["rc"] == 9
+    rc, text = _mig_host.Smi(lambda argv: (6, "none", " found"), "smi")("q", allow_nothing=True)
+    assert (rc, text) == (6, "none found")
+
+
+def test_layouts_of_eight_are_listed_and_longer_ones_counted():
+    eight = ["1g.10gb"] * 8
+    assert _mig_host._layout_text(eight) == "[%s]" % ", ".join(eight)
+    assert _mig_host._layout_text(eight + ["1g.10gb"]) != "[%s]" % ", ".join(eight + ["1g.10gb"])
+    assert "9" in _mig_host._layout_text(eight + ["1g.10gb"])
+
+
+def test_mode_text_and_write_detection():
+    assert _mig_host._mode_text(dict(mig_current=True, mig_pending=True)) == "Enabled"
+    assert _mig_host._mode_text(dict(mig_current=False, mig_pending=True)) == "Disabled (pending Enabled)"
+    assert _mig_host._is_write(["smi", "mig", "-i", "0", "-cgi", "9"]) and _mig_host._is_write(["smi", "-i", "0", "-r"])
+    assert not _mig_host._is_write(["smi", "mig", "-lgip"]) and not _mig_host._is_write(["smi", "-L"])
+
+
+def test_the_result_lists_the_writes_sent_and_nothing_on_a_rerun():
+    host = Host("A100-40GB x2")
+    result = host.apply([dict(gpu="0", profiles=["7g.40gb"])])
+    assert result["nvidia_smi_writes"] == host.writes == ["-i 0 -mig 1", "mig -i 0 -cgi 0:0 -C"]
+    assert host.apply([dict(gpu="0", profiles=["7g.40gb"])])["nvidia_smi_writes"] == []
