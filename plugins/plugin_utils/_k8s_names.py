@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _awx_inputs
+
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
 HELM_RELEASE_MAX = 53
@@ -305,6 +307,9 @@ RULES = {
     "registry": registry,
     "path_segment": path_segment,
     "count": count,
+    "awx_name": _awx_inputs.name,
+    "awx_scm_url": _awx_inputs.scm_url,
+    "awx_credential": _awx_inputs.credential,
 }
 
 

@@ -49,6 +49,12 @@ def cluster(**changes):
     return role("gke_gpu_cluster", **dict(CLUSTER, **changes))
 
 
+def awx(**role_vars):
+    """awx_job_templates with a valid project URL unless given."""
+    return role("awx_job_templates", **dict({"awx_job_templates_project_scm_url": "https://git.example/gpu_ops/cluster.git"},
+                                            **role_vars))
+
+
 def driver_pool(**settings):
     """gpu_operator with one NVIDIADriver pool holding ``settings``."""
     return role("gpu_operator", gpu_operator_driver_pools=[dict({"name": "h100", "node_selector": {"pool": "h100"}},
@@ -256,6 +262,22 @@ CASES = [
     ("apply: negative wait timeout", apply_manifests([CM], apply_wait_timeout=-10), ["apply_wait_timeout: -10 is negative"]),
     ("tcpxo_installer: negative wait delay", role("tcpxo_installer", tcpxo_installer_wait_delay=-1),
      ["_wait_delay: -1 is negative"]),
+    # --- awx_job_templates: what the AWX API would refuse (plugins/plugin_utils/_awx_inputs.py), secrets never shown
+    ("awx_job_templates: project URL with an unknown scheme", awx(awx_job_templates_project_scm_url="s3://bucket/cluster.git"),
+     ["awx_job_templates_project_scm_url: 's3://bucket/cluster.git': scheme 's3' is not one AWX clones git from"]),
+    ("awx_job_templates: GitHub over SSH as another user", awx(awx_job_templates_project_scm_url="ssh://me@github.com/o/r.git"),
+     ["SSH access to github.com needs the user git"]),
+    ("awx_job_templates: project name with a newline", awx(awx_job_templates_project_name="gpu\nops"),
+     ["awx_job_templates_project_name: 'gpu\\nops' holds a control character"]),
+    ("awx_job_templates: credential named twice", awx(awx_job_templates_credentials=[
+        {"name": "GCP", "type": "gcp"}, {"name": "GCP", "type": "azure"}]),
+     ["awx_job_templates_credentials[1].name: GCP is named twice"]),
+    ("awx_job_templates: service account key not a PEM key", awx(awx_job_templates_credentials=[
+        {"name": "GCP", "type": "gcp", "inputs": {"username": "sa@p.iam.gserviceaccount.com", "ssh_key_data": SECRET_MARK}}]),
+     ["awx_job_templates_credentials[0]: inputs.ssh_key_data: is not a PEM private key"]),
+    ("awx_job_templates: Azure subscription not a GUID", awx(awx_job_templates_credentials=[
+        {"name": "Azure", "type": "azure", "inputs": {"subscription": "my-subscription", "secret": SECRET_MARK}}]),
+     ["awx_job_templates_credentials[0]: inputs.subscription: is not a subscription ID (a GUID)"]),
 ]
 
 
