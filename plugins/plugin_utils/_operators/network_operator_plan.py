@@ -192,7 +192,7 @@ def network_operator_plan(options, hosts=None):
         _require(re.match(r"^[a-z0-9_]+\Z", resource_name) is not None,
                  "rdma_shared_device_plugin.resource_name: %r must be lowercase letters, digits and '_'", resource_name)
         hca_max = plugin.get("rdma_hca_max", 63)
-        _require(isinstance(hca_max, int) and 1 <= hca_max <= 1000,
+        _require(isinstance(hca_max, int) and not isinstance(hca_max, bool) and 1 <= hca_max <= 1000,
                  "rdma_shared_device_plugin.rdma_hca_max must be between 1 and 1000, got %r", hca_max)
         config = {"configList": [{"resourceName": resource_name, "rdmaHcaMax": hca_max,
                                   "selectors": _selectors("rdma_shared_device_plugin.selectors", plugin.get("selectors"))}]}
@@ -250,7 +250,8 @@ def network_operator_plan(options, hosts=None):
         if kind == "MacvlanNetwork":
             net_spec["mode"] = _choice(option + ".mode", network.get("mode") or "bridge", MACVLAN_MODES)
             mtu = network.get("mtu", 1500)
-            _require(isinstance(mtu, int) and 0 <= mtu <= 9216, "%s.mtu must be between 0 and 9216, got %r", option, mtu)
+            _require(isinstance(mtu, int) and not isinstance(mtu, bool) and 0 <= mtu <= 9216,
+                     "%s.mtu must be between 0 and 9216, got %r", option, mtu)
             net_spec["mtu"] = mtu
         if kind == "HostDeviceNetwork":
             _require(bool(network.get("resource_name")), "%s.resource_name: a HostDeviceNetwork names the SR-IOV "

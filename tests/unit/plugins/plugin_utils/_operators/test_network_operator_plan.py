@@ -167,3 +167,75 @@ def test_network_operator_charts_before_26_1_declare_no_prerelease():
         "25.4.0": ">= 1.21.0", "25.10.0": ">= 1.21.0", "26.4.1": ">= 1.21.0-0"}
     assert network_operator_plan.kube_version_refusal("x", plans["25.10.0"]["kube_version"], "v1.33.5-gke.1234")
     assert not network_operator_plan.kube_version_refusal("x", plans["26.4.1"]["kube_version"], "v1.33.5-gke.1234")
+
+
+# ---- what the mutation check (scripts/mutate.py) showed untested: limits, defaults, key names ------------------
+
+def _plan(**extra):
+    return network_operator_plan.network_operator_plan(net_options("25.10.0", **extra), {"a": host()})
+
+
+@pytest.mark.parametrize("settings, fragment", [
+    (dict(rdma_shared_device_plugin={"rdma_hca_max": 0}), "rdma_hca_max must be between 1 and 1000, got 0"),
+    (dict(rdma_shared_device_plugin={"rdma_hca_max": 1001}), "rdma_hca_max must be between 1 and 1000, got 1001"),
+    (dict(rdma_shared_device_plugin={"rdma_hca_max": True}), "rdma_hca_max must be between 1 and 1000, got True"),
+    (dict(rdma_shared_device_plugin={"resource_name": "rdma-a"}), "resource_name: 'rdma-a' must be lowercase"),
+    (dict(rdma_shared_device_plugin={"selectors": {"vendors": ["15b3", ""]}}), "selectors.vendors must be a list of strings"),
+    (dict(rdma_shared_device_plugin={"selectors": {"vendors": "15b3"}}), "selectors.vendors must be a list of strings"),
+    (dict(networks=[{"kind": "macvlan", "name": "n", "master": "e", "ip_pool": "rdma-pool", "mtu": -1}]),
+     "networks[0].mtu must be between 0 and 9216, got -1"),
+    (dict(networks=[{"kind": "macvlan", "name": "n", "master": "e", "ip_pool": "rdma-pool", "mtu": 9217}]),
+     "networks[0].mtu must be between 0 and 9216, got 9217"),
+    (dict(networks=[{"kind": "macvlan", "name": "n", "master": "e", "ip_pool": "rdma-pool", "mtu": False}]),
+     "networks[0].mtu must be between 0 and 9216, got False"),
+    (dict(ip_pools=[{"name": "p", "subnet": "10.0.0.0/24", "per_node_block_size": 1}]),
+     "ip_pools[0].per_node_block_size must be between 2 and 254"),
+    (dict(ip_pools=[], networks=[{"kind": "macvlan", "name": "n", "master": "e", "ip_pool": "p"}]),
+     "networks[0].ip_pool: 'p' is not one of network_operator ip_pools (none defined)"),
+    (dict(networks=[{"kind": "macvlan", "name": "n", "master": "e", "ip_pool": "rdma-pool"},
+                    {"kind": "macvlan", "name": "n", "master": "e", "ip_pool": "rdma-pool"}]), "networks[1].name: n is defined twice"),
+], ids=["hca 0", "hca 1001", "hca boolean", "resource name", "empty vendor", "vendors not a list", "mtu -1", "mtu 9217",
+        "mtu boolean", "block of 1", "no pools", "network twice"])
+def test_limits_of_the_network_operator_settings(settings, fragment):
+    with pytest.raises(inputs.OperatorInputError) as error:
+        _plan(**settings)
+    assert fragment in str(error.value)
+
+
+def test_limits_are_taken_and_defaults_written():
+    plan = _plan(rdma_shared_device_plugin={"rdma_hca_max": 1000},
+                 networks=[{"kind": "macvlan", "name": "a", "master": "e", "ip_pool": "rdma-pool", "mtu": 9216},
+                           {"kind": "macvlan", "name": "b", "master": "e", "ip_pool": "rdma-pool", "mtu": 0},
+                           {"kind": "macvlan", "name": "c", "master": "e", "ip_pool": "rdma-pool"}])
+    config = json.loads(plan["nic_cluster_policy"]["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"][0]
+    assert config["rdmaHcaMax"] == 1000 and config["selectors"] == {"vendors": ["15b3"]}
+    assert [n["spec"]["mtu"] for n in plan["networks"]] == [9216, 0, 1500]
+    assert [n["spec"]["mode"] for n in plan["networks"]] == ["bridge"] * 3
+    default = _plan()
+    config = json.loads(default["nic_cluster_policy"]["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"][0]
+    assert config["rdmaHcaMax"] == 63 and _plan(rdma_shared_device_plugin={"rdma_hca_max": 1})["rdma_resources"]
+    assert default["chart"]["values"]["nfd"] == {"enabled": True, "deployNodeFeatureRules": True}
+    assert default["chart"]["values"]["sriovNetworkOperator"] == {"enabled": False}
+    assert default["chart"]["release_name"] == "network-operator" and default["namespace"] == "nvidia-network-operator"
+    assert "ipoib" not in default["nic_cluster_policy"]["spec"]["secondaryNetwork"]
+    assert default["nic_cluster_policy"]["spec"]["nvIpam"]["enableWebhook"] is False
+    other = _plan(nfd_enabled=False, sriov_network_operator=True, release_name="netop", ipoib=True,
+                  rdma_shared_device_plugin={"enabled": False})
+    assert other["chart"]["values"]["nfd"]["enabled"] is False and other["chart"]["values"]["sriovNetworkOperator"]["enabled"]
+    assert other["chart"]["release_name"] == "netop" and other["rdma_resources"] == []
+    assert "rdmaSharedDevicePlugin" not in other["nic_cluster_policy"]["spec"]
+    assert other["nic_cluster_policy"]["spec"]["secondaryNetwork"]["ipoib"]["image"] == "ipoib-cni"
+    values = {"operator": {"resources": {"limits": {"cpu": "1"}}}}
+    assert network_operator_plan.check_network_operator_values(values, "25.10.0") is values
+
+
+def test_the_operator_built_driver_carries_its_upgrade_policy_and_probes():
+    """The doca-driver container's settings under their CRD key names (a change here changes every install's driver)."""
+    spec = _plan(ofed={"source": "operator", "version": "doca3.2.0-25.10-1.2.8.0-2"})["nic_cluster_policy"]["spec"]
+    assert spec["ofedDriver"] == {
+        "image": "doca-driver", "repository": "nvcr.io/nvidia/mellanox", "version": "doca3.2.0-25.10-1.2.8.0-2",
+        "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1,
+                          "drain": {"enable": True, "force": True, "timeoutSeconds": 300, "deleteEmptyDir": True}},
+        "startupProbe": {"initialDelaySeconds": 10, "periodSeconds": 20},
+        "livenessProbe": {"initialDelaySeconds": 30, "periodSeconds": 30},
+        "readinessProbe": {"initialDelaySeconds": 10, "periodSeconds": 30}}
