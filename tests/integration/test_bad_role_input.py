@@ -243,8 +243,8 @@ CASES = [
      ["networks[0].master: 'ens1;reboot' is not 1 to 15 letters"]),
     # --- image references in raw chart values: every chart goes through apply's chart entry point
     ("nvidia_device_plugin: raw chart values with a bad image tag", role(
-        "nvidia_device_plugin", nvidia_device_plugin_values={"image": {"repository": "nvcr.io/nvidia/k8s-device-plugin",
-                                                                      "tag": "v0.17.0 --privileged"}}),
+        "nvidia_device_plugin",
+        nvidia_device_plugin_values={"image": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.17.0 --privileged"}}),
      ["apply_chart.values: image.tag: 'v0.17.0 --privileged' is not an image tag"]),
     ("apply: chart values with a repository in capitals", apply_chart(values={"driver": {"repository": "nvcr.io/Nvidia"}}),
      ["apply_chart.values: driver.repository: 'nvcr.io/Nvidia' is not an image reference"]),

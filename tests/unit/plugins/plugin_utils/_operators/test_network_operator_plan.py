@@ -113,8 +113,8 @@ def test_bad_network_operator_input_is_refused_naming_the_option(settings, fragm
     ({"name": "p", "subnet": "10.0.0.0/31", "per_node_block_size": 2}, {"subnet": "10.0.0.0/31", "perNodeBlockSize": 2}),
     ({"name": "p", "subnet": "10.0.0.5/24", "gateway": "10.0.0.254"},
      {"subnet": "10.0.0.5/24", "perNodeBlockSize": 16, "gateway": "10.0.0.254"}),
-    ({"name": "p", "subnet": "10.0.0.0/24", "gateway": "10.0.0.0"}, {"subnet": "10.0.0.0/24", "perNodeBlockSize": 16,
-                                                                    "gateway": "10.0.0.0"}),
+    ({"name": "p", "subnet": "10.0.0.0/24", "gateway": "10.0.0.0"},
+     {"subnet": "10.0.0.0/24", "perNodeBlockSize": 16, "gateway": "10.0.0.0"}),
 ], ids=["block fills a /28", "point to point", "host bits as Go's ParseCIDR takes them", "gateway at the network address"])
 def test_ip_pools_at_the_limits_are_taken(pool, spec):
     plan = network_operator_plan.network_operator_plan(
