@@ -97,3 +97,17 @@ def test_the_rules_reach_roles_through_the_name_checks():
     assert [line.split(":")[0] for line in lines] == ["awx_job_templates_project_scm_url", "awx_job_templates_organization",
                                                       "awx_job_templates_credentials[0]", "awx_job_templates_credentials[1]"]
     assert "s3cret-ish" not in " ".join(lines) and "must be a dict of type and inputs" in lines[3]
+
+
+def test_the_edges_the_mutation_check_showed():
+    assert awx.name("nbsp\xa0name") is None and awx.name("c1\x9f") == "'c1\\x9f' holds a control character"
+    long_name = awx.name("n" * 600)
+    assert long_name == "'%s... is 600 characters long, at most 512" % ("n" * 76)
+    assert awx.name("n" * 78) is None and len(ascii("n" * 78)) == 80
+    assert awx.scm_url("https://git.example/a!b.git") is None and awx.scm_url("https://git.example/a b.git") is not None
+    assert awx.credential_inputs("Google Compute Engine", {"username": "sa@p.example", "ssh_key_data": 42}) == [
+        "inputs.ssh_key_data: is not a PEM private key (the private_key of the key file)"]
+    assert awx.credential_inputs("Microsoft Azure Resource Manager", {"subscription": 7}) == [
+        "inputs.subscription: is not a subscription ID (a GUID)"]
+    assert awx.credential({"type": "Microsoft Azure Resource Manager", "inputs": None}) == (
+        "inputs.subscription: is required by the Microsoft Azure Resource Manager credential type")
