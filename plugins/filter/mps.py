@@ -27,11 +27,14 @@ def _call(name, function, *args, **kwargs):
     return filtered(AnsibleFilterError, name, function, *args, **kwargs)
 
 
-def mps_host_settings(settings):
-    """Validated MPS control daemon settings and the daemon's environment."""
+def mps_host_settings(settings, gpus=None):
+    """Validated MPS control daemon settings and the daemon's environment; ``gpus``: the host's GPUs when known."""
     if not isinstance(settings, dict):
         raise AnsibleFilterError("mps_host_settings: the input must be a dict of settings")
-    return _call("mps_host_settings", _mps.host_settings, plain(settings))
+    if gpus is not None and (not isinstance(gpus, (list, tuple)) or not all(isinstance(g, dict) for g in gpus)):
+        raise AnsibleFilterError("mps_host_settings: gpus must be the gpu_host facts' gpus (a list of dicts), got %s"
+                                 % type(gpus).__name__)
+    return _call("mps_host_settings", _mps.host_settings, plain(settings), None if gpus is None else plain(gpus))
 
 
 def mps_server_list(text):

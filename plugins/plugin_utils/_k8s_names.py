@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _awx_inputs
+
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
 HELM_RELEASE_MAX = 53
@@ -172,6 +174,66 @@ def image(value):
     return None
 
 
+_IMAGE_TAG = re.compile(r"^[\w][\w.-]{0,127}\Z")
+
+
+def image_tag(value):
+    """None when ``value`` is an image tag (distribution/reference: ``[\\w][\\w.-]{0,127}``); numbers count as text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    text, why = _text(value)
+    if why:
+        return why
+    if not _IMAGE_TAG.match(text):
+        return "%s is not an image tag (letters, digits, '_', '.' and '-', at most 128, not starting with '.' or '-')" % (
+            show(text),)
+    return None
+
+
+def _image_fields(values, path, found):
+    if isinstance(values, list):
+        for index, item in enumerate(values):
+            _image_fields(item, "%s[%d]" % (path, index), found)
+        return
+    if not isinstance(values, dict):
+        return
+    # image fields: image and repository (an image reference; a URL repository is a chart's, not checked) anywhere;
+    # tag and version where the dict names an image (image or repository key, or the value of an image key)
+    is_image = path.rsplit(".", 1)[-1] == "image" or "image" in values or "repository" in values
+    for key in sorted(values, key=str):
+        value = values[key]
+        where = "%s.%s" % (path, key) if path else str(key)
+        if value is None or value == "" or isinstance(value, (dict, list)):
+            _image_fields(value, where, found)
+            continue
+        if key == "image" or (key == "repository" and "://" not in str(value)):
+            why = image(value)
+        elif is_image and key in ("tag", "version"):
+            why = image_tag(value)
+        else:
+            continue
+        if why:
+            found.append("%s: %s" % (where, why))
+
+
+def chart_values_images(value):
+    """None when every image field of chart values is valid, else the reasons with their paths: ``image`` and
+    ``repository`` (not a URL) at any depth are image references; ``tag`` and ``version`` beside an image or repository,
+    or under an ``image`` key, are image tags."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return "chart values must be a dict, got %s" % type(value).__name__
+    return "; ".join(image_field_problems(value)) or None
+
+
+def image_field_problems(values, prefix=""):
+    """``"<prefix>.<path>: <why>"`` for every bad image field of ``values`` (see chart_values_images)."""
+    found = []
+    _image_fields(values, prefix, found)
+    return found
+
+
 _REGISTRY = re.compile(r"^%s(?:/%s)*\Z" % (_DOMAIN, _PATH_COMPONENT))
 
 
@@ -219,6 +281,17 @@ def path_segment_name(value):
     return None
 
 
+def count(value):
+    """None when ``value`` is a whole number of 0 or more (retries, a timeout or a delay in seconds), else why not."""
+    if isinstance(value, str) and re.match(r"^\s*-?[0-9]+\s*\Z", value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "%s is not a whole number" % show(value)
+    if value < 0:
+        return "%d is negative; retries, timeouts and delays are 0 or more" % value
+    return None
+
+
 RULES = {
     "namespace": dns1123_label,
     "dns1123_label": dns1123_label,
@@ -229,8 +302,14 @@ RULES = {
     "label_value": label_value,
     "labels": labels,
     "image": image,
+    "image_tag": image_tag,
+    "chart_values_images": chart_values_images,
     "registry": registry,
     "path_segment": path_segment,
+    "count": count,
+    "awx_name": _awx_inputs.name,
+    "awx_scm_url": _awx_inputs.scm_url,
+    "awx_credential": _awx_inputs.credential,
 }
 
 

@@ -49,6 +49,12 @@ def cluster(**changes):
     return role("gke_gpu_cluster", **dict(CLUSTER, **changes))
 
 
+def awx(**role_vars):
+    """awx_job_templates with a valid project URL unless given."""
+    return role("awx_job_templates", **dict({"awx_job_templates_project_scm_url": "https://git.example/gpu_ops/cluster.git"},
+                                            **role_vars))
+
+
 def driver_pool(**settings):
     """gpu_operator with one NVIDIADriver pool holding ``settings``."""
     return role("gpu_operator", gpu_operator_driver_pools=[dict({"name": "h100", "node_selector": {"pool": "h100"}},
@@ -224,6 +230,54 @@ CASES = [
     ("network_operator: selector vendors as a number", role(
         "network_operator", network_operator_rdma_shared_device_plugin={"selectors": {"vendors": [{"id": "15b3"}]}}),
      ["vendors"]),
+    # --- network_operator: nv-ipam's IPPool rules and Linux interface names (issue #24 section 3)
+    ("network_operator: gateway outside its pool's subnet", role(
+        "network_operator", network_operator_ip_pools=[{"name": "p", "subnet": "10.0.0.0/24", "gateway": "10.0.1.1"}]),
+     ["ip_pools[0].gateway: 10.0.1.1 is outside the pool's subnet 10.0.0.0/24"]),
+    ("network_operator: per-node block larger than the subnet", role(
+        "network_operator", network_operator_ip_pools=[{"name": "p", "subnet": "10.0.0.0/29", "per_node_block_size": 8}]),
+     ["ip_pools[0].per_node_block_size must be between 2 and 6"]),
+    ("network_operator: macvlan master with a shell metacharacter", role(
+        "network_operator", network_operator_ip_pools=[{"name": "p", "subnet": "10.0.0.0/24"}],
+        network_operator_networks=[{"kind": "macvlan", "name": "n", "master": "ens1;reboot", "ip_pool": "p"}]),
+     ["networks[0].master: 'ens1;reboot' is not 1 to 15 letters"]),
+    # --- image references in raw chart values: every chart goes through apply's chart entry point
+    ("nvidia_device_plugin: raw chart values with a bad image tag", role(
+        "nvidia_device_plugin",
+        nvidia_device_plugin_values={"image": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.17.0 --privileged"}}),
+     ["apply_chart.values: image.tag: 'v0.17.0 --privileged' is not an image tag"]),
+    ("apply: chart values with a repository in capitals", apply_chart(values={"driver": {"repository": "nvcr.io/Nvidia"}}),
+     ["apply_chart.values: driver.repository: 'nvcr.io/Nvidia' is not an image reference"]),
+    ("gpu_operator: raw values with an image holding a space", role(
+        "gpu_operator", gpu_operator_values={"devicePlugin": {"image": "k8s-device-plugin v2"}}),
+     ["values.devicePlugin.image: 'k8s-device-plugin v2' is not an image reference"]),
+    # --- retries, timeouts and delays are 0 or more (apply's names check, rule count)
+    ("gpu_operator: negative wait retries", role("gpu_operator", gpu_operator_wait_retries=-1),
+     ["gpu_operator_wait_retries: -1 is negative"]),
+    ("network_operator: negative wait delay", role("network_operator", network_operator_wait_delay=-5),
+     ["network_operator_wait_delay: -5 is negative"]),
+    ("nvidia_device_plugin: negative verify retries", role("nvidia_device_plugin", nvidia_device_plugin_verify_retries=-3),
+     ["nvidia_device_plugin_verify_retries: -3 is negative"]),
+    ("nccl_test: negative pod timeout", role("nccl_test", nccl_test_pod_timeout=-1), ["nccl_test_pod_timeout: -1 is negative"]),
+    ("apply: negative wait timeout", apply_manifests([CM], apply_wait_timeout=-10), ["apply_wait_timeout: -10 is negative"]),
+    ("tcpxo_installer: negative wait delay", role("tcpxo_installer", tcpxo_installer_wait_delay=-1),
+     ["_wait_delay: -1 is negative"]),
+    # --- awx_job_templates: what the AWX API would refuse (plugins/plugin_utils/_awx_inputs.py), secrets never shown
+    ("awx_job_templates: project URL with an unknown scheme", awx(awx_job_templates_project_scm_url="s3://bucket/cluster.git"),
+     ["awx_job_templates_project_scm_url: 's3://bucket/cluster.git': scheme 's3' is not one AWX clones git from"]),
+    ("awx_job_templates: GitHub over SSH as another user", awx(awx_job_templates_project_scm_url="ssh://me@github.com/o/r.git"),
+     ["SSH access to github.com needs the user git"]),
+    ("awx_job_templates: project name with a newline", awx(awx_job_templates_project_name="gpu\nops"),
+     ["awx_job_templates_project_name: 'gpu\\nops' holds a control character"]),
+    ("awx_job_templates: credential named twice", awx(awx_job_templates_credentials=[
+        {"name": "GCP", "type": "gcp"}, {"name": "GCP", "type": "azure"}]),
+     ["awx_job_templates_credentials[1].name: GCP is named twice"]),
+    ("awx_job_templates: service account key not a PEM key", awx(awx_job_templates_credentials=[
+        {"name": "GCP", "type": "gcp", "inputs": {"username": "sa@p.iam.gserviceaccount.com", "ssh_key_data": SECRET_MARK}}]),
+     ["awx_job_templates_credentials[0]: inputs.ssh_key_data: is not a PEM private key"]),
+    ("awx_job_templates: Azure subscription not a GUID", awx(awx_job_templates_credentials=[
+        {"name": "Azure", "type": "azure", "inputs": {"subscription": "my-subscription", "secret": SECRET_MARK}}]),
+     ["awx_job_templates_credentials[0]: inputs.subscription: is not a subscription ID (a GUID)"]),
 ]
 
 

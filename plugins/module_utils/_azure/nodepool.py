@@ -106,14 +106,7 @@ def validate(params):
     """All input problems of an AKS pool that can be found without a request (a Problems object)."""
     problems = Problems()
     foreign_option_problems(problems, params, GKE_ONLY, "aks", "a GKE")
-    _check_pattern(problems, "subscription_id", params.get("subscription_id"), SUBSCRIPTION_ID,
-                   "a subscription ID (a GUID such as 00000000-0000-0000-0000-000000000000)", required=True)
-    _check_pattern(problems, "resource_group", params.get("resource_group"), RESOURCE_GROUP,
-                   "1 to 90 letters, digits, '-', '_', '.', '(' or ')', not ending with '.'", required=True)
-    _check_pattern(problems, "cluster", params.get("cluster"), CLUSTER_NAME,
-                   "1 to 63 letters, digits, '-' or '_', starting and ending with a letter or digit", required=True)
-    _check_pattern(problems, "name", params.get("name"), POOL_NAME,
-                   "1 to 12 lowercase letters and digits, starting with a letter", required=True)
+    check_target(problems, params)
     if params.get("state", "present") == "absent":
         return problems
     _check_pattern(problems, "vm_size", params.get("vm_size"), VM_SIZE, "an Azure VM size such as Standard_ND96asr_v4")
@@ -132,6 +125,18 @@ def validate(params):
                          % (key, ", ".join(RESERVED_LABEL_PREFIXES)))
     parse_taints(problems, "node_taints", params.get("node_taints"))
     return problems
+
+
+def check_target(problems, params, name_required=True):
+    """The names of the ARM path (subscription, resource group, cluster, pool): checked before any request, reads too."""
+    _check_pattern(problems, "subscription_id", params.get("subscription_id"), SUBSCRIPTION_ID,
+                   "a subscription ID (a GUID such as 00000000-0000-0000-0000-000000000000)", required=True)
+    _check_pattern(problems, "resource_group", params.get("resource_group"), RESOURCE_GROUP,
+                   "1 to 90 letters, digits, '-', '_', '.', '(' or ')', not ending with '.'", required=True)
+    _check_pattern(problems, "cluster", params.get("cluster"), CLUSTER_NAME,
+                   "1 to 63 letters, digits, '-' or '_', starting and ending with a letter or digit", required=True)
+    _check_pattern(problems, "name", params.get("name"), POOL_NAME,
+                   "1 to 12 lowercase letters and digits, starting with a letter", required=name_required)
 
 
 def _check_pattern(problems, option, value, pattern, what, required=False):

@@ -506,6 +506,23 @@ def version_gate_error(profile_name, version):
     return None
 
 
+def version_floor_error(profile_name, version):
+    """``version_gate_error`` for any form nccl_env takes (1.30, 1.30.4, v1.30.4-gke.1129000), or None.
+
+    A full GKE version is held to its minor's minimum patch; a shorter one only to the profile's first minor
+    (its patch is unknown). A text that is no GKE version at all raises ValueError.
+    """
+    text = str(version or "").strip()
+    if _GKE_VERSION.match(text.lstrip("v")):
+        return version_gate_error(profile_name, text.lstrip("v"))
+    wanted = gke_minor(text)
+    minors = sorted(profile(profile_name)["min_versions"], key=_minor_tuple)
+    if minors and wanted < _minor_tuple(minors[0]):
+        return "GKE %s is older than %s, the first minor that supports %s (%s)" % (
+            version, minors[0], profile_name, profile(profile_name)["min_versions"][minors[0]])
+    return None
+
+
 def native_sidecar_supported(gke_version):
     """Whether a cluster of ``gke_version`` runs native sidecars (GKE >= 1.29)."""
     return gke_minor(gke_version) >= _minor_tuple(NATIVE_SIDECAR_MIN_GKE)

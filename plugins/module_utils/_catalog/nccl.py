@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import interface_name_problem
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import (
     CONTROL_INTERFACE, LIBRARY_DIR, MACHINES, PROFILES, RELEASES, interface_names, profile_machine, release,
+    version_floor_error,
 )
 
 
@@ -271,6 +273,27 @@ def nccl_variant(fabric, gke_version=None):
     return "default"
 
 
+# An InfiniBand/RoCE HCA as NCCL_IB_HCA takes it: an ibverbs device name (IBV_SYSFS_NAME_MAX 64), optionally :port.
+_HCA = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(?::[0-9]{1,3})?\Z")
+
+
+def _interface_problem(fabric, name, first):
+    """Why ``name`` cannot be one of ``fabric``'s interfaces, or None.
+
+    GKE fabrics name exact netdevs; ib and roce name HCAs (mlx5_0 or mlx5_0:1; the catalog adds the exact-match
+    ``=``); socket names NCCL_SOCKET_IFNAME prefixes, the first of which may carry NCCL's ``^`` (exclude) or ``=``
+    (exact) for the whole list.
+    """
+    if fabric in ("ib", "roce"):
+        if isinstance(name, str) and _HCA.match(name):
+            return None
+        return "%r is not an HCA name (an ibverbs device such as mlx5_0, optionally with :port)" % (name,)
+    if fabric == "socket" and first and isinstance(name, str) and name[:1] in ("^", "="):
+        why = interface_name_problem(name[1:])
+        return None if why is None else "%r: %s" % (name, why)
+    return interface_name_problem(name)
+
+
 def _format_bindings(interfaces, cores):
     return ";".join("%s:%s" % (i, c) for i, c in zip(interfaces, cores))
 
@@ -333,11 +356,21 @@ def nccl_environment(fabric, gke_version=None, machine_type=None, interfaces=Non
         if isinstance(interfaces, str):
             interfaces = [i.strip() for i in interfaces.split(",") if i.strip()]
         interfaces = list(interfaces)
-        for name in interfaces:
-            if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9_.:=@-]+\Z", name):
-                raise ValueError("interfaces: %r is not an interface name" % (name,))
+        for index, name in enumerate(interfaces):
+            why = _interface_problem(fabric, name, index == 0)
+            if why:
+                raise ValueError("interfaces: %s" % why)
         if len(set(interfaces)) != len(interfaces):
             raise ValueError("interfaces: names repeat: %s" % ", ".join(interfaces))
+
+    if ctrl_interface is not None:
+        why = _interface_problem("socket" if fabric not in PROFILES else fabric, ctrl_interface, True)
+        if why:
+            raise ValueError("ctrl_interface: %s" % why)
+    if fabric in PROFILES and gke_version is not None:
+        too_old = version_floor_error(fabric, gke_version)
+        if too_old:
+            raise ValueError("gke_version: %s" % too_old)
 
     if fabric in PROFILES:
         entry = PROFILES[fabric]

@@ -21,6 +21,13 @@ DNS_SUBDOMAIN = re.compile(r"^[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\Z")
 TAINT = re.compile(r"^(?P<key>[^=:\s]+)(?:=(?P<value>[^:\s]*))?:(?P<effect>[A-Za-z]+)\Z")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
+# A Linux network interface name: the kernel takes 1 to 15 bytes (IFNAMSIZ 16 with the NUL), neither "." nor "..",
+# without "/", ":" or white space (torvalds/linux v6.12 net/core/dev.c, dev_valid_name). The collection also keeps
+# shell and list metacharacters out (names go into env files, shell exports and comma lists): letters, digits and
+# "_", ".", "-", not starting with "." or "-".
+INTERFACE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}\Z")
+INTERFACE_NAME_RULE = "1 to 15 letters, digits, '_', '.' or '-', not starting with '.' or '-' (a Linux interface name)"
+
 
 class Problems:
     """Collects ``option: problem`` lines."""
@@ -41,6 +48,13 @@ class Problems:
 
     def message(self, what):
         return "invalid %s input (nothing was changed): %s" % (what, "; ".join(self.items))
+
+
+def interface_name_problem(value):
+    """Why ``value`` is not a Linux network interface name (INTERFACE_NAME_RULE), or None."""
+    if isinstance(value, str) and INTERFACE_NAME.match(value):
+        return None
+    return "%r is not %s" % (value, INTERFACE_NAME_RULE)
 
 
 def _label_key_ok(key):

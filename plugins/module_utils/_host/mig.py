@@ -666,6 +666,7 @@ def converge(module_params, run_command, check_mode, diff):
             for one in steps:
                 apply_gpu(smi, one, module_params["allow_reset"], report)
             gpus = read_host(smi)
+            _check_read_back(steps, gpus, report, [c["argv"] for c in smi.commands[reads:] if _is_write(c["argv"])])
     result = plan.result(diff=diff)
     result.update(
         gpus=[geometry(g) for g in gpus],
@@ -678,6 +679,46 @@ def converge(module_params, run_command, check_mode, diff):
         hardware_differences=[d for g in gpus for d in g["hardware_differences"]],
     )
     return result
+
+
+def _layout_of(instances):
+    """A GPU's instances as comparable text: profile@start [compute split], in slot order."""
+    return sorted("%s@%d [%s]" % (i["profile"], i["start"], "+".join(
+        str(s) for s in sorted((c["slices"] for c in i["compute_instances"]), reverse=True)) or "no compute instance")
+        for i in instances)
+
+
+def _planned_layout(steps):
+    """The instances a GPU's steps leave it with: kept ones (re-split as planned) and the created ones."""
+    if steps["mode"] is False:
+        return []
+    gone = [id(i) for i in steps["destroy"]]
+    splits = dict((id(i), spec["compute"]) for i, spec in steps["recompute"])
+    kept = [dict(i, compute_instances=[dict(slices=s) for s in splits[id(i)]]) if id(i) in splits else i
+            for i in steps["gpu"]["instances"] if id(i) not in gone]
+    created = [dict(profile=spec["profile"], start=placement["start"],
+                    compute_instances=[dict(slices=s) for s in spec["compute"]]) for spec, placement in steps["create"]]
+    return _layout_of(kept + created)
+
+
+def _check_read_back(steps, gpus, report, written):
+    """MigError when nvidia-smi's read-back after the writes disagrees with the plan: what was planned, what the
+    host shows, and every write sent (a GPU whose mode change waits for a reset or reboot is not judged)."""
+    pending = set(r["gpu"] for r in report["reboot_required"])
+    problems = []
+    for one in steps:
+        index = one["gpu"]["index"]
+        if index in pending:
+            continue
+        after = next((g for g in gpus if g["index"] == index), None)
+        planned = _planned_layout(one)
+        shown = _layout_of(after["instances"]) if after else None
+        if shown != planned:
+            problems.append("%s: planned [%s], nvidia-smi shows %s" % (
+                _label(one["gpu"]), ", ".join(planned), "[%s]" % ", ".join(shown) if shown is not None else "no such GPU"))
+    if problems:
+        raise MigError("the MIG geometry read back after the changes differs from the plan: %s; written: %s" % (
+            "; ".join(problems), "; ".join(" ".join(argv[1:]) for argv in written) or "nothing"), problems=problems)
 
 
 def _predicted(gpu, steps):

@@ -104,13 +104,25 @@ def _mem_limits(field, value, problems):
     return limits
 
 
-def host_settings(settings):
+def _on_host(field, devices, gpus, problems):
+    """Each GPU index or GPU UUID of ``devices`` is one of the host's ``gpus`` (gpu_host facts); MIG UUIDs are not
+    in those facts and pass."""
+    indexes = sorted(str(g.get("index")) for g in gpus)
+    uuids = set(str(g.get("uuid")) for g in gpus)
+    for device in devices:
+        if (device.isdigit() and device not in indexes) or (device.startswith("GPU-") and device not in uuids):
+            problems.append(_problem(field, "%s is not a GPU of this host (GPUs: %s)"
+                                     % (device, ", ".join(indexes) or "none")))
+
+
+def host_settings(settings, gpus=None):
     """Validated settings of one MPS control daemon, or ValueError naming every bad field.
 
     ``settings``: pipe_directory, log_directory (absolute), active_thread_percentage (1-100 or
     None), pinned_device_mem_limit ({device: "10G"}), visible_devices ([index | GPU-uuid |
-    MIG-uuid]), exclusive_process (bool), stop_policy (refuse | drain). Returns the settings
-    normalised plus ``environment`` (the daemon's environment, as the unit file carries it).
+    MIG-uuid]), exclusive_process (bool), stop_policy (refuse | drain). ``gpus``: the host's GPUs
+    (the gpu_host facts' ``gpus``), when known: every index and GPU UUID must be one of them.
+    Returns the settings normalised plus ``environment`` (the daemon's environment, as the unit file carries it).
     """
     settings = dict(settings or {})
     problems = []
@@ -122,6 +134,9 @@ def host_settings(settings):
     limits = _mem_limits("pinned_device_mem_limit", settings.get("pinned_device_mem_limit"), problems)
     devices = [d for d in (_device("visible_devices", v, problems) for v in settings.get("visible_devices") or [])
                if d]
+    if gpus is not None:
+        _on_host("pinned_device_mem_limit", sorted(limits), gpus, problems)
+        _on_host("visible_devices", devices, gpus, problems)
     mig_devices = [d for d in devices if d.startswith("MIG-")]
     if mig_devices and len(devices) > 1:
         problems.append(_problem("visible_devices", "a MIG device needs a control daemon of its own (one per MIG "

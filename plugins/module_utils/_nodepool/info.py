@@ -20,6 +20,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session impor
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 
 
@@ -95,8 +96,24 @@ def aks_pools(session, params):
     return [aks_pool_facts(p, strategy) for p in documents], exists
 
 
+def validate(params):
+    """The names that go into the read's path, checked before the first GET (a Problems object)."""
+    problems = Problems()
+    if params["provider"] == "gke":
+        common.check_project(problems, params.get("project"))
+        common.check_location(problems, params.get("location"))
+        common.check_name(problems, "cluster", params.get("cluster"))
+        common.check_name(problems, "name", params.get("name"))
+    else:
+        aks.check_target(problems, params, name_required=False)
+    return problems
+
+
 def run(params, context):
     """Entry point of the gpu_nodepool_info module (the contract of ``_core.contract``)."""
+    problems = validate(params)
+    if problems:
+        raise EngineError(problems.message("gpu_nodepool_info"))
     try:
         if params["provider"] == "gke":
             pools, exists = gke_pools(context.session(GcpSession), params)

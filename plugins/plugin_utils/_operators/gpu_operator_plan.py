@@ -34,7 +34,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gpu_opera
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs import (
     OperatorInputError, _accepted, _catalog_chart, _chart_source, _choice, _dns_label, _dns_subdomain,
-    _flatten, _hosts_with, _merge, _pinned, _require, _version_tuple,
+    _flatten, _hosts_with, _merge, _images, _pinned, _require, _version_tuple,
 )
 
 
@@ -259,6 +259,7 @@ def _driver_crs(options, version, entry, kernel_values, driver_on):
         for key in DRIVER_FEATURE_FIELDS:
             if pool.get(key) is not None:
                 spec[key] = _driver_feature("%s.%s" % (option, key), key, pool[key])
+        _images(option, spec)  # the driver's and its sidecars' repository, image and version
         objects.append({"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver",
                         "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "gpu_ops.cluster"}},
                         "spec": spec})
@@ -413,6 +414,7 @@ def gpu_operator_plan(options, hosts=None):
     extra = options.get("values") or {}
     check_gpu_operator_values(extra, version, option="values")
     values = _merge(values, extra)
+    _images("values", values)  # the chart's values as sent: the options' image fields (driver.version) and extra ones
     check_gpu_operator_values(values, version, option="values")
 
     components = {"driver": driver_on, "toolkit": toolkit_on, "device_plugin": values["devicePlugin"]["enabled"],

@@ -49,6 +49,14 @@ def _dns_subdomain(option, value):
     return value
 
 
+def _images(option, values):
+    """Refuse chart values or an image spec whose image fields (image, repository, tag/version) are no valid
+    reference, naming each field's path under ``option`` (the rule of _k8s_names.chart_values_images)."""
+    found = _k8s_names.image_field_problems(values if isinstance(values, dict) else {}, option)
+    _require(not found, "%s", "; ".join(found))
+    return values
+
+
 def _choice(option, value, choices):
     _require(value in choices, "%s: %r is not one of: %s", option, value, ", ".join(choices))
     return value

@@ -13,9 +13,11 @@ pre-release rule (``kube_version_refusal``).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import interface_name_problem
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.network_operator import (
     DOCA_DRIVER_IMAGE, IPAM_PLUGINS, MACVLAN_MODES, MELLANOX_REPOSITORY, MELLANOX_VENDOR, NCP_STATES, NETWORK_KINDS,
     NETWORK_OPERATOR_CHART, NETWORK_OPERATOR_CHARTS, NETWORK_OPERATOR_REPO_URL, NIC_CLUSTER_POLICY_NAME,
@@ -23,8 +25,8 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.network_o
     NETWORK_OPERATOR_COMMON_KEYS, component_image,
 )
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs import (
-    OperatorInputError, _catalog_chart, _chart_source, _choice, _dns_label, _dns_subdomain, _hosts_with, _merge,
-    _pinned, _require,
+    OperatorInputError, _catalog_chart, _chart_source, _choice, _dns_label, _dns_subdomain, _hosts_with, _images,
+    _merge, _pinned, _require,
 )
 
 
@@ -100,7 +102,38 @@ def _selectors(option, selectors):
     for key, value in selectors.items():
         _require(isinstance(value, list) and all(isinstance(v, str) and v for v in value),
                  "%s.%s must be a list of strings", option, key)
+        for name in value if key == "ifNames" else ():
+            why = interface_name_problem(name)
+            _require(why is None, "%s.ifNames: %s", option, why)
     return selectors or {"vendors": [MELLANOX_VENDOR]}
+
+
+def _ipv4_subnet(option, value):
+    """An IPv4 CIDR as nv-ipam's IPPool webhook parses it (Go's net.ParseCIDR: host bits may be set)."""
+    text = str(value or "")
+    if re.match(r"^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}/\d{1,2}\Z", text):
+        try:
+            return ipaddress.IPv4Network(text, strict=False)
+        except ValueError:
+            pass
+    raise OperatorInputError("%s: %r is not an IPv4 CIDR (a.b.c.d/0-32, each part 0-255)" % (option, value))
+
+
+def _usable_addresses(subnet):
+    """The addresses nv-ipam hands out in ``subnet`` (its GetPossibleIPCount: /32 one, /31 two, else less the network
+    and broadcast addresses)."""
+    if subnet.prefixlen >= 31:
+        return 1 if subnet.prefixlen == 32 else 2
+    return subnet.num_addresses - 2
+
+
+def _gateway(option, value, subnet):
+    try:
+        address = ipaddress.IPv4Address(str(value))
+    except ValueError:
+        raise OperatorInputError("%s: %r is not an IPv4 address" % (option, value))
+    _require(address in subnet, "%s: %s is outside the pool's subnet %s", option, value, subnet)
+    return value
 
 
 def _ipam_config(option, network, ipam, pools):
@@ -111,8 +144,11 @@ def _ipam_config(option, network, ipam, pools):
         return json.dumps({"type": "nv-ipam", "poolName": pool})
     ip_range = network.get("range")
     _require(bool(ip_range), "%s.range: Whereabouts needs the network's address range (CIDR)", option)
+    _ipv4_subnet(option + ".range", ip_range)
     config = {"type": "whereabouts", "range": ip_range}
     if network.get("exclude"):
+        for position, excluded in enumerate(network["exclude"]):
+            _ipv4_subnet("%s.exclude[%d]" % (option, position), excluded)
         config["exclude"] = list(network["exclude"])
     return json.dumps(config)
 
@@ -141,6 +177,8 @@ def network_operator_plan(options, hosts=None):
                  "(%s) is the one of Network Operator %s; set the doca-driver image tag of %s (its hack/release.yaml, "
                  "Mofed)", entry["doca_driver"], entry["pinned"], pinned)
         driver_version = ofed.get("version") or entry["doca_driver"]
+        _images("ofed", {"image": DOCA_DRIVER_IMAGE, "repository": ofed.get("repository") or MELLANOX_REPOSITORY,
+                         "version": str(driver_version)})
         spec["ofedDriver"] = {"image": DOCA_DRIVER_IMAGE, "repository": ofed.get("repository") or MELLANOX_REPOSITORY,
                               "version": str(driver_version),
                               "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1,
@@ -156,7 +194,7 @@ def network_operator_plan(options, hosts=None):
         _require(re.match(r"^[a-z0-9_]+\Z", resource_name) is not None,
                  "rdma_shared_device_plugin.resource_name: %r must be lowercase letters, digits and '_'", resource_name)
         hca_max = plugin.get("rdma_hca_max", 63)
-        _require(isinstance(hca_max, int) and 1 <= hca_max <= 1000,
+        _require(isinstance(hca_max, int) and not isinstance(hca_max, bool) and 1 <= hca_max <= 1000,
                  "rdma_shared_device_plugin.rdma_hca_max must be between 1 and 1000, got %r", hca_max)
         config = {"configList": [{"resourceName": resource_name, "rdmaHcaMax": hca_max,
                                   "selectors": _selectors("rdma_shared_device_plugin.selectors", plugin.get("selectors"))}]}
@@ -181,13 +219,17 @@ def network_operator_plan(options, hosts=None):
         _require(ipam == "nv-ipam", "%s: IP pools are nv-ipam objects, and ipam is %s", option, ipam)
         name = _dns_subdomain(option + ".name", pool.get("name"))
         _require(name not in pools, "%s.name: %s is defined twice", option, name)
-        _require(bool(re.match(r"^\d+\.\d+\.\d+\.\d+/\d+\Z", str(pool.get("subnet") or ""))),
-                 "%s.subnet: %r is not an IPv4 CIDR", option, pool.get("subnet"))
+        subnet = _ipv4_subnet(option + ".subnet", pool.get("subnet"))
         block = pool.get("per_node_block_size", 16)
-        _require(isinstance(block, int) and block >= 2, "%s.per_node_block_size must be 2 or more, got %r", option, block)
+        usable = _usable_addresses(subnet)
+        _require(usable >= 2, "%s.subnet: %s has %d usable address, and a node's block needs at least 2",
+                 option, pool.get("subnet"), usable)
+        _require(isinstance(block, int) and not isinstance(block, bool) and 2 <= block <= usable,
+                 "%s.per_node_block_size must be between 2 and %d (the usable addresses of %s), got %r",
+                 option, usable, pool.get("subnet"), block)
         pool_spec = {"subnet": pool["subnet"], "perNodeBlockSize": block}
         if pool.get("gateway"):
-            pool_spec["gateway"] = pool["gateway"]
+            pool_spec["gateway"] = _gateway(option + ".gateway", pool["gateway"], subnet)
         pools[name] = pool_spec
         pool_objects.append({"apiVersion": NV_IPAM_API, "kind": "IPPool",
                              "metadata": {"name": name, "namespace": namespace}, "spec": pool_spec})
@@ -204,11 +246,14 @@ def network_operator_plan(options, hosts=None):
         if kind in ("MacvlanNetwork", "IPoIBNetwork"):
             _require(bool(network.get("master")), "%s.master: the %s needs its host interface (ibdev2netdev shows it)",
                      option, kind)
+            why = interface_name_problem(network["master"])
+            _require(why is None, "%s.master: %s", option, why)
             net_spec["master"] = network["master"]
         if kind == "MacvlanNetwork":
             net_spec["mode"] = _choice(option + ".mode", network.get("mode") or "bridge", MACVLAN_MODES)
             mtu = network.get("mtu", 1500)
-            _require(isinstance(mtu, int) and 0 <= mtu <= 9216, "%s.mtu must be between 0 and 9216, got %r", option, mtu)
+            _require(isinstance(mtu, int) and not isinstance(mtu, bool) and 0 <= mtu <= 9216,
+                     "%s.mtu must be between 0 and 9216, got %r", option, mtu)
             net_spec["mtu"] = mtu
         if kind == "HostDeviceNetwork":
             _require(bool(network.get("resource_name")), "%s.resource_name: a HostDeviceNetwork names the SR-IOV "
@@ -220,6 +265,7 @@ def network_operator_plan(options, hosts=None):
     values = {"nfd": {"enabled": bool(options.get("nfd_enabled", True)), "deployNodeFeatureRules": True},
               "sriovNetworkOperator": {"enabled": bool(options.get("sriov_network_operator", False))}}
     check_network_operator_values(options.get("values") or {}, version)
+    _images("values", options.get("values") or {})
     values = _merge(values, options.get("values") or {})
     return {
         "chart": dict(_chart_source(options, NETWORK_OPERATOR_CHART, NETWORK_OPERATOR_REPO_URL),

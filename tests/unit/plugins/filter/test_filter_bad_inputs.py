@@ -196,6 +196,13 @@ CASES = [
                                                                      overrides={"NCCL_DEBUG": {"level": "INFO"}}),
      "overrides.NCCL_DEBUG: must be text or a number"),
     ("nccl_env: unquoted GKE version", lambda: gpudirect.nccl_env("tcpx", gke_version=1.32), "gke_version: must be"),
+    # issue #24 section 3: what the target would refuse, named with its limit
+    ("nccl_env: interface with a shell metacharacter", lambda: gpudirect.nccl_env("socket", interfaces=["eth0;reboot"]),
+     "interfaces: 'eth0;reboot' is not 1 to 15 letters"),
+    ("nccl_env: control interface of 16 bytes", lambda: gpudirect.nccl_env("roce", ctrl_interface="enp1s0f0np0vlan1"),
+     "ctrl_interface: 'enp1s0f0np0vlan1' is not 1 to 15"),
+    ("nccl_env: GKE version under the TCPX floor", lambda: gpudirect.nccl_env("tcpx", gke_version="1.27.6-gke.100"),
+     "gke_version: GKE 1.27.6-gke.100 is below the minimum 1.27.7-gke.1121000 for tcpx on 1.27"),
 ]
 
 

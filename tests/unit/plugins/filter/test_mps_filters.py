@@ -77,3 +77,12 @@ def test_errors_are_filter_errors(call, message):
     with pytest.raises(AnsibleFilterError) as err:
         call()
     assert message in str(err.value)
+
+
+def test_host_settings_filter_checks_devices_against_the_hosts_gpus():
+    settings = {"pipe_directory": "/run/nvidia-mps", "log_directory": "/var/log/nvidia-mps", "visible_devices": [3]}
+    assert mps.mps_host_settings(settings)["visible_devices"] == ["3"]
+    with pytest.raises(AnsibleFilterError, match=r"^mps_host_settings: visible_devices: 3 is not a GPU of this host \(GPUs: 0\)"):
+        mps.mps_host_settings(settings, gpus=[{"index": 0, "uuid": "GPU-0"}])
+    with pytest.raises(AnsibleFilterError, match="gpus must be the gpu_host facts' gpus"):
+        mps.mps_host_settings(settings, gpus={"index": 0})

@@ -100,3 +100,54 @@ def test_apply_batches_group_runs_with_the_same_wait_condition():
 def test_apply_batches_refuse_bad_arguments(args, kwargs):
     with pytest.raises(TypeError):
         names.apply_batches(*args, **kwargs)
+
+
+# ---- image fields of chart values (issue #24 section 3: image references everywhere, raw chart values too)
+
+@pytest.mark.parametrize("values", [
+    {},
+    {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "570.86.15"}},
+    {"image": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.17.0", "pullPolicy": "IfNotPresent"}},
+    {"image": {"repository": "registry.local:5000/mirror/plugin", "tag": ""}},  # an empty tag: the chart's default
+    {"operator": {"image": "gpu-operator", "version": 25}},  # a number is written as text
+    {"sidecars": [{"image": "busybox@sha256:" + "a" * 64}], "helm": {"repository": "https://helm.ngc.nvidia.com/nvidia"}},
+    {"config": {"version": "v1", "flags": {"migStrategy": "single"}}},  # a version beside no image field
+], ids=["empty", "gpu-operator component", "image dict", "empty tag", "numeric version", "digest, chart URL", "config version"])
+def test_chart_values_with_good_image_fields_pass(values):
+    assert names.check("chart_values_images", values) is None
+
+
+@pytest.mark.parametrize("values, found", [
+    ({"driver": {"repository": "NVCR.io/Nvidia"}}, ["driver.repository: 'NVCR.io/Nvidia' is not an image reference"]),
+    ({"image": {"repository": "plugin", "tag": "v1;id"}}, ["image.tag: 'v1;id' is not an image tag"]),
+    ({"a": [{"b": {"image": "x y"}}]}, ["a[0].b.image: 'x y' is not an image reference"]),
+    ({"driver": {"image": "driver", "version": "-1"}, "toolkit": {"repository": "nvcr.io/", "version": "." * 129}},
+     ["driver.version: '-1' is not an image tag", "toolkit.repository: 'nvcr.io/' is not an image reference",
+      "toolkit.version: '" + "." * 20]),
+    ({"image": {"repository": "plugin", "tag": True}}, ["image.tag: must be a string, got bool"]),
+    ({"image": {"repository": "plugin", "tag": "a" * 129}}, ["image.tag: '" + "a" * 20]),
+], ids=["capitals", "tag with a semicolon", "inside a list", "every problem", "boolean tag", "tag of 129"])
+def test_chart_values_name_each_bad_image_field_by_its_path(values, found):
+    lines = names.image_field_problems(values, "")
+    assert len(lines) == len(found) and all(line.startswith(start) for line, start in zip(lines, found)), lines
+    assert all(" is not an image " in line or "must be a string" in line for line in lines), lines
+    assert names.check("chart_values_images", values) == "; ".join(lines)
+    assert names.image_field_problems(values, "values") == ["values." + line for line in lines]
+
+
+def test_chart_values_must_be_a_dict_and_a_tag_has_at_most_128_characters():
+    assert names.check("chart_values_images", ["image"]) == "chart values must be a dict, got list"
+    assert names.check("chart_values_images", None) is None
+    assert names.check("image_tag", "a" * 128) is None and names.check("image_tag", "_v1.0-rc1") is None
+    assert names.check("image_tag", 12.5) is None and names.check("image_tag", "") == "must not be empty"
+
+
+@pytest.mark.parametrize("value, why", [
+    (0, None), (90, None), ("10", None), (" 5 ", None),
+    (-1, "-1 is negative; retries, timeouts and delays are 0 or more"), ("-5", "-5 is negative"),
+    (True, "True is not a whole number"), (1.5, "1.5 is not a whole number"), ("ten", "'ten' is not a whole number"),
+    (None, "None is not a whole number"),
+], ids=["zero", "ninety", "text", "blanks", "minus one", "negative text", "boolean", "fraction", "word", "none"])
+def test_counts_are_whole_numbers_of_zero_or_more(value, why):
+    found = names.check("count", value)
+    assert found == why if why is None else found.startswith(why), found

@@ -200,3 +200,44 @@ def test_no_table(text):
 def test_not_text():
     with pytest.raises(nt.NcclTestsParseError, match="must be text"):
         nt.parse_all(None)
+
+
+# ------------------------------------------------------------------ boundaries the mutation check showed untested
+
+def test_the_threshold_and_the_row_count_are_met_at_equality():
+    run = nt.parse(fixture("guide_tcpx_all_gather.txt"))
+    assert nt.verdict(run, threshold=29.8293)["passed"], "an average equal to the threshold passes"
+    below = nt.verdict(run, threshold=29.83)
+    assert not below["passed"] and below["reasons"] == [
+        "average bus bandwidth 29.83 GB/s is below the 29.83 GB/s threshold"]
+    assert nt.verdict(run, threshold="29")["threshold"] == 29.0
+    assert nt.verdict(run, min_rows=10)["passed"] and nt.verdict(run, min_rows=10)["rows"] == 10
+    assert nt.verdict(run, min_rows=11)["reasons"] == ["the table has 10 rows, 11 expected at least"]
+    assert nt.verdict(dict(run, rows=[]))["reasons"] == ["the table has 0 rows, 1 expected at least"]
+    result = nt.verdict(run)
+    assert result["collective"] == run["collective"] and result["max_bus_bandwidth"] == 71.28 and result["threshold"] is None
+
+
+@pytest.mark.parametrize("line, count, ok, passed", [
+    ("# Out of bounds values : 0 OK", 0, True, True),
+    ("# Out of bounds values : 0", 0, True, True),
+    ("# Out of bounds values : 3", 3, False, False),
+    ("# Out of bounds values : 0 FAILED", 0, False, False),
+    ("# Out of bounds values : 1 OK", 1, True, False),
+], ids=["zero ok", "zero without status", "three", "zero failed", "one ok"])
+def test_out_of_bounds_line_and_status(line, count, ok, passed):
+    text = fixture("guide_tcpx_all_gather.txt")
+    original = next(x for x in text.splitlines() if x.strip().startswith("# Out of bounds values")).strip()
+    run = nt.parse(text.replace(original, line))
+    assert (run["out_of_bounds"], run["out_of_bounds_ok"]) == (count, ok)
+    result = nt.verdict(run)
+    assert result["passed"] is passed
+    if not passed:
+        assert "%d out of bounds values" % count in result["reasons"]
+
+
+def test_two_runs_need_parse_all():
+    text = fixture("guide_tcpx_all_gather.txt")
+    with pytest.raises(nt.NcclTestsParseError, match="2 nccl-tests runs found; parse them with parse_all"):
+        nt.parse(text + "\n" + text)
+    assert [len(r["rows"]) for r in nt.parse_all(text + "\n" + text)] == [10, 10]

@@ -224,3 +224,93 @@ def test_fresh_host_facts_show_the_pci_gpus_and_the_rdma_stack(tmp_path):
     assert planned["evidence"] == [
         "the NVIDIA driver is not installed yet: decided for driver 580.105.08 with the operator's choice of kernel modules",
         "2 NVIDIA GPU(s) on the PCI bus (device 10de:2330)", "RDMA devices mlx5_0", "kernel 6.8.0-45-generic (>= 5.12)"]
+
+
+# ---- what the mutation check (scripts/mutate.py) showed untested --------------------------------------
+
+ROW = "0, GPU-1, NVIDIA H100 80GB HBM3, 81559, Disabled, Disabled, Default, %s, 9.0"
+
+
+def _tool(answers):
+    """run_tool that answers by the first argument after the binary; records every call."""
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        for key, answer in answers:
+            if key in argv:
+                return answer
+        return 127, "", ""
+    return run, calls
+
+
+def test_an_nvidia_smi_failure_keeps_300_characters():
+    run, _calls = _tool([(QUERY, (9, "x" * 400, None))])
+    assert _gpu_host.gather_gpus(run, "smi") == ([], None, None, ["nvidia-smi failed (rc=9): " + "x" * 300])
+
+
+@pytest.mark.parametrize("rc", [1, 2, 6])
+def test_a_driver_without_compute_cap_is_asked_again_whatever_its_exit_code(rc):
+    old_row = "0, GPU-1, Tesla V100-SXM2-16GB, 16160, [N/A], [N/A], Default, 470.57.02"
+    run, calls = _tool([(QUERY, (rc, None, 'Field "compute_cap" is not a valid field to query.')),
+                        (QUERY_OLD, (0, old_row + "\n", "")), ("-q", (0, "CUDA Version : 11.4\n", ""))])
+    gpus, driver, cuda, problems = _gpu_host.gather_gpus(run, "smi")
+    assert [c[1] for c in calls[:2]] == [QUERY, QUERY_OLD]
+    assert (gpus[0]["name"], driver, cuda, problems) == ("Tesla V100-SXM2-16GB", "470.57.02", "11.4", [])
+
+
+def test_two_driver_versions_and_no_cuda_version_are_problems():
+    run, _calls = _tool([(QUERY, (0, "\n".join([ROW % "550.54.14", ROW.replace("0, GPU-1", "1, GPU-2") % "550.54.15"]), "")),
+                         ("-q", (0, "CUDA Version : N/A\n", ""))])
+    gpus, driver, cuda, problems = _gpu_host.gather_gpus(run, "smi")
+    assert len(gpus) == 2 and cuda is None
+    assert problems == ["GPUs report different driver versions: 550.54.14, 550.54.15",
+                        "nvidia-smi -q did not report a CUDA version"]
+    run, _calls = _tool([(QUERY, (0, "\n".join([ROW % "550.54.14"] * 2), "")), ("-q", (3, "CUDA Version : 12.4\n", ""))])
+    assert _gpu_host.gather_gpus(run, "smi")[1:] == ("550.54.14", None, ["nvidia-smi -q did not report a CUDA version"])
+
+
+@pytest.mark.parametrize("rc, out, expected", [
+    (0, "MLNX_OFED_LINUX-23.10-1.1.9.0:\n", dict(present=True, kind="mofed", version="23.10-1.1.9.0")),
+    (0, "OFED-internal-24.10-1.1.4:\n", dict(present=True, kind="doca-ofed", version="24.10-1.1.4")),
+    (1, "MLNX_OFED_LINUX-23.10-1.1.9.0:\n", dict(present=False, kind=None, version=None)),
+    (0, "command not found\n", dict(present=False, kind=None, version=None)),
+    (0, None, dict(present=False, kind=None, version=None)),
+], ids=["mofed", "doca", "failing ofed_info", "no version", "no output"])
+def test_ofed_info_answers(rc, out, expected):
+    run, calls = _tool([("-s", (rc, out, ""))])
+    assert _gpu_host.ofed(run, "/usr/bin/ofed_info") == expected and calls == [["/usr/bin/ofed_info", "-s"]]
+    assert _gpu_host.ofed(run, None) == dict(present=False, kind=None, version=None) and len(calls) == 1
+
+
+class _Context:
+    def __init__(self, params, paths=None):
+        self.params, self.paths, self.calls = params, dict(paths or {}), []
+
+    def get_bin_path(self, name, opt_dirs=None):
+        return self.paths.get(name)
+
+    def run_command(self, argv, environ_update=None):
+        self.calls.append((argv, environ_update))
+        return 127, "", ""
+
+
+def test_the_module_entry_checks_its_folders_and_finds_its_tools(tmp_path):
+    params = dict(procfs_root=str(tmp_path), sysfs_root=str(tmp_path / "missing"), nvidia_smi=None, ofed_info=None)
+    with pytest.raises(_gpu_host.EngineError, match="sysfs_root: .*missing is not a folder \\(where sysfs is mounted\\)"):
+        _gpu_host.run(params, _Context(params))
+    (tmp_path / "missing").mkdir()
+    result = _gpu_host.run(params, _Context(params))
+    assert result["changed"] is False and result["ansible_facts"]["gpu_host"]["problems"][0] == "nvidia-smi not found"
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o644)  # given but not executable: as good as absent
+    facts = _gpu_host.run(dict(params, nvidia_smi=str(tool)), _Context(params))["ansible_facts"]["gpu_host"]
+    assert facts["nvidia_smi"] == {"present": False, "path": None}
+    tool.chmod(0o755)
+    context = _Context(params)
+    facts = _gpu_host.run(dict(params, nvidia_smi=str(tool)), context)["ansible_facts"]["gpu_host"]
+    assert facts["nvidia_smi"] == {"present": True, "path": str(tool)}
+    assert context.calls and all(env == {"LC_ALL": "C"} for _argv, env in context.calls)
+    found = _Context(params, {"nvidia-smi": "/usr/bin/nvidia-smi"})
+    assert _gpu_host.run(params, found)["ansible_facts"]["gpu_host"]["nvidia_smi"]["path"] == "/usr/bin/nvidia-smi"

@@ -7,6 +7,9 @@ Only nvidia-smi is faked; the engine, the catalog, the parsers and the plan help
 
 from __future__ import annotations
 
+import copy
+import re
+
 import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mig as _mig_host
@@ -202,6 +205,50 @@ def test_nvidia_smi_failure_mid_apply_converges_on_rerun():
     assert not host.apply([dict(gpu="0", profiles=["3g.40gb", "2g.20gb", "2g.20gb"])])["changed"]
 
 
+class LossyHost(Host):
+    """A host whose nvidia-smi answers one write as done but keeps its state (a driver that drops a request)."""
+
+    def __init__(self, preset, dropped):
+        super().__init__(preset)
+        self.dropped = dropped
+
+    def run(self, argv):
+        text = " ".join(argv[1:])
+        if self.dropped is not None and (self.dropped(text) if callable(self.dropped) else text == self.dropped):
+            rc, output, write = fake.run(argv[1:], copy.deepcopy(self.state))
+            self.calls.append(dict(argv=argv[1:], rc=rc, write=write))
+            return rc, output, ""
+        return super().run(argv)
+
+
+def test_a_read_back_that_disagrees_with_the_plan_says_what_was_planned_shown_and_written():
+    host = LossyHost("A100-40GB x2", "mig -i 1 -cgi 14:0 -C")
+    with pytest.raises(_mig_host.MigError) as err:
+        host.apply([dict(gpu="all", profiles=["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"])])
+    message = str(err.value)
+    assert "read back after the changes differs from the plan" in message, message
+    assert "GPU 1 (A100-40GB): planned [1g.5gb@2 [1], 1g.5gb@3 [1], 2g.10gb@0 [2], 3g.20gb@4 [3]], " \
+           "nvidia-smi shows [1g.5gb@2 [1], 1g.5gb@3 [1], 3g.20gb@4 [3]]" in message, message
+    assert "GPU 0" not in message, "a GPU that reads back as planned is not reported"
+    assert "written: -i 0 -mig 1; mig -i 0 -cgi 9:4 -C" in message and "mig -i 1 -cgi 14:0 -C" in message, message
+    # a re-run on an honest host converges from what is there
+    honest = Host("A100-40GB x2")
+    honest.state = host.state
+    again = honest.apply([dict(gpu="all", profiles=["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"])])
+    assert again["changed"] and honest.writes == ["mig -i 1 -cgi 14:0 -C"]
+
+
+def test_a_dropped_compute_split_is_reported_with_the_split_planned():
+    host = LossyHost("A100-40GB x2", None)
+    host.apply([dict(gpu="0", profiles=["3g.20gb"])])
+    host.dropped = lambda text: " -cci " in text
+    with pytest.raises(_mig_host.MigError) as err:
+        host.apply([dict(gpu="0", profiles=[dict(profile="3g.20gb", compute_instances=[1, 1, 1])])])
+    assert "GPU 0 (A100-40GB): planned [3g.20gb@0 [1+1+1]], nvidia-smi shows [3g.20gb@0 [no compute instance]]" \
+        in str(err.value), str(err.value)
+    assert "written: mig -i 0 -dci -gi" in str(err.value) and "-cci 0,0,0" in str(err.value), str(err.value)
+
+
 def test_offline_plan_needs_no_nvidia_smi():
     def no_smi(argv):
         raise AssertionError("nvidia-smi called in render mode: %s" % argv)
@@ -282,3 +329,74 @@ def test_instances_in_use_are_not_removed_and_no_gpu_is_touched():
     fake.control(["process", "clear"], host.state)
     assert host.apply([dict(gpu="all", profiles=["7g.40gb"])])["changed"]
     assert host.geometry(0) == host.geometry(1) == [("7g.40gb", 0, (7,))]
+
+
+# ---- what the mutation check (scripts/mutate.py) showed untested: boundaries, messages, results
+
+def _offline(count, model="H100-80GB", gpus=None):
+    params = dict(gpus=gpus or [dict(gpu="all", profiles=["7g.80gb"])], nvidia_smi=None, allow_reset=False,
+                  mig_parted_config_name="c", offline=dict(model=model, count=count))
+    return _mig_host.converge(params, None, False, False)
+
+
+@pytest.mark.parametrize("count", [0, 65, True, "2", 2.0, None], ids=["zero", "65", "boolean", "text", "float", "unset"])
+def test_offline_count_outside_1_to_64_is_refused(count):
+    with pytest.raises(_mig_host.MigError, match=r"offline.count: the number of GPUs must be a whole number from 1 to 64"):
+        _offline(count)
+
+
+def test_offline_count_limits_are_taken_and_planned_gpus_are_predicted():
+    result = _offline(64)
+    assert len(result["gpus"]) == 64 and result["changed"] and result["nvidia_smi_writes"] == []
+    assert [g["mig_mode_current"] for g in _offline(1)["gpus"]] == [True]
+    one = _offline(1)["gpus"][0]
+    assert [(i["profile"], i["start"]) for i in one["instances"]] == [("7g.80gb", 0)]
+
+
+@pytest.mark.parametrize("item, message", [
+    (dict(profile="3g.40gb", compute_instances=[]), "compute_instances must be a non-empty list"),
+    (dict(profile="3g.40gb", compute_instances=2), "compute_instances must be a non-empty list"),
+    (dict(profile="  ", compute_instances=[1]), "a profile name such as 3g.40gb is required, got '  '"),
+    (dict(compute_instances=[1]), "a profile name such as 3g.40gb is required, got None"),
+    (7, "a profile name such as 3g.40gb is required, got 7"),
+    ("", "a profile name such as 3g.40gb is required, got ''"),
+], ids=["empty split", "split not a list", "blank profile", "no profile", "number", "empty text"])
+def test_instance_specs_without_a_profile_or_a_split_are_refused_before_any_call(item, message):
+    with pytest.raises(_mig_host.MigError, match="gpus\\[0\\].profiles\\[0\\]: " + re.escape(message)):
+        _mig_host.validate_request([dict(gpu="0", profiles=[item])])
+
+
+def test_a_profile_without_compute_instances_key_takes_the_whole_instance():
+    assert _mig_host.validate_request([dict(gpu="0", profiles=[dict(profile="3g.40gb")])])[0]["instances"][0]["compute"] is None
+
+
+def test_a_failing_nvidia_smi_message_keeps_500_characters_of_its_output():
+    def failing(argv):
+        return 9, "x" * 600, ""
+    with pytest.raises(_mig_host.MigError) as err:
+        _mig_host.Smi(failing, "/usr/bin/nvidia-smi")("-L")
+    assert str(err.value) == "/usr/bin/nvidia-smi -L failed (rc=9): " + "x" * 500
+    assert err.value.details["rc"] == 9
+    rc, text = _mig_host.Smi(lambda argv: (6, "none", " found"), "smi")("q", allow_nothing=True)
+    assert (rc, text) == (6, "none found")
+
+
+def test_layouts_of_eight_are_listed_and_longer_ones_counted():
+    eight = ["1g.10gb"] * 8
+    assert _mig_host._layout_text(eight) == "[%s]" % ", ".join(eight)
+    assert _mig_host._layout_text(eight + ["1g.10gb"]) != "[%s]" % ", ".join(eight + ["1g.10gb"])
+    assert "9" in _mig_host._layout_text(eight + ["1g.10gb"])
+
+
+def test_mode_text_and_write_detection():
+    assert _mig_host._mode_text(dict(mig_current=True, mig_pending=True)) == "Enabled"
+    assert _mig_host._mode_text(dict(mig_current=False, mig_pending=True)) == "Disabled (pending Enabled)"
+    assert _mig_host._is_write(["smi", "mig", "-i", "0", "-cgi", "9"]) and _mig_host._is_write(["smi", "-i", "0", "-r"])
+    assert not _mig_host._is_write(["smi", "mig", "-lgip"]) and not _mig_host._is_write(["smi", "-L"])
+
+
+def test_the_result_lists_the_writes_sent_and_nothing_on_a_rerun():
+    host = Host("A100-40GB x2")
+    result = host.apply([dict(gpu="0", profiles=["7g.40gb"])])
+    assert result["nvidia_smi_writes"] == host.writes == ["-i 0 -mig 1", "mig -i 0 -cgi 0:0 -C"]
+    assert host.apply([dict(gpu="0", profiles=["7g.40gb"])])["nvidia_smi_writes"] == []

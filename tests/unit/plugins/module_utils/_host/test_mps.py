@@ -293,6 +293,32 @@ def test_bad_host_settings_name_the_field(changes, message):
     assert message in str(err.value)
 
 
+HOST_GPUS = [dict(index=0, uuid="GPU-0f6f2a4e-1c9b-4b87-9d3e-7e0c1a2b3c4d"), dict(index=1, uuid="GPU-11111111-2222-3333-4444-555555555555")]
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"visible_devices": [2]}, "visible_devices: 2 is not a GPU of this host (GPUs: 0, 1)"),
+    ({"visible_devices": ["GPU-99999999-2222-3333-4444-555555555555"]},
+     "visible_devices: GPU-99999999-2222-3333-4444-555555555555 is not a GPU of this host (GPUs: 0, 1)"),
+    ({"pinned_device_mem_limit": {8: "1G"}}, "pinned_device_mem_limit: 8 is not a GPU of this host (GPUs: 0, 1)"),
+], ids=["index past the last GPU", "unknown UUID", "limit for a missing GPU"])
+def test_devices_must_be_the_hosts_gpus_when_its_facts_are_known(changes, message):
+    with pytest.raises(ValueError) as err:
+        _mps.host_settings(_settings(**changes), gpus=HOST_GPUS)
+    assert message in str(err.value)
+    assert _mps.host_settings(_settings(**changes))["environment"], "without the host's GPUs only the syntax is checked"
+
+
+def test_the_hosts_own_gpus_and_mig_devices_pass():
+    result = _mps.host_settings(_settings(visible_devices=[1, "GPU-0f6f2a4e-1c9b-4b87-9d3e-7e0c1a2b3c4d"],
+                                          pinned_device_mem_limit={0: "1G", "1": "2G"}), gpus=HOST_GPUS)
+    assert result["environment"]["CUDA_VISIBLE_DEVICES"] == "1,GPU-0f6f2a4e-1c9b-4b87-9d3e-7e0c1a2b3c4d"
+    mig = _mps.host_settings(_settings(visible_devices=["MIG-5c5b2f3a-8f9e-5b4d-a1c2-3d4e5f6a7b8c"]), gpus=HOST_GPUS)
+    assert mig["mig"]
+    with pytest.raises(ValueError, match=r"visible_devices: 0 is not a GPU of this host \(GPUs: none\)"):
+        _mps.host_settings(_settings(visible_devices=[0]), gpus=[])
+
+
 def test_every_bad_field_is_reported_at_once():
     with pytest.raises(ValueError) as err:
         _mps.host_settings({"pipe_directory": "x", "log_directory": "y", "active_thread_percentage": 0})

@@ -235,11 +235,47 @@ def test_nccl_net_override_on_gpudirect_warns(run):
     (dict(fabric="tcpx", overrides={"NCCL X": "1"}), "overrides: 'NCCL X' is not an environment variable name"),
     (dict(fabric="tcpx", overrides={"NCCL_DEBUG": "INFO\nNCCL_X=1"}), "overrides.NCCL_DEBUG: the value must be one line"),
     (dict(fabric="tcpx", ctrl_interface="eth1"), "ctrl_interface: eth1 is also a GPU interface"),
+    # interface names: the kernel's 15-byte limit, no shell or list metacharacters (issue #24 section 3)
+    (dict(fabric="socket", ctrl_interface="eth0;reboot"), "ctrl_interface: 'eth0;reboot' is not 1 to 15 letters"),
+    (dict(fabric="tcpxo", ctrl_interface="eth0 eth9"), "ctrl_interface: 'eth0 eth9' is not 1 to 15 letters"),
+    (dict(fabric="tcpx", ctrl_interface="=eth0"), "ctrl_interface: '=eth0' is not 1 to 15 letters"),
+    (dict(fabric="socket", interfaces=["enp1s0f0np0-long1"]), "interfaces: 'enp1s0f0np0-long1' is not 1 to 15"),
+    (dict(fabric="socket", interfaces=["eth0", "^lo"]), "interfaces: '^lo' is not 1 to 15"),
+    (dict(fabric="socket", interfaces=["$(id)"]), "interfaces: '$(id)' is not 1 to 15"),
+    (dict(fabric="tcpx", interfaces=["eth1", "eth2", "eth3", "eth4:1"]), "interfaces: 'eth4:1' is not 1 to 15"),
+    (dict(fabric="tcpx", interfaces=["eth1", "eth2", "eth3", ".."]), "interfaces: '..' is not 1 to 15"),
+    (dict(fabric="ib", interfaces=["=mlx5_0"]), "interfaces: '=mlx5_0' is not an HCA name"),
+    (dict(fabric="roce", interfaces=["mlx5_0:port1"]), "interfaces: 'mlx5_0:port1' is not an HCA name"),
+    # version floors of the GPUDirect fabrics (the gke_gpudirect catalog's min_versions)
+    (dict(fabric="tcpx", gke_version="1.26"), "gke_version: GKE 1.26 is older than 1.27, the first minor that supports tcpx"),
+    (dict(fabric="tcpx", gke_version="1.28.8-gke.1094999"), "gke_version: GKE 1.28.8-gke.1094999 is below the minimum"),
+    (dict(fabric="tcpxo", gke_version="v1.27.9"), "gke_version: GKE v1.27.9 is older than 1.28"),
+    (dict(fabric="tcpxo", gke_version="1.30.3-gke.1"), "gke_version: GKE 1.30.3-gke.1 is below the minimum 1.30.4-gke.1129000"),
 ])
 def test_invalid_input_names_the_option(run, args, message):
     result = run(args)
     assert result.get("failed"), result
     assert message in result["msg"]
+
+
+@pytest.mark.parametrize("args, key, value", [
+    (dict(fabric="socket", interfaces=["^docker", "lo"]), "NCCL_SOCKET_IFNAME", "^docker,lo"),
+    (dict(fabric="socket", interfaces=["=eth0"]), "NCCL_SOCKET_IFNAME", "=eth0"),
+    (dict(fabric="socket", ctrl_interface="^lo"), "NCCL_SOCKET_IFNAME", "^lo"),
+    (dict(fabric="ib", interfaces=["mlx5_0:1", "mlx5_1:1"]), "NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1"),
+    (dict(fabric="roce", interfaces=["mlx5_bond_0"], ctrl_interface="bond0.100"), "NCCL_SOCKET_IFNAME", "bond0.100"),
+    (dict(fabric="tcpx", interfaces=["enp1s0f0np0_15"[:15], "b", "c", "d"]), "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
+     "enp1s0f0np0_15,b,c,d"),
+    (dict(fabric="tcpx", gke_version="1.27.7-gke.1121000"), "NCCL_GPUDIRECTTCPX_CTRL_DEV", "eth0"),
+    (dict(fabric="tcpx", gke_version="1.27"), "NCCL_GPUDIRECTTCPX_CTRL_DEV", "eth0"),
+    (dict(fabric="tcpxo", gke_version="1.36"), "NCCL_FASTRAK_CTRL_DEV", "eth0"),
+    (dict(fabric="rdma", gke_version="1.20"), "NCCL_SOCKET_IFNAME", "eth0"),
+], ids=["socket exclude", "socket exact", "ctrl exclude", "hca ports", "vlan ctrl", "15 bytes", "tcpx floor itself",
+        "tcpx first minor", "minor after the table", "rdma has no floor"])
+def test_valid_edge_input_is_taken(run, args, key, value):
+    result = run(args)
+    assert not result.get("failed"), result
+    assert result["env"][key] == value
 
 
 # ------------------------------------------------------------------ dest

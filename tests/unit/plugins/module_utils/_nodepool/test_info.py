@@ -6,8 +6,11 @@ and which documents it reads."""
 
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as aks
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import info
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 
 A3_HIGH = {"name": "a3high", "status": "RUNNING", "version": "1.30.4-gke.1129000", "locations": ["us-central1-c"],
            "config": {"machineType": "a3-highgpu-8g", "imageType": "COS_CONTAINERD",
@@ -106,3 +109,43 @@ def test_aks_pools_use_the_strategy_and_the_api_version():
     pools, exists = info.aks_pools(session, dict(resource_group="rg", cluster="aks1", mig_strategy="mixed"))
     assert exists and pools[0]["expected_resources"] == {"nvidia.com/mig-1g.5gb": 56}
     assert info.aks_pools(_Session({}), dict(resource_group="rg", cluster="aks1", name="mig")) == ([], False)
+
+
+SUBSCRIPTION = "00000000-1111-2222-3333-444444444444"
+AKS_OK = dict(provider="aks", subscription_id=SUBSCRIPTION, resource_group="rg-gpu.1", cluster="aks1", name=None)
+GKE_OK = dict(provider="gke", project="info-project", location="us-central1", cluster="fab", name=None)
+
+BAD_READS = [
+    # (case, params, option named, text the message must carry)
+    ("aks: subscription not a GUID", dict(AKS_OK, subscription_id="my-subscription"), "subscription_id", "GUID"),
+    ("aks: subscription GUID with a suffix", dict(AKS_OK, subscription_id=SUBSCRIPTION + "/x"), "subscription_id", "GUID"),
+    ("aks: subscription missing", dict(AKS_OK, subscription_id=""), "subscription_id", "required"),
+    ("aks: resource group ends with a period", dict(AKS_OK, resource_group="rg."), "resource_group", "not ending with '.'"),
+    ("aks: resource group of 91 characters", dict(AKS_OK, resource_group="r" * 91), "resource_group", "1 to 90"),
+    ("aks: resource group with a slash", dict(AKS_OK, resource_group="rg/../other"), "resource_group", "1 to 90"),
+    ("aks: cluster with a space", dict(AKS_OK, cluster="aks 1"), "cluster", "1 to 63"),
+    ("aks: pool name with capitals", dict(AKS_OK, name="GPU"), "name", "lowercase"),
+    ("gke: project with capitals", dict(GKE_OK, project="Info-Project"), "project", "project ID"),
+    ("gke: location neither zone nor region", dict(GKE_OK, location="uscentral"), "location", "zone"),
+    ("gke: cluster with an underscore", dict(GKE_OK, cluster="fab_1"), "cluster", "1 to 40"),
+    ("gke: pool name with a slash", dict(GKE_OK, name="a/b"), "name", "1 to 40"),
+]
+
+
+@pytest.mark.parametrize("case, params, option, text", BAD_READS, ids=[c[0] for c in BAD_READS])
+def test_bad_read_input_is_refused_before_the_first_get(case, params, option, text):
+    class _NoSession:
+        params = None
+
+        def session(self, cls):
+            raise AssertionError("%s: a session was opened for bad input" % case)
+
+    with pytest.raises(EngineError) as caught:
+        info.run(params, _NoSession())
+    assert "%s: " % option in caught.value.msg and text in caught.value.msg, caught.value.msg
+
+
+def test_good_read_input_passes_the_checks():
+    assert not info.validate(AKS_OK) and not info.validate(dict(AKS_OK, resource_group="a", name="mig"))
+    assert not info.validate(dict(AKS_OK, resource_group="r" * 90, subscription_id=SUBSCRIPTION.upper()))
+    assert not info.validate(GKE_OK) and not info.validate(dict(GKE_OK, location="us-central1-c", name="l4"))

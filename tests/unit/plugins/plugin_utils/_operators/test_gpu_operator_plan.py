@@ -240,6 +240,20 @@ BAD = [
      "driver_pools[0].gdrcopy.imagePullPolicy must be one of: Always, IfNotPresent, Never"),
     (pool_options(gdrcopy={"env": [{"value": "1"}]}), {}, "driver_pools[0].gdrcopy.env must be a list of {name, value}"),
     (pool_options(gds={"args": "--verbose"}), {}, "driver_pools[0].gds.args must be a list of non-empty strings"),
+    # image references, in the options and in raw chart values (issue #24 section 3)
+    (options("v25.10.1", values={"driver": {"repository": "NVCR.io/Nvidia"}}), {},
+     "values.driver.repository: 'NVCR.io/Nvidia' is not an image reference"),
+    (options("v25.10.1", values={"toolkit": {"image": "container-toolkit", "version": "v1.17.0 --privileged"}}), {},
+     "values.toolkit.version: 'v1.17.0 --privileged' is not an image tag"),
+    (options("v25.10.1", values={"devicePlugin": {"image": "k8s-device-plugin:v0.17.0;id"}}), {},
+     "values.devicePlugin.image: 'k8s-device-plugin:v0.17.0;id' is not an image reference"),
+    (options("v25.10.1", values={"driver": {"repository": "nvcr.io/nvidia"}}, driver={"version": "570.86.15;x"}), {},
+     "values.driver.version: '570.86.15;x' is not an image tag"),
+    (pool_options(repository="nvcr.io/nvidia/"), {}, "driver_pools[0].repository: 'nvcr.io/nvidia/' is not an image reference"),
+    (pool_options(version="570.86.15 "), {}, "driver_pools[0].version: '570.86.15 ' is not an image tag"),
+    (pool_options(gds={"enabled": True, "repository": "nvcr.io/nvidia/cloud-native", "image": "nvidia-fs",
+                       "version": "2.20.5:latest"}), {},
+     "driver_pools[0].gds.version: '2.20.5:latest' is not an image tag"),
 ]
 
 
