@@ -40,7 +40,7 @@ options:
       - The GPU fabric.
     type: str
     required: true
-    choices: [tcpx, tcpxo, rdma, ib, roce, socket]
+    choices: [tcpx, tcpxo, rdma, rdma-a4x, ib, roce, socket]
   gke_version:
     description:
       - The GKE version of the cluster, as V(1.34), V(1.34.1-gke.1829001) or V(v1.34.1-gke.1829001). Picks the TCPX
@@ -177,7 +177,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import nccl_
 
 def argument_spec():
     return dict(
-        fabric=dict(type="str", required=True, choices=["tcpx", "tcpxo", "rdma", "ib", "roce", "socket"]),
+        fabric=dict(type="str", required=True, choices=["tcpx", "tcpxo", "rdma", "rdma-a4x", "ib", "roce", "socket"]),
         gke_version=dict(type="str"),
         machine_type=dict(type="str"),
         interfaces=dict(type="list", elements="str"),

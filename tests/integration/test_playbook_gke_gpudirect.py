@@ -283,3 +283,24 @@ def test_rdma_live_noop_rerun_and_teardown(run_playbook, gcp_double, k8s_double)
     assert gcp_double.mutating_requests() == [] and [w for w in k8s_double.writes() if w.changed] == []
     run_playbook(TEARDOWN, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_ok()
     assert k8s_double.list("Network") == [] and gcp_double.state(GCP_PROJECT)["clusters"] == []
+
+
+@needs_rdma_fabric
+def test_a4x_renders_end_to_end_with_four_rdma_nics_and_the_arm64_installer(run_playbook, tmp_path):
+    # no zone given: the RoCE VPC goes into the first node location of the inventory (us-central1-c)
+    render = tmp_path / "render"
+    run_playbook(PLAYBOOK, extra_vars={"gke_gpu_cluster_gpudirect": "rdma-a4x", "gpu_ops_render_dir": str(render)},
+                 extra_args=("-i", INVENTORY)).assert_ok()
+    requests = [json.loads(f.read_text()) for f in sorted((render / "requests").iterdir())]
+    roce = next(r["body"] for r in requests if r["url"].endswith("/global/networks") and "networkProfile" in r["body"])
+    assert roce["networkProfile"].endswith("/networkProfiles/us-central1-c-vpc-roce")
+    pool = requests[-1]["body"]["nodePool"]
+    assert pool["config"]["machineType"] == "a4x-highgpu-4g" and pool["config"]["diskType"].startswith("hyperdisk")
+    assert len(pool["networkConfig"]["additionalNodeNetworkConfigs"]) == 5 and pool["locations"] == ["us-central1-c"]
+    [daemonset] = [yaml.safe_load(p.read_text()) for p in (render / "manifests" / "30-gpudirect-rdma-a4x-installer").iterdir()]
+    images = [c["image"] for c in daemonset["spec"]["template"]["spec"]["initContainers"]]
+    assert any("nccl-plugin-gib-arm64" in image for image in images)
+    pods = [yaml.safe_load(p.read_text()) for p in sorted((render / "manifests" / "40-nccl-test").glob("*pod*"))]
+    container = pods[0]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 4
+    assert {e["name"]: e.get("value") for e in container["env"]}["NCCL_NET"] == "gIB"

@@ -31,7 +31,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudi
 # NCCL environments
 # --------------------------------------------------------------------------------------------
 
-FABRICS = ("tcpx", "tcpxo", "rdma", "ib", "roce", "socket")
+FABRICS = ("tcpx", "tcpxo", "rdma", "rdma-a4x", "ib", "roce", "socket")
 
 # TCPX flow-steering CPU bindings per machine type, one entry per GPU NIC (in NIC order).
 TCPX_CPU_BINDINGS = {
@@ -135,6 +135,17 @@ NCCL_ENVS = {
             "NCCL_IB_TC": "52",
             "NCCL_IB_FIFO_TC": "84",
             "NCCL_TUNER_CONFIG_PATH": "{tuner}",
+        },
+    },
+    "rdma-a4x": {
+        # A4X (GB200, arm64): what makes the gIB plugin load and fail closed (NCCL_NET=gIB: no silent fallback to
+        # sockets). The tuning values of the arm64 plugin's set_nccl_env.sh are not in our sources, so they are not
+        # guessed from the A3 Ultra / A4 set: workloads source that script (gpudirect_workload mounts /usr/local/gib,
+        # the NCCL test sources it), which sets them for the machine it runs on.
+        "default": {
+            "LD_LIBRARY_PATH": "{libdir}",
+            "NCCL_NET": "gIB",
+            "NCCL_SOCKET_IFNAME": "{ctrl}",
         },
     },
     # bare metal: NCCL's documented variables; interfaces name the HCAs (ib/roce) or the sockets' NICs
@@ -318,6 +329,11 @@ def known_nccl_key(key):
     return any(key in keys for _fabric, keys in NCCL_PLUGIN_KEYS.values())
 
 
+def _plugin_fabric(fabric):
+    """The fabric whose NCCL plugin a fabric runs (rdma-a4x runs rdma's gIB plugin; the others their own)."""
+    return PROFILES[fabric]["fabric"] if fabric in PROFILES else fabric
+
+
 def _key_fabric(key):
     for prefix, (fabric, _keys) in NCCL_PLUGIN_KEYS.items():
         if key.startswith(prefix):
@@ -346,7 +362,7 @@ def nccl_environment(fabric, gke_version=None, machine_type=None, interfaces=Non
     warnings = []
     overrides = dict(overrides or {})
     variant = nccl_variant(fabric, gke_version)
-    if fabric in PROFILES and gke_version is None and len(RELEASES[fabric]) > 1:
+    if fabric in PROFILES and gke_version is None and len(RELEASES[_plugin_fabric(fabric)]) > 1:
         warnings.append(
             "gke_version not given: using the %s NCCL set of %s; GKE %s+ uses the %s set" % (
                 variant, fabric, RELEASES[fabric][-1]["gke_from"], RELEASES[fabric][-1]["nccl_env"]))
@@ -420,7 +436,7 @@ def nccl_environment(fabric, gke_version=None, machine_type=None, interfaces=Non
 
 def _apply_overrides(fabric, variant, env, overrides, values):
     warnings = []
-    constraints = GUEST_CONFIG_CONSTRAINTS.get(fabric, {})
+    constraints = GUEST_CONFIG_CONSTRAINTS.get(_plugin_fabric(fabric), {})
     dropped = DROPPED_KEYS.get((fabric, variant), {})
     for key in sorted(overrides):
         if not isinstance(key, str) or not _ENV_NAME.match(key):
@@ -437,14 +453,14 @@ def _apply_overrides(fabric, variant, env, overrides, values):
             owner = _key_fabric(key)
             if not known_nccl_key(key):
                 warnings.append("overrides.%s: not a known NCCL variable (check the spelling)" % key)
-            elif owner and owner != fabric:
+            elif owner and owner != _plugin_fabric(fabric):
                 warnings.append("overrides.%s: belongs to the %s plugin and has no effect on %s" % (key, owner, fabric))
             if rule and rule["action"] == "warn" and env.get(key) != value:
                 warnings.append("overrides.%s: %s" % (key, rule["reason"]))
             if key in dropped:
                 warnings.append("overrides.%s: %s" % (key, dropped[key]))
             if key in ("NCCL_GPUDIRECTTCPX_SOCKET_IFNAME", "NCCL_FASTRAK_IFNAME") and values.get("ifnames") \
-                    and value != values["ifnames"] and owner == fabric:
+                    and value != values["ifnames"] and owner == _plugin_fabric(fabric):
                 warnings.append("overrides.%s: %s differs from the interfaces %s" % (key, value, values["ifnames"]))
             if key == "NCCL_NET" and fabric in PROFILES and env.get(key) != value:
                 warnings.append("overrides.NCCL_NET: %s bypasses the GPUDirect-%s network plugin" % (value, fabric.upper()))

@@ -376,7 +376,12 @@ _ENV_SCRIPTS = {"tcpxo": gd.TCPXO_ENV_SCRIPT, "rdma": gd.GIB_ENV_SCRIPT}
                           "NCCL environment script in the container)"))
 def pod_nccl_env(view):
     def judge(pod, node, fabric):
-        expected, _warnings = nccl.nccl_environment(fabric, gke_version=_kubelet_version(node),
+        version = _kubelet_version(node)
+        # below the profile's floor (gke.gpudirect.version_gate fails for it) the catalog picks no variant of
+        # that version: judge the environment against the default one rather than give up on the pods
+        if version and gd.version_floor_error(fabric, version):
+            version = None
+        expected, _warnings = nccl.nccl_environment(fabric, gke_version=version,
                                                     machine_type=node_labels(node).get(gd.MACHINE_TYPE_LABEL))
         missing = []
         for container in pod["spec"].get("containers") or []:

@@ -24,4 +24,4 @@ def test_invalid_fabric_lists_choices(capsys):
             nccl_env.main()
     result = json.loads(capsys.readouterr().out)
     assert exit_info.value.code == 1
-    assert result["failed"] and "tcpx, tcpxo, rdma, ib, roce, socket" in result["msg"]
+    assert result["failed"] and "tcpx, tcpxo, rdma, rdma-a4x, ib, roce, socket" in result["msg"]

@@ -97,3 +97,15 @@ def test_exports_evaluate_in_a_real_shell():
     out = subprocess.run(["bash", "-c", script], env={"PATH": "/usr/bin:/bin"},
                          capture_output=True, text=True, check=True).stdout.splitlines()
     assert out[0] == "/usr/local/nvidia/lib64"
+
+
+def test_a4x_runs_gib_and_fails_closed_without_guessed_tuning():
+    env, warnings = nccl.nccl_environment("rdma-a4x")
+    # gIB loads, NCCL cannot fall back to sockets; the A3 Ultra / A4 tuning values and tuner file are not applied
+    assert env["NCCL_NET"] == "gIB" and env["NCCL_SOCKET_IFNAME"] == "eth0"
+    assert "NCCL_TUNER_CONFIG_PATH" not in env and "NCCL_IB_TC" not in env
+    assert nccl.nccl_environment("rdma")[0]["NCCL_IB_TC"] == "52", "A3 Ultra keeps its set"
+    assert warnings == []
+    # a gIB key set by hand on A4X belongs to its own plugin: no "other plugin" warning
+    dummy, warned = nccl.nccl_environment("rdma-a4x", overrides={"NCCL_IB_TC": "52"})
+    assert not any("belongs to the" in w for w in warned)
