@@ -523,8 +523,14 @@ def test_rdma_teardown_deletes_subnets_and_rule_then_networks(double, capsys):
     assert result["changed"] and counts(double) == (0, 0, 0)
     deletes = [r["path"] for r in double.requests if r["method"] == "DELETE"]
     assert len(deletes) == 8
-    networks_at = [i for i, p in enumerate(deletes) if "/global/networks/" in p]
-    assert min(networks_at) >= 6  # every subnet and the rule went first
+    # Each network goes after its own subnets and rule; the two networks are torn down in parallel, so
+    # the order between them is the scheduler's.
+    at = dict((p.rsplit("/", 1)[1], i) for i, p in enumerate(deletes))
+    gvnic_children = [n for n in at if n.startswith("a4-gpunic-gvnic-")]
+    roce_children = [n for n in at if n.startswith("a4-gpunic-rdma-")]
+    assert len(gvnic_children) == 2 and len(roce_children) == 4
+    assert max(at[n] for n in gvnic_children) < at["a4-gpunic-gvnic"]
+    assert max(at[n] for n in roce_children) < at["a4-gpunic-rdma"]
     double.clear_log()
     again = rdma_run(double, capsys, profile="rdma-a4x", state="absent")
     assert not again["changed"] and double.mutating_requests() == []
