@@ -82,7 +82,7 @@ def test_the_renders_need_no_credentials_and_write_only_their_folder(renders):
     for target, (folder, result, home) in renders.items():
         assert "RENDER MODE: nothing was created, changed or deleted" in result.stdout, target
         assert (folder / "PLAN.md").is_file() and (folder / ".gpu_ops_render").is_file()
-        assert [p for p in home.rglob("*")] == [], "%s wrote into HOME: %s" % (target, list(home.rglob("*")))
+        assert list(home.rglob("*")) == [], "%s wrote into HOME: %s" % (target, list(home.rglob("*")))
 
 
 def test_a3_ultra_render_has_the_roce_fabric_and_an_rdma_pool(renders):
