@@ -129,7 +129,7 @@ def test_the_clusterrole_grants_exactly_the_reads_of_the_role():
         granted |= set((group, resource) for group in rule["apiGroups"] for resource in rule["resources"])
     reads = yaml.safe_load((REPO_ROOT / "roles" / "validate" / "vars" / "main.yml").read_text())["__validate_k8s_reads"]
     plural = {"Node": "nodes", "DaemonSet": "daemonsets", "Pod": "pods", "ClusterPolicy": "clusterpolicies",
-              "NicClusterPolicy": "nicclusterpolicies"}
+              "NicClusterPolicy": "nicclusterpolicies", "GKENetworkParamSet": "gkenetworkparamsets", "Network": "networks"}
     wanted = set((r["api_version"].split("/")[0] if "/" in r["api_version"] else "", plural[r["kind"]]) for r in reads)
     assert granted == wanted
     assert not any("secrets" in rule["resources"] or "configmaps" in rule["resources"] for rule in role["rules"])
