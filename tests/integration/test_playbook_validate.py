@@ -71,7 +71,7 @@ def test_a_healthy_cluster_validates_read_only(run_playbook, cluster, tmp_path):
     # API discovery (granted to every authenticated user by system:discovery) and one list call per kind read
     assert {r.verb for r in cluster.requests()[before:]} <= {"list", "discovery"}
     assert sorted(r.kind for r in cluster.requests()[before:] if r.verb == "list") == [
-        "ClusterPolicy", "DaemonSet", "NicClusterPolicy", "Node", "Pod"]
+        "ClusterPolicy", "DaemonSet", "GKENetworkParamSet", "Network", "NicClusterPolicy", "Node", "Pod"]
     folder = tmp_path / "out" / "localhost"
     statuses = _statuses(folder / "ctrf.json")
     for check in ("gpu.device_plugin", "gpu.allocatable", "gpu_operator.cluster_policy", "gpu_operator.driver_pods",
@@ -141,7 +141,7 @@ def test_the_sample_snapshot_validates_offline_and_fails_on_its_breaks(run_playb
     result.assert_failed()
     statuses = _statuses(tmp_path / "a3mega-us-central1" / "ctrf.json")
     assert sorted(k for k, v in statuses.items() if v == "failed") == ["gke.gpu_vpc", "gpudirect.fast_socket", "gpudirect.pod_whole_node"]
-    assert "a3mega-us-central1: 33 checks: 17 passed, 3 failed, 13 skipped, 0 other - NOT OK" in result.output
+    assert "a3mega-us-central1: 36 checks: 17 passed, 3 failed, 16 skipped, 0 other - NOT OK" in result.output
     page = (tmp_path / "a3mega-us-central1" / "report.md").read_text()
     assert page == (REPO_ROOT / "docs" / "validate-sample-report.md").read_text().split("-->\n\n", 1)[1]
 
