@@ -121,3 +121,17 @@ def test_the_diff_of_policies_and_hosts(load_raw, build_snapshot):
     assert snap.diff(old, build_snapshot(host)) == ["host: driver_version 550.54.14 -> 570.86.15"]
     with pytest.raises(ValueError, match="the new snapshot: format is None"):
         snap.diff(old, {"target": {}})
+
+
+def test_the_gke_network_objects_keep_their_spec_and_status_only():
+    param_set = {"apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet",
+                 "metadata": {"name": "rdma-0", "managedFields": [{"manager": "kubectl"}],
+                              "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+                 "spec": {"vpc": "net", "vpcSubnet": "sub", "deviceMode": "RDMA"}, "status": {"conditions": []}}
+    built = snap.build_kubernetes("c", {"resources": []}, {"resources": []}, {"resources": []}, {"resources": []},
+                                  {"resources": []}, {"resources": [param_set]}, {"failed": True, "msg": "no such kind Network"})
+    assert built["kubernetes"]["network_param_sets"] == [{
+        "apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet", "metadata": {"name": "rdma-0"},
+        "spec": {"vpc": "net", "vpcSubnet": "sub", "deviceMode": "RDMA"}, "status": {"conditions": []}}]
+    assert built["kubernetes"]["networks"] is None
+    assert built["read_errors"] == {"kubernetes.networks": "no such kind Network"}
