@@ -31,6 +31,8 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot
 # NCCL Fast Socket", https://cloud.google.com/kubernetes-engine/docs/how-to/nccl-fast-socket).
 FAST_SOCKET_LABEL = "cloud.google.com/gke-nccl-fastsocket"
 ADVANCED_DATAPATH = "ADVANCED_DATAPATH"
+# the node label GKE sets to the name of the node's pool (GKE node labels reference)
+_POOL_LABEL = "cloud.google.com/gke-nodepool"
 # the MIG manager's "no MIG" config (also a GPU Operator default)
 _MIG_OFF = ("all-disabled", "")
 _FINISHED = ("Succeeded", "Failed")
@@ -188,6 +190,35 @@ def cos_image(view):
     evidence = ["pool %s: %s" % (p.get("name"), p.get("image_type")) for p in pools]
     problems = ["pool %s runs %s" % (p.get("name"), p.get("image_type")) for p in pools
                 if not str(p.get("image_type") or "").upper().startswith("COS")]
+    return evidence, problems
+
+
+@register("gke.gpudirect.pool_networks", "preflight", "GPUDirect pools have their profile's additional node networks",
+          reads=["kubernetes.nodes", "gke.node_pools"],
+          cause="A GPUDirect node pool has fewer additional node networks than its machine's profile (TCPX/TCPXO: one per GPU "
+                "NIC; GPUDirect-RDMA: the gVNIC network and one per RDMA NIC), so its nodes lack GPU NICs and the pods "
+                "cannot attach every GPU NIC network.",
+          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_gpudirect",
+                   manual="node networks are fixed at creation: recreate the pool with the profile's networks "
+                          "(gpu_ops.cluster.gke_multinetwork's additional_node_networks)"))
+def pool_networks(view):
+    nodes = _gpudirect_nodes(view)
+    # pools whose nodes run GKE DRANET get their accelerator networks from GKE (accelerator_network_profile auto)
+    managed = set(node_labels(n).get(_POOL_LABEL) for n, _f in nodes if _dranet(n))
+    pools = [p for p in view.need("gke.node_pools") if p.get("gpudirect") and p.get("name") not in managed]
+    if not pools:
+        raise Skip("every GPUDirect pool runs GKE DRANET (GKE manages its accelerator networks)")
+    evidence, problems = [], []
+    for pool in pools:
+        machine_type = pool.get("machine_type")
+        profile = _node_profile(dict(metadata=dict(labels={gd.MACHINE_TYPE_LABEL: machine_type})))
+        if profile is None:
+            continue
+        have, want = pool["gpudirect"].get("gpu_nics"), gd.PROFILES[profile]["node_networks"]
+        evidence.append("pool %s (%s, %s): %s additional node network(s)" % (pool.get("name"), machine_type, profile, have))
+        if have is None or have < want:
+            problems.append("pool %s (%s) has %s additional node network(s); %s needs %d" % (
+                pool.get("name"), machine_type, have, profile, want))
     return evidence, problems
 
 

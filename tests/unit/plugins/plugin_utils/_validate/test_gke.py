@@ -254,12 +254,6 @@ def _named(documents, name):
     return [d for d in documents if d["metadata"]["name"] == name][0]
 
 
-def _dranet_old(data):
-    node = _rdma_nodes(data)[1]
-    node["metadata"]["labels"]["cloud.google.com/gke-networking-dra-driver"] = "true"
-    node["status"]["nodeInfo"]["kubeletVersion"] = "v1.33.5-gke.1162000"
-
-
 def _rdma_legacy_datapath(data):
     data["gke"]["cluster"]["datapath_provider"] = "LEGACY_DATAPATH"
 
@@ -403,17 +397,21 @@ def _gvnic_no_firewall(data):
     data["gke"]["nics"][0]["firewall"] = None
 
 
+def _pool_without_gvnic_network(data):
+    data["gke"]["node_pools"][0]["gpudirect"]["gpu_nics"] = 8
+
+
 def _rdma_no_subnet(data):
     data["gke"]["nics"][2]["subnetwork"] = None
 
 
 A3U, A4X = "gke-a3ultra", "gke-a4x"
 RDMA_BREAKS = [
-    (A4X, "gke.gpudirect.version_gate", _dranet_old, "below 1.34.1-gke.1829001, the floor of accelerator_network_profile auto"),
     (A3U, "gke.dataplane_v2", _rdma_legacy_datapath, "LEGACY_DATAPATH"),
     (A4X, "gke.multi_networking", _rdma_no_multinet, "multi-networking is off"),
     (A3U, "gke.standard_cluster", _rdma_autopilot, "Autopilot"),
     (A4X, "gke.cos_image", _rdma_ubuntu, "pool a4x runs UBUNTU_CONTAINERD"),
+    (A3U, "gke.gpudirect.pool_networks", _pool_without_gvnic_network, "pool a3u (a3-ultragpu-8g) has 8 additional node network(s); rdma needs 9"),
     (A3U, "gpudirect.installer", _no_gib_installer, "kube-system/nccl-rdma-installer not found"),
     (A4X, "gpudirect.installer", _amd64_installer_on_a4x,
      "rdma-a4x on GKE 1.34.1-gke.1829001 needs gpudirect-gib/nccl-plugin-gib-arm64:v1.1.2"),
@@ -458,8 +456,10 @@ def test_rdma_broken_one_way_fails_that_check_only(only_failure, name, check_id,
 
 def test_every_rdma_relevant_check_has_an_rdma_break():
     gke_ids = set(c.id for c in suite.CHECKS_BY_ID.values() if c.function.__module__.endswith("_validate.gke"))
-    # the RxDM daemon checks skip on RDMA (no daemon, no NRI injector): the healthy tests show it
-    assert gke_ids - set(b[1] for b in RDMA_BREAKS) == {"gpudirect.nri_injector", "gpudirect.daemon_pair"}
+    # the RxDM daemon checks skip on RDMA (no daemon, no NRI injector): the healthy tests show it; the version gate's
+    # RDMA breaks need a DRANET pool or a catalog floor: test_dranet_below_its_floor_fails_the_version_gate_only and
+    # test_an_rdma_profile_floor_in_the_catalog_is_enforced
+    assert gke_ids - set(b[1] for b in RDMA_BREAKS) == {"gpudirect.nri_injector", "gpudirect.daemon_pair", "gke.gpudirect.version_gate"}
 
 
 @pytest.mark.parametrize("name", [A3U, A4X])
@@ -483,17 +483,41 @@ def test_an_rdma_profile_floor_in_the_catalog_is_enforced(only_failure, monkeypa
     only_failure(A3U, older_patch, "gke.gpudirect.version_gate", "below the minimum 1.33.5-gke.1162000 for rdma")
 
 
-def test_dranet_nodes_need_no_network_objects_nor_annotations(load_raw, build_snapshot):
+def _dranet_cluster(load_raw):
+    """The healthy A4X cluster as a DRANET pool (accelerator_network_profile auto): GKE's networks, DRA claims."""
     data = load_raw(A4X)
     for node in _rdma_nodes(data):
         node["metadata"]["labels"]["cloud.google.com/gke-networking-dra-driver"] = "true"
     _k8s(data)["network_param_sets"], _k8s(data)["networks"] = [], []
+    data["gke"]["node_pools"][0]["gpudirect"]["gpu_nics"] = 0
     for pod in _workloads(data):
         del pod["metadata"]["annotations"]["networking.gke.io/interfaces"]
+    return data
+
+
+def test_dranet_below_its_floor_fails_the_version_gate_only(load_raw, build_snapshot):
+    data = _dranet_cluster(load_raw)
+    healthy = suite.validate(build_snapshot(data))
+    for node in _rdma_nodes(data):
+        node["status"]["nodeInfo"]["kubeletVersion"] = "v1.33.5-gke.1162000"
+    result = suite.validate(build_snapshot(data))
+    before, after = [dict((r["id"], r) for r in x["results"]) for x in (healthy, result)]
+    gate = after["gke.gpudirect.version_gate"]
+    assert before["gke.gpudirect.version_gate"]["status"] == "passed" and gate["status"] == "failed"
+    assert "GKE 1.33.5-gke.1162000 is below 1.34.1-gke.1829001, the floor of accelerator_network_profile auto" in gate["message"]
+    assert gate["cause"] == suite.CHECKS_BY_ID["gke.gpudirect.version_gate"].cause
+    assert gate["fix"] == "role gpu_ops.cluster.gke_gpu_cluster, variable gke_gpu_cluster_version: " \
+                          "upgrade the control plane and the GPUDirect node pool to a patch at or above the minimum"
+    assert dict((k, r["status"]) for k, r in before.items() if k != gate["id"]) == \
+        dict((k, r["status"]) for k, r in after.items() if k != gate["id"])
+
+
+def test_dranet_nodes_need_no_network_objects_nor_annotations(load_raw, build_snapshot):
+    data = _dranet_cluster(load_raw)
     result = suite.validate(build_snapshot(data))
     by_id = dict((r["id"], r) for r in result["results"])
     assert result["summary"]["failed"] == 0 and result["summary"]["other"] == 0, [r for r in result["results"] if r["status"] == "failed"]
-    for check_id in ("gpudirect.rdma_networks", "gpudirect.pod_annotations", "gpudirect.pod_interfaces"):
+    for check_id in ("gpudirect.rdma_networks", "gpudirect.pod_annotations", "gpudirect.pod_interfaces", "gke.gpudirect.pool_networks"):
         assert by_id[check_id]["status"] == "skipped" and "DRANET" in by_id[check_id]["message"]
 
 
