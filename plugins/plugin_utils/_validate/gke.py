@@ -451,8 +451,9 @@ def pod_annotations(view):
 
 @register("gpudirect.pod_interfaces", "conformance", "GPUDirect pods attach exactly the GPU NIC networks, on the fabric's interfaces",
           reads=["kubernetes.nodes", "kubernetes.pods", "gke.nics"],
-          cause="A GPU pod on a GPUDirect node attaches another network in a GPU NIC's place (or too few GPU NIC networks), so "
-                "NCCL's GPU NIC list names an interface that is not a GPU NIC and traffic leaves the fast path.",
+          cause="A GPU pod on a GPUDirect node attaches another network in a GPU NIC's place (RDMA: rdma-0..N-1 on the GPU "
+                "interfaces, eth0 on the default network), or too few GPU NIC networks, so NCCL's GPU NIC list names an "
+                "interface that is not a GPU NIC and traffic leaves the fast path.",
           fix=dict(manual="attach the GPU NIC networks only, as the gpu_ops.cluster.gpudirect_workload filter writes them; "
                           "give other networks interfaces after the GPU NICs, or a pod of their own"))
 def pod_interfaces(view):
@@ -473,7 +474,8 @@ def pod_interfaces(view):
         # RDMA pods attach the catalog's rdma-0..N-1 on the GPU interfaces; TCPX/TCPXO the fabric's (gke.nics) networks
         networks = dict(zip(wanted, gd.rdma_network_names(fabric))) if _is_rdma(fabric) else by_interface
         missing = []
-        if every.get(gd.CONTROL_INTERFACE) != gd.DEFAULT_NETWORK:
+        # RDMA pods list eth0 on the default network with the rdma-N networks (the catalog's annotation, CEA's manifests)
+        if _is_rdma(fabric) and every.get(gd.CONTROL_INTERFACE) != gd.DEFAULT_NETWORK:
             missing.append("%s on network %s (has %s)" % (gd.CONTROL_INTERFACE, gd.DEFAULT_NETWORK, every.get(gd.CONTROL_INTERFACE)))
         missing += ["GPU NIC interface %s" % i for i in wanted if i not in attached]
         missing += ["%s for GPU NIC network %s (has %s)" % (i, networks[i], attached[i]) for i in wanted
