@@ -590,13 +590,19 @@ def release(profile_name, gke_version=None):
     return chosen
 
 
+def installer_image(profile_name, gke_version=None):
+    """The NCCL plugin installer image (repository, tag, digest) of a profile on a GKE version: the profile's own
+    architecture variant (A4X: arm64) when it has one, else its release's."""
+    return ARCH_IMAGES.get(profile_name, {}).get("installer") or release(profile_name, gke_version)["installer"]
+
+
 def images(profile_name, gke_version=None, registry=None):
     """Every image reference a profile needs, resolved (``registry`` overrides all registries)."""
     rel = release(profile_name, gke_version)
     installer = INSTALLERS.get(profile_name, INSTALLERS[profile(profile_name)["fabric"]])
     own = ARCH_IMAGES.get(profile_name, {})
     return dict(
-        installer=image_ref(own.get("installer") or rel["installer"], registry),
+        installer=image_ref(installer_image(profile_name, gke_version), registry),
         daemon=image_ref(rel["daemon"], registry),
         test=image_ref(own.get("test") or rel.get("test") or rel["installer"], registry),
         pause=image_ref(PAUSE_IMAGE, registry),

@@ -10,7 +10,9 @@ checks read it through.
 Shape (``format``/``version`` name it)::
 
     target: {name, kind: kubernetes|host}
-    kubernetes: {nodes, daemonsets, pods, cluster_policies, nic_cluster_policies}   (k8s targets)
+    kubernetes: {nodes, daemonsets, pods, cluster_policies, nic_cluster_policies,
+                 network_param_sets, networks}                                   (k8s targets; the last two: GKE
+                                                                                 GKENetworkParamSet / Network)
     gke: {cluster, node_pools, nics}                                             (GKE targets, optional)
     host: <gpu_host facts>                                                       (host targets)
 
@@ -32,7 +34,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry
 FORMAT = "gpu_ops.cluster/validate-snapshot"
 VERSION = 1
 KINDS = ("kubernetes", "host")
-KUBERNETES_KEYS = ("nodes", "daemonsets", "pods", "cluster_policies", "nic_cluster_policies")
+KUBERNETES_KEYS = ("nodes", "daemonsets", "pods", "cluster_policies", "nic_cluster_policies", "network_param_sets", "networks")
 _KEPT_ENV = re.compile(r"^(NCCL_|LD_LIBRARY_PATH\Z|NVIDIA_VISIBLE_DEVICES\Z|CUDA_VISIBLE_DEVICES\Z)")
 _ENV_SCRIPTS = (gke_gpudirect.TCPXO_ENV_SCRIPT, gke_gpudirect.GIB_ENV_SCRIPT)
 _CONTAINER_KEYS = ("name", "image", "resources", "volumeMounts", "securityContext", "restartPolicy")
@@ -120,11 +122,22 @@ def _on_nodes(pods, node_names):
             or (not (p.get("spec") or {}).get("nodeName") and _requests_gpus(p))]
 
 
-def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_cluster_policies=None, gke=None,
-                     captured_at=None):
+def _network_object(doc):
+    """A GKENetworkParamSet or Network: its name, spec and status (no annotation, no managed fields)."""
+    return dict(apiVersion=doc.get("apiVersion"), kind=doc.get("kind"), metadata=dict(name=(doc.get("metadata") or {}).get("name")),
+                spec=copy.deepcopy(doc.get("spec") or {}), status=copy.deepcopy(doc.get("status") or {}))
+
+
+def _network_objects(read):
+    found = _resources(read)
+    return None if found is None else [_network_object(d) for d in found]
+
+
+def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_cluster_policies=None,
+                     network_param_sets=None, networks=None, gke=None, captured_at=None):
     """A Kubernetes snapshot from k8s_info results (or lists of documents); pods are kept only on GPU nodes."""
     reads = dict(nodes=nodes, daemonsets=daemonsets, pods=pods, cluster_policies=cluster_policies,
-                 nic_cluster_policies=nic_cluster_policies)
+                 nic_cluster_policies=nic_cluster_policies, network_param_sets=network_param_sets, networks=networks)
     errors = dict(("kubernetes." + k, _read_error(v)) for k, v in reads.items() if _read_error(v))
     nodes = _resources(nodes)
     pods = _resources(pods)
@@ -135,7 +148,9 @@ def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_c
                         daemonsets=copy.deepcopy(_resources(daemonsets)),
                         pods=None if pods is None else [scrub_pod(p) for p in _on_nodes(pods, gpu_node_names)],
                         cluster_policies=copy.deepcopy(_resources(cluster_policies)),
-                        nic_cluster_policies=copy.deepcopy(_resources(nic_cluster_policies))))
+                        nic_cluster_policies=copy.deepcopy(_resources(nic_cluster_policies)),
+                        network_param_sets=_network_objects(network_param_sets),
+                        networks=_network_objects(networks)))
     if gke:
         gke = copy.deepcopy(gke)
         # the GKE reads' failures (the info modules' messages) join the Kubernetes ones

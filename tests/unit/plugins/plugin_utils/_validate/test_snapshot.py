@@ -47,7 +47,8 @@ def test_a_failed_read_is_null_and_an_empty_one_is_a_list():
     assert built["kubernetes"]["pods"] is None
     assert built["kubernetes"]["cluster_policies"] == []
     assert built["read_errors"] == {"kubernetes.daemonsets": "forbidden", "kubernetes.pods": "not read",
-                                    "kubernetes.nic_cluster_policies": "not read"}
+                                    "kubernetes.nic_cluster_policies": "not read", "kubernetes.network_param_sets": "not read",
+                                    "kubernetes.networks": "not read"}
     view = snap.View(built)
     with pytest.raises(Missing) as caught:
         view.kubernetes("daemonsets")
@@ -80,7 +81,8 @@ def test_a_failed_gke_read_keeps_its_message(load_raw, build_snapshot):
         "gke.cluster": "403 Forbidden: container.clusters.get", "gke.nics": "403 Forbidden: container.clusters.get",
         "gke.node_pools": None}}
     built = build_snapshot(data)
-    assert built["read_errors"] == {"gke.cluster": "403 Forbidden: container.clusters.get", "gke.nics": "403 Forbidden: container.clusters.get"}
+    gke_errors = dict((k, v) for k, v in built["read_errors"].items() if k.startswith("gke."))
+    assert gke_errors == {"gke.cluster": "403 Forbidden: container.clusters.get", "gke.nics": "403 Forbidden: container.clusters.get"}
     assert "read_errors" not in built["gke"]
     with pytest.raises(Missing) as caught:
         snap.View(built).need("gke.cluster")
@@ -119,3 +121,17 @@ def test_the_diff_of_policies_and_hosts(load_raw, build_snapshot):
     assert snap.diff(old, build_snapshot(host)) == ["host: driver_version 550.54.14 -> 570.86.15"]
     with pytest.raises(ValueError, match="the new snapshot: format is None"):
         snap.diff(old, {"target": {}})
+
+
+def test_the_gke_network_objects_keep_their_spec_and_status_only():
+    param_set = {"apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet",
+                 "metadata": {"name": "rdma-0", "managedFields": [{"manager": "kubectl"}],
+                              "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+                 "spec": {"vpc": "net", "vpcSubnet": "sub", "deviceMode": "RDMA"}, "status": {"conditions": []}}
+    built = snap.build_kubernetes("c", {"resources": []}, {"resources": []}, {"resources": []}, {"resources": []},
+                                  {"resources": []}, {"resources": [param_set]}, {"failed": True, "msg": "no such kind Network"})
+    assert built["kubernetes"]["network_param_sets"] == [{
+        "apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet", "metadata": {"name": "rdma-0"},
+        "spec": {"vpc": "net", "vpcSubnet": "sub", "deviceMode": "RDMA"}, "status": {"conditions": []}}]
+    assert built["kubernetes"]["networks"] is None
+    assert built["read_errors"] == {"kubernetes.networks": "no such kind Network"}
