@@ -23,6 +23,7 @@ path variables, no ``last-applied-configuration``, nothing of a Secret is kept.
 from __future__ import annotations
 
 import copy
+import json
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
@@ -98,12 +99,28 @@ def _resources(read):
     return read["resources"]
 
 
+_API_BODY = "HTTP response body:"
+
+
+def _api_status(text):
+    """``<code> <reason>: <message>`` of the API server's Status object in a kubernetes client error, or None."""
+    start = text.find("{", text.find(_API_BODY)) if _API_BODY in text else -1
+    try:
+        status = json.JSONDecoder().raw_decode(text[start:])[0] if start >= 0 else None
+    except ValueError:
+        return None
+    if not isinstance(status, dict) or status.get("kind") != "Status":
+        return None
+    return "%s %s: %s" % (status.get("code"), status.get("reason"), status.get("message"))
+
+
 def _read_error(read):
-    """Why a k8s_info read gave nothing (its message, shortened), or None."""
+    """Why a k8s_info read gave nothing (the API server's Status, else its message; shortened), or None."""
     if read is None:
         return "not read"
     if isinstance(read, dict) and (read.get("failed") or read.get("skipped") or "resources" not in read):
-        return " ".join(str(read.get("msg") or ("skipped" if read.get("skipped") else "no resources returned")).split())[:300]
+        text = str(read.get("msg") or ("skipped" if read.get("skipped") else "no resources returned"))
+        return " ".join((_api_status(text) or text).split())[:300]
     return None
 
 

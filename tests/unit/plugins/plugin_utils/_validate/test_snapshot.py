@@ -55,6 +55,27 @@ def test_a_failed_read_is_null_and_an_empty_one_is_a_list():
     assert view.kubernetes("cluster_policies") == []
 
 
+def test_a_refused_read_keeps_the_api_servers_status_not_the_http_headers():
+    # kubernetes.core k8s_info's msg for a 403: the client's ApiException text (headers first, then the Status body)
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Forbidden", "code": 403,
+              "details": {"kind": "nodes"},
+              "message": 'nodes is forbidden: User "system:serviceaccount:ops:v" cannot list resource "nodes" in API group "" '
+                         'at the cluster scope'}
+    msg = ("Exception '403 Reason: Forbidden HTTP response headers: HTTPHeaderDict({'Audit-Id': 'x', 'Content-Type': "
+           "'application/json', 'Date': 'Thu, 26 Nov 2026 04:00:00 GMT', 'Content-Length': '300'}) HTTP response body: %s\n' "
+           "raised while trying to get resource using (name=None, namespace=None, label_selectors=[], field_selectors=[])"
+           % json.dumps(status))
+    built = snap.build_kubernetes("c", {"failed": True, "msg": msg}, {"failed": True, "msg": "HTTP response body: {not json"},
+                                  {"failed": True, "msg": "HTTP response body: {\"kind\": \"Pod\"}"})
+    assert built["read_errors"]["kubernetes.nodes"] == (
+        '403 Forbidden: nodes is forbidden: User "system:serviceaccount:ops:v" cannot list resource "nodes" in API group "" '
+        'at the cluster scope')
+    # a body that is not a Status is kept as the message was
+    assert built["read_errors"]["kubernetes.daemonsets"] == "HTTP response body: {not json"
+    assert built["read_errors"]["kubernetes.pods"] == 'HTTP response body: {"kind": "Pod"}'
+    assert len(snap.build_kubernetes("c", {"failed": True, "msg": "x " * 400}, None, None)["read_errors"]["kubernetes.nodes"]) == 300
+
+
 def test_the_view_refuses_what_is_not_a_snapshot_and_skips_by_target_kind():
     with pytest.raises(ValueError, match="format is None"):
         snap.View({"target": {"name": "x", "kind": "host"}})
