@@ -12,6 +12,7 @@ Shape (``format``/``version`` name it)::
     target: {name, kind: kubernetes|host}
     kubernetes: {nodes, daemonsets, pods, cluster_policies, nic_cluster_policies}   (k8s targets)
     gke: {cluster, node_pools, nics}                                             (GKE targets, optional)
+    mig_parted: {source, config}      (optional: the MIG manager's mig-parted config, for custom MIG configs)
     host: <gpu_host facts>                                                       (host targets)
 
 A collection that was not read, or whose read failed, is null (or absent): the checks that need it end as
@@ -25,6 +26,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+
+import yaml
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpu_sharing import pod_gpu_requests
@@ -137,9 +140,33 @@ def _on_nodes(pods, node_names):
             or (not (p.get("spec") or {}).get("nodeName") and _requests_gpus(p))]
 
 
+_PARTED_KEY = "config.yaml"    # the key of the MIG manager's mig-parted ConfigMaps (role mig_manager reads the same)
+
+
+def mig_parted(document):
+    """(dict(source, config), None) of the MIG manager's mig-parted config given as its ConfigMap (``data`` key
+    ``config.yaml``) or as the mig-parted document itself; (None, why) when it is neither."""
+    if isinstance(document, dict) and document.get("kind") == "ConfigMap":
+        meta = document.get("metadata") or {}
+        source = "ConfigMap %s/%s" % (meta.get("namespace"), meta.get("name"))
+        text = (document.get("data") or {}).get(_PARTED_KEY)
+        if text is None:
+            return None, "%s has no %s key" % (source, _PARTED_KEY)
+        try:
+            document = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            return None, "%s: %s is not YAML: %s" % (source, _PARTED_KEY, " ".join(str(exc).split()))
+    else:
+        source = "the mig-parted config"
+    if not isinstance(document, dict) or document.get("version") != "v1" or not isinstance(document.get("mig-configs"), dict):
+        return None, "%s is not a mig-parted config (version: v1 with mig-configs)" % source
+    return dict(source=source, config=copy.deepcopy(document)), None
+
+
 def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_cluster_policies=None, gke=None,
-                     captured_at=None):
-    """A Kubernetes snapshot from k8s_info results (or lists of documents); pods are kept only on GPU nodes."""
+                     captured_at=None, mig_parted_config=None):
+    """A Kubernetes snapshot from k8s_info results (or lists of documents); pods are kept only on GPU nodes.
+    ``mig_parted_config``: the MIG manager's mig-parted ConfigMap (or document) that custom MIG configs are judged by."""
     reads = dict(nodes=nodes, daemonsets=daemonsets, pods=pods, cluster_policies=cluster_policies,
                  nic_cluster_policies=nic_cluster_policies)
     errors = dict(("kubernetes." + k, _read_error(v)) for k, v in reads.items() if _read_error(v))
@@ -159,6 +186,10 @@ def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_c
         errors.update((k, " ".join(str(v).split())[:300]) for k, v in (gke.pop("read_errors", None) or {}).items()
                       if v and gke.get(k.split(".", 1)[1]) is None)
         snapshot["gke"] = gke
+    if mig_parted_config:
+        snapshot["mig_parted"], error = mig_parted(mig_parted_config)
+        if error:
+            errors["mig_parted"] = error
     if errors:
         snapshot["read_errors"] = errors
     return snapshot

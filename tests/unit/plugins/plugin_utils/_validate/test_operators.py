@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import snapshot as snap
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite
 
 
@@ -156,3 +158,136 @@ def test_a_count_that_is_not_whole_gpus_fails_the_geometry(load_raw, build_snaps
     _node(data, "dgx-1")["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] = "16"
     by_id = dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])
     assert "mig-1g.5gb=16 is not a whole number of GPUs of mixed (each gives 7)" in by_id["mig.geometry"]["message"]
+
+
+# ----------------------------------------------------------------------------- custom MIG configs (mig-parted ConfigMap)
+# Written out by hand (not from the MIG catalog): on an A100-SXM4-40GB a 3g.20gb, a 2g.10gb and a 1g.5gb instance fit one
+# GPU together (NVIDIA MIG user guide, A100 placements); the fixture's nodes have 8 GPUs each.
+CUSTOM = """version: v1
+mig-configs:
+  all-disabled:
+    - devices: all
+      mig-enabled: false
+  three-sizes:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 1
+        "2g.10gb": 1
+        "1g.5gb": 1
+  half-and-half:
+    - devices: [0, 1, 2, 3]
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 2
+    - devices: [4, 5, 6, 7]
+      mig-enabled: false
+  unknown-profile:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "5g.25gb": 1
+  too-big:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 3
+"""
+
+
+def _config_map(text=CUSTOM):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "custom-mig-config", "namespace": "gpu-operator"},
+            "data": {"config.yaml": text}}
+
+
+def _custom(load_raw, config, allocatable, labels=None):
+    data = load_raw("gpu-operator-mig")
+    for name in ("dgx-0", "dgx-1"):
+        node = _node(data, name)
+        node["metadata"]["labels"].update(dict({"nvidia.com/mig.config": config}, **(labels or {})))
+        node["status"]["allocatable"] = dict({"cpu": "255"}, **allocatable)
+    # the trainer asks for a 1g.5gb device; keep it on what the custom configs advertise
+    return data
+
+
+def _geometry(data, parted=None):
+    k8s = data["kubernetes"]
+    snapshot = snap.build_kubernetes(data["name"], k8s["nodes"], k8s["daemonsets"], k8s["pods"], k8s["cluster_policies"],
+                                     k8s["nic_cluster_policies"], mig_parted_config=parted)
+    return dict((r["id"], r) for r in suite.validate(snapshot)["results"])["mig.geometry"]
+
+
+THREE_SIZES = {"nvidia.com/mig-3g.20gb": "8", "nvidia.com/mig-2g.10gb": "8", "nvidia.com/mig-1g.5gb": "8"}
+
+
+def test_a_healthy_custom_geometry_passes(load_raw):
+    result = _geometry(_custom(load_raw, "three-sizes", THREE_SIZES), _config_map())
+    assert result["status"] == "passed", result
+    assert result["evidence"][0] == ("node dgx-0: A100-40GB custom config three-sizes of ConfigMap gpu-operator/custom-mig-config "
+                                     "strategy mixed")
+    # the mig-parted document itself does as well as its ConfigMap
+    assert _geometry(_custom(load_raw, "three-sizes", THREE_SIZES), yaml.safe_load(CUSTOM))["status"] == "passed"
+
+
+def test_a_node_that_advertises_another_geometry_than_its_custom_config_fails_with_cause_and_fix(load_raw):
+    wrong = dict(THREE_SIZES, **{"nvidia.com/mig-2g.10gb": "0"})
+    result = _geometry(_custom(load_raw, "three-sizes", wrong), _config_map())
+    assert result["status"] == "failed"
+    assert result["cause"] == suite.CHECKS_BY_ID["mig.geometry"].cause
+    assert "mig-parted ConfigMap" in result["fix"] and "mig_manager_config" in result["fix"]
+    assert "node dgx-0: " in result["message"] and "nvidia.com/mig-2g.10gb" in result["message"]
+    # one GPU short of 3g.20gb devices: not whole GPUs of the config
+    short = dict(THREE_SIZES, **{"nvidia.com/mig-3g.20gb": "7"})
+    result = _geometry(_custom(load_raw, "three-sizes", short), _config_map())
+    assert result["status"] == "failed" and '"nvidia.com/mig-3g.20gb": 7} is not n GPUs of' in result["message"]
+
+
+def test_per_device_entries_are_judged_by_the_gpu_count(load_raw):
+    healthy = {"nvidia.com/mig-3g.20gb": "8", "nvidia.com/gpu": "4"}
+    data = _custom(load_raw, "half-and-half", healthy, {"nvidia.com/gpu.count": "8"})
+    assert _geometry(data, _config_map())["status"] == "passed"
+    data = _custom(load_raw, "half-and-half", dict(healthy, **{"nvidia.com/gpu": "3"}), {"nvidia.com/gpu.count": "8"})
+    result = _geometry(data, _config_map())
+    assert result["status"] == "failed"
+    assert 'the config gives {"nvidia.com/gpu": 4, "nvidia.com/mig-3g.20gb": 8} under strategy mixed' in result["message"]
+    # without the GPU count the per-device config cannot be laid out: other, never a pass
+    result = _geometry(_custom(load_raw, "half-and-half", healthy), _config_map())
+    assert result["status"] == "other" and "nvidia.com/gpu.count" in result["message"]
+
+
+def test_a_custom_config_naming_an_unknown_profile_or_not_fitting_fails_with_a_clear_cause(load_raw):
+    result = _geometry(_custom(load_raw, "unknown-profile", {"nvidia.com/mig-1g.5gb": "56"}), _config_map())
+    assert result["status"] == "failed"
+    assert "config 'unknown-profile' of ConfigMap gpu-operator/custom-mig-config" in result["message"]
+    assert "5g.25gb" in result["message"]
+    result = _geometry(_custom(load_raw, "too-big", {"nvidia.com/mig-3g.20gb": "24"}), _config_map())
+    assert result["status"] == "failed" and "do not fit one A100-40GB" in result["message"]
+    result = _geometry(_custom(load_raw, "no-such-config", {"nvidia.com/mig-1g.5gb": "56"}), _config_map())
+    assert result["status"] == "failed"
+    assert "config 'no-such-config' is not in ConfigMap gpu-operator/custom-mig-config; its configs: all-disabled" in result["message"]
+
+
+def test_a_custom_config_under_the_single_strategy_needs_one_profile(load_raw):
+    data = _custom(load_raw, "three-sizes", {"nvidia.com/gpu": "24"}, {"nvidia.com/mig.strategy": "single"})
+    result = _geometry(data, _config_map())
+    assert result["status"] == "failed"
+    assert "config three-sizes cannot be advertised under strategy single" in result["message"]
+
+
+def test_a_custom_config_without_its_mig_parted_config_is_other(load_raw):
+    result = _geometry(_custom(load_raw, "three-sizes", THREE_SIZES))
+    assert result["status"] == "other"
+    assert "cannot read mig_parted" in result["message"] and "validate_mig_parted_config" in result["message"]
+    # a ConfigMap without config.yaml, or not YAML: the snapshot keeps why, the check says it
+    broken = dict(_config_map(), data={"other.yaml": "x"})
+    result = _geometry(_custom(load_raw, "three-sizes", THREE_SIZES), broken)
+    assert result["status"] == "other" and "ConfigMap gpu-operator/custom-mig-config has no config.yaml key" in result["message"]
+    result = _geometry(_custom(load_raw, "three-sizes", THREE_SIZES), _config_map("version: v1\nmig-configs: [unclosed"))
+    assert result["status"] == "other" and "config.yaml is not YAML" in result["message"]
+    result = _geometry(_custom(load_raw, "three-sizes", THREE_SIZES), {"version": "v2"})
+    assert result["status"] == "other" and "is not a mig-parted config" in result["message"]
+
+
+def test_the_default_configs_need_no_mig_parted_config(load_raw):
+    data = load_raw("gpu-operator-mig")
+    assert _geometry(data)["status"] == "passed"
