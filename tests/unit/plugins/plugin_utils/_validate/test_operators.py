@@ -291,3 +291,112 @@ def test_a_custom_config_without_its_mig_parted_config_is_other(load_raw):
 def test_the_default_configs_need_no_mig_parted_config(load_raw):
     data = load_raw("gpu-operator-mig")
     assert _geometry(data)["status"] == "passed"
+
+
+# ----------------------------------------------------------------------------- cases the mutation check showed missing
+
+def _results(data):
+    return dict((r["id"], r) for r in suite.validate(build_snapshot_of(data))["results"])
+
+
+def build_snapshot_of(data):
+    k8s = data["kubernetes"]
+    return snap.build_kubernetes(data["name"], k8s["nodes"], k8s["daemonsets"], k8s["pods"], k8s["cluster_policies"],
+                                 k8s["nic_cluster_policies"])
+
+
+def _drop_strategy_labels(data):
+    for name in ("dgx-0", "dgx-1"):
+        del _node(data, name)["metadata"]["labels"]["nvidia.com/mig.strategy"]
+
+
+def test_without_a_strategy_label_the_cluster_policy_strategy_applies_then_single(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _drop_strategy_labels(data)
+    result = _results(data)["mig.geometry"]
+    assert result["status"] == "passed" and "strategy mixed" in result["evidence"][0]     # the ClusterPolicy's spec.mig
+    _k8s(data)["cluster_policies"][0]["spec"]["mig"] = {"strategy": "single"}
+    result = _results(data)["mig.geometry"]
+    assert result["status"] == "failed" and "strategy single" in result["evidence"][0]
+    _k8s(data)["cluster_policies"][0]["spec"].pop("mig")
+    assert "strategy single" in _results(data)["mig.geometry"]["evidence"][0]             # no strategy anywhere: single
+    _k8s(data)["cluster_policies"] = []
+    assert "strategy single" in _results(data)["mig.geometry"]["evidence"][0]
+
+
+def test_the_evidence_lists_nodes_by_name_with_their_device_plugin_pods(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _k8s(data)["nodes"].reverse()
+    results = _results(data)
+    assert results["gpu.device_plugin"]["evidence"] == ["node dgx-0: nvidia-device-plugin-daemonset-q8m2c",
+                                                        "node dgx-1: nvidia-device-plugin-daemonset-z4t7w"]
+    assert results["gpu.allocatable"]["evidence"] == ["node dgx-0: nvidia.com/mig-1g.5gb=56", "node dgx-1: nvidia.com/mig-1g.5gb=56"]
+    assert [e.split(":")[0] for e in results["mig.geometry"]["evidence"]] == ["node dgx-0", "node dgx-1"]
+    assert [e.split(":")[0] for e in results["mig.capable_gpus"]["evidence"]] == ["node dgx-0", "node dgx-1"]
+    assert len(results["gpu_operator.cluster_policy"]["evidence"]) == 1
+    _k8s(data)["pods"] = [p for p in _k8s(data)["pods"] if "device-plugin" not in p["metadata"]["name"]]
+    _node(data, "dgx-1")["status"]["allocatable"] = {"cpu": "255", "nvidia.com/mig-1g.5gb": "0"}
+    results = _results(data)
+    assert results["gpu.device_plugin"]["evidence"] == ["node dgx-0: none", "node dgx-1: none"]
+    assert results["gpu.allocatable"]["evidence"][1] == "node dgx-1: none"
+    assert results["gpu.allocatable"]["message"] == "node dgx-1 advertises no GPU resource"
+
+
+@pytest.mark.parametrize("name, image, found", [
+    ("nvidia-device-plugin-daemonset-a", "registry.example/other:1", True),    # by its name
+    ("gke-device-plugin-a", "gke.gcr.io/nvidia-gpu-device-plugin:v1", True),   # by its image
+    ("gke-device-plugin-a", "busybox:1", False),
+    ("nvidia-dcgm-exporter-a", "nvcr.io/nvidia/k8s/dcgm-exporter:3", False),
+])
+def test_device_plugin_pods_are_found_by_name_or_image(load_raw, name, image, found):
+    data = load_raw("gpu-operator-mig")
+    pod = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] == "nvidia-device-plugin-daemonset-z4t7w"][0]
+    pod["metadata"]["name"] = name
+    pod["spec"]["containers"][0]["image"] = image
+    assert _results(data)["gpu.device_plugin"]["status"] == ("passed" if found else "failed")
+
+
+def test_the_driver_pods_are_not_required_where_the_driver_is_not_deployed(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _k8s(data)["pods"] = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] != "nvidia-driver-daemonset-dgx-1"]
+    assert _results(data)["gpu_operator.driver_pods"]["message"] == "node dgx-1 has no driver pod"
+    for value in ("false", "pre-installed"):
+        _node(data, "dgx-1")["metadata"]["labels"]["nvidia.com/gpu.deploy.driver"] = value
+        result = _results(data)["gpu_operator.driver_pods"]
+        assert result["status"] == "passed" and result["evidence"] == ["1 driver node(s), 1 driver pod(s)"]
+    _k8s(data)["cluster_policies"][0]["spec"]["driver"]["enabled"] = False
+    result = _results(data)["gpu_operator.driver_pods"]
+    assert result["status"] == "skipped" and "spec.driver.enabled: false" in result["message"]
+
+
+def test_geometry_boundaries_one_gpu_balanced_and_nothing_advertised(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _node(data, "dgx-0")["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] = "7"       # a one-GPU node
+    assert _results(data)["mig.geometry"]["status"] == "passed"
+    # all-balanced on an A100-40GB, by hand: 2 x 1g.5gb, 1 x 2g.10gb, 1 x 3g.20gb per GPU; 8 GPUs
+    node = _node(data, "dgx-1")
+    node["metadata"]["labels"]["nvidia.com/mig.config"] = "all-balanced"
+    node["status"]["allocatable"] = {"nvidia.com/mig-1g.5gb": "16", "nvidia.com/mig-2g.10gb": "8", "nvidia.com/mig-3g.20gb": "8"}
+    assert _results(data)["mig.geometry"]["status"] == "passed"
+    node["status"]["allocatable"]["nvidia.com/mig-3g.20gb"] = "4"      # whole GPUs per resource, but not the same number
+    assert "is not n GPUs of" in _results(data)["mig.geometry"]["message"]
+    node["status"]["allocatable"] = {"cpu": "8"}
+    message = _results(data)["mig.geometry"]["message"]
+    assert message.startswith("node dgx-1: allocatable {} is not n GPUs of"), message
+
+
+def test_requests_of_finished_pods_are_not_judged_and_pending_pods_need_a_node_advertising_them(load_raw):
+    data = load_raw("gpu-operator-mig")
+    trainer = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] == "trainer"][0]
+    trainer["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    assert _results(data)["gpu.requests_advertised"]["status"] == "failed"
+    trainer["status"]["phase"] = "Succeeded"
+    assert _results(data)["gpu.requests_advertised"]["status"] == "skipped"
+    # Pending: any node may do, but a resource advertised as 0 is not advertised
+    trainer["status"]["phase"] = "Pending"
+    del trainer["spec"]["nodeName"]
+    _node(data, "cpu-0")["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    result = _results(data)["gpu.requests_advertised"]
+    assert result["status"] == "failed" and result["message"] == "pod ml/trainer requests nvidia.com/gpu, which no node advertises"
+    _node(data, "cpu-0")["status"]["allocatable"]["nvidia.com/gpu"] = "1"
+    assert _results(data)["gpu.requests_advertised"]["status"] == "passed"

@@ -140,3 +140,66 @@ def test_the_diff_of_policies_and_hosts(load_raw, build_snapshot):
     assert snap.diff(old, build_snapshot(host)) == ["host: driver_version 550.54.14 -> 570.86.15"]
     with pytest.raises(ValueError, match="the new snapshot: format is None"):
         snap.diff(old, {"target": {}})
+
+
+# ----------------------------------------------------------------------------- cases the mutation check showed missing
+GPU_NODE = {"metadata": {"name": "gpu", "labels": {"nvidia.com/gpu.present": "true"}}, "status": {}}
+CPU_NODE = {"metadata": {"name": "cpu", "labels": {}}, "status": {}}
+
+
+def _pods(*pods):
+    return snap.build_kubernetes("c", [GPU_NODE, CPU_NODE], [], list(pods))["kubernetes"]["pods"]
+
+
+def test_a_pod_keeps_only_that_it_sources_the_fabric_nccl_script_not_its_command():
+    # the gIB script path of GKE's RDMA guide, written out
+    sourcing = {"metadata": {"name": "a"}, "spec": {"nodeName": "gpu", "containers": [
+        {"name": "m", "command": ["bash", "-c"], "args": ["source /usr/local/gib/scripts/set_nccl_env.sh && run"]}]}}
+    plain = {"metadata": {"name": "b"}, "spec": {"nodeName": "gpu", "containers": [{"name": "m", "command": ["run", "--fast"]}]}}
+    kept = dict((p["metadata"]["name"], p["spec"]["containers"][0]) for p in _pods(sourcing, plain))
+    assert kept["a"] == {"name": "m", "sources_nccl_env_script": True}
+    assert kept["b"] == {"name": "m"}
+
+
+def test_a_scrubbed_pod_keeps_annotations_owners_and_host_settings_with_their_defaults():
+    pod = {"metadata": {"name": "a", "namespace": "ml", "labels": {"app": "x"}, "ownerReferences": [{"kind": "Job", "name": "j"}],
+                        "annotations": {"devices.gke.io/container.tcpxo-daemon": "x",
+                                        "kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+           "spec": {"nodeName": "gpu", "hostNetwork": True, "containers": [{"name": "m"}]},
+           "status": {"phase": "Running", "podIP": "10.0.0.1"}}
+    kept = snap.scrub_pod(pod)
+    assert kept["metadata"] == {"name": "a", "namespace": "ml", "labels": {"app": "x"}, "ownerReferences": [{"kind": "Job", "name": "j"}],
+                                "annotations": {"devices.gke.io/container.tcpxo-daemon": "x"}}
+    assert (kept["spec"]["hostNetwork"], kept["spec"]["hostIPC"]) == (True, False)
+    assert kept["status"] == {"phase": "Running"}
+    bare = snap.scrub_pod({"metadata": {"name": "b"}})
+    assert (bare["spec"]["hostNetwork"], bare["spec"]["hostIPC"], bare["spec"]["containers"]) == (False, False, [])
+
+
+def test_pending_pods_are_kept_when_they_ask_for_gpus_even_malformed_ones():
+    asks = {"metadata": {"name": "asks"}, "spec": {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}
+    malformed = {"metadata": {"name": "malformed"},
+                 "spec": {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": "two"}}}]}}
+    cpu = {"metadata": {"name": "cpu-only"}, "spec": {"containers": [{"name": "m", "resources": {"limits": {"cpu": "2"}}}]}}
+    on_cpu = {"metadata": {"name": "on-cpu"}, "spec": {"nodeName": "cpu", "containers": [{"name": "m"}]}}
+    no_spec = {"metadata": {"name": "no-spec"}}
+    assert [p["metadata"]["name"] for p in _pods(asks, malformed, cpu, on_cpu, no_spec)] == ["asks", "malformed"]
+
+
+def test_gke_read_errors_keep_only_the_failed_reads_shortened():
+    gke = {"cluster": {"name": "c"}, "nics": None, "node_pools": None,
+           "read_errors": {"gke.cluster": "an old message", "gke.nics": "x" * 400, "gke.node_pools": ""}}
+    built = snap.build_kubernetes("c", [], [], [], [], [], gke=gke)
+    assert built["read_errors"] == {"gke.nics": "x" * 300}
+    assert built["gke"] == {"cluster": {"name": "c"}, "nics": None, "node_pools": None}
+
+
+def test_the_view_has_gpu_nodes_and_pods_on_nodes():
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "gpu", "containers": []}}
+    view = snap.View(snap.build_kubernetes("c", [GPU_NODE, CPU_NODE], [], [pod], cluster_policies=None))
+    assert view.has("kubernetes.nodes") is True and view.has("kubernetes.cluster_policies") is False
+    assert [snap.node_name(n) for n in view.gpu_nodes()] == ["gpu"]
+    assert [p["metadata"]["name"] for p in view.pods_on(["gpu"])] == ["p"]
+    assert view.pods_on(["cpu"]) == [] and view.pods_on([]) == []
+    assert snap.snapshot_problems(["not", "a", "mapping"]) == ["a snapshot is a mapping, got list"]
+    assert snap.snapshot_problems(snap.build_host("h", {})) == []
