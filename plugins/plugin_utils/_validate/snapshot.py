@@ -107,9 +107,10 @@ _API_BODY = "HTTP response body:"
 
 def _api_status(text):
     """``<code> <reason>: <message>`` of the API server's Status object in a kubernetes client error, or None."""
-    start = text.find("{", text.find(_API_BODY)) if _API_BODY in text else -1
+    if _API_BODY not in text:
+        return None
     try:
-        status = json.JSONDecoder().raw_decode(text[start:])[0] if start >= 0 else None
+        status = json.JSONDecoder().raw_decode(text[text.find("{", text.find(_API_BODY)):])[0]
     except ValueError:
         return None
     if not isinstance(status, dict) or status.get("kind") != "Status":

@@ -255,6 +255,34 @@ def test_per_device_entries_are_judged_by_the_gpu_count(load_raw):
     assert result["status"] == "other" and "nvidia.com/gpu.count" in result["message"]
 
 
+def test_a_per_device_config_that_leaves_a_gpu_unnamed_is_other(load_raw):
+    text = CUSTOM + """  first-four:
+    - devices: [0, 1, 2, 3]
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 2
+    - devices: [4, 5, 6, 7, 8, "x"]
+      mig-enabled: false
+"""
+    healthy = {"nvidia.com/mig-3g.20gb": "8", "nvidia.com/gpu": "4"}
+    # devices 8 and "x" name no GPU of an 8-GPU node and are ignored; every GPU 0-7 is named: judged
+    assert _geometry(_custom(load_raw, "first-four", healthy, {"nvidia.com/gpu.count": "8"}), _config_map(text))["status"] == "passed"
+    # a 9-GPU node: GPU 8 is named ("devices: [.., 8]"), so it must be counted; 10 GPUs: GPU 9 is named by no entry
+    result = _geometry(_custom(load_raw, "first-four", healthy, {"nvidia.com/gpu.count": "9"}), _config_map(text))
+    assert result["status"] == "failed" and '"nvidia.com/gpu": 5' in result["message"]
+    result = _geometry(_custom(load_raw, "first-four", healthy, {"nvidia.com/gpu.count": "10"}), _config_map(text))
+    assert result["status"] == "other" and "every GPU must be named" in result["message"]
+    result = _geometry(_custom(load_raw, "first-four", healthy, {"nvidia.com/gpu.count": "0"}), _config_map(text))
+    assert result["status"] == "other"
+
+
+def test_driver_pod_problems_are_listed_by_node_name(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _k8s(data)["pods"] = [p for p in _k8s(data)["pods"] if "driver" not in p["metadata"]["name"]]
+    _k8s(data)["nodes"].reverse()
+    assert _results(data)["gpu_operator.driver_pods"]["message"] == "node dgx-0 has no driver pod; node dgx-1 has no driver pod"
+
+
 def test_a_custom_config_naming_an_unknown_profile_or_not_fitting_fails_with_a_clear_cause(load_raw):
     result = _geometry(_custom(load_raw, "unknown-profile", {"nvidia.com/mig-1g.5gb": "56"}), _config_map())
     assert result["status"] == "failed"

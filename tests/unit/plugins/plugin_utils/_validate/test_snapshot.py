@@ -203,3 +203,30 @@ def test_the_view_has_gpu_nodes_and_pods_on_nodes():
     assert view.pods_on(["cpu"]) == [] and view.pods_on([]) == []
     assert snap.snapshot_problems(["not", "a", "mapping"]) == ["a snapshot is a mapping, got list"]
     assert snap.snapshot_problems(snap.build_host("h", {})) == []
+
+
+PARTED = {"version": "v1", "mig-configs": {"custom": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 7}}]}}
+
+
+def _config_map(data):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mig", "namespace": "gpu-operator"}, "data": data}
+
+
+def test_the_mig_parted_config_is_read_from_its_configmap_or_taken_as_it_is():
+    import yaml
+    assert snap.mig_parted(_config_map({"config.yaml": yaml.safe_dump(PARTED)})) == (
+        dict(source="ConfigMap gpu-operator/mig", config=PARTED), None)
+    assert snap.mig_parted(PARTED) == (dict(source="the mig-parted config", config=PARTED), None)
+    assert snap.mig_parted(_config_map({"other": "x"})) == (None, "ConfigMap gpu-operator/mig has no config.yaml key")
+    found, why = snap.mig_parted(_config_map({"config.yaml": "mig-configs: [x"}))
+    assert found is None and why.startswith("ConfigMap gpu-operator/mig: config.yaml is not YAML: ")
+    for bad in ({"version": "v2", "mig-configs": {}}, {"version": "v1", "mig-configs": []}, {"version": "v1"}, ["v1"]):
+        assert snap.mig_parted(bad) == (None, "the mig-parted config is not a mig-parted config (version: v1 with mig-configs)")
+    assert snap.mig_parted(_config_map({"config.yaml": "version: v2\n"}))[1] == (
+        "ConfigMap gpu-operator/mig is not a mig-parted config (version: v1 with mig-configs)")
+    built = snap.build_kubernetes("c", [], [], [], [], [], mig_parted_config=_config_map({"other": "x"}))
+    assert built["mig_parted"] is None
+    assert built["read_errors"] == {"mig_parted": "ConfigMap gpu-operator/mig has no config.yaml key"}
+    built = snap.build_kubernetes("c", [], [], [], [], [], mig_parted_config=PARTED)
+    assert built["mig_parted"]["config"] == PARTED and built["mig_parted"]["config"] is not PARTED
+    assert "read_errors" not in built
