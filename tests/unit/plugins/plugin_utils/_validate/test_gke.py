@@ -270,3 +270,34 @@ def test_a_pod_without_a_namespace_is_named_in_default_and_finished_pods_are_not
     assert result["message"] == "pod default/nccl-test-1 requests 4 GPU(s) on node gke-a3mega-1, which has 8"
     pod["status"]["phase"] = "Succeeded"
     assert _by_id(build_snapshot, data)["gpudirect.pod_whole_node"]["status"] == "passed"
+
+
+def test_an_unknown_autopilot_setting_is_other_not_passed(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    del data["gke"]["cluster"]["autopilot"]
+    assert _by_id(build_snapshot, data)["gke.standard_cluster"]["status"] == "other"
+    data["gke"]["cluster"]["autopilot"] = None
+    result = _by_id(build_snapshot, data)["gke.standard_cluster"]
+    assert result["status"] == "other" and "gke.cluster.autopilot" in result["message"]
+
+
+def test_a_pod_asking_for_no_whole_gpu_on_a_gpudirect_node_requests_zero(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    _main(_workloads(data)[0])["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": "1"}}
+    result = _by_id(build_snapshot, data)["gpudirect.pod_whole_node"]
+    assert result["message"] == "pod default/nccl-test-0 requests 0 GPU(s) on node gke-a3mega-0, which has 8"
+
+
+def test_an_unreadable_interfaces_annotation_fails_the_interfaces_check(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    _workloads(data)[0]["metadata"]["annotations"]["networking.gke.io/interfaces"] = "[{not json"
+    result = _by_id(build_snapshot, data)["gpudirect.pod_interfaces"]
+    assert result["status"] == "failed"
+    assert "pod default/nccl-test-0 on node gke-a3mega-0 lacks a readable networking.gke.io/interfaces annotation" in result["message"]
+
+
+def test_no_gpu_nic_network_at_all_fails_the_vpc_check(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    data["gke"]["nics"] = []
+    result = _by_id(build_snapshot, data)["gke.gpu_vpc"]
+    assert (result["status"], result["message"]) == ("failed", "no GPU NIC network was found for the GPUDirect nodes")
