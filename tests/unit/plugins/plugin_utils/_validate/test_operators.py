@@ -428,3 +428,14 @@ def test_requests_of_finished_pods_are_not_judged_and_pending_pods_need_a_node_a
     assert result["status"] == "failed" and result["message"] == "pod ml/trainer requests nvidia.com/gpu, which no node advertises"
     _node(data, "cpu-0")["status"]["allocatable"]["nvidia.com/gpu"] = "1"
     assert _results(data)["gpu.requests_advertised"]["status"] == "passed"
+
+
+def test_a_not_ready_policy_shows_the_first_line_of_its_summary_as_evidence_and_all_of_it_as_the_problem(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _policy_not_ready(data)
+    _ncp_not_ready(data)
+    results = _results(data)
+    for check in ("gpu_operator.cluster_policy", "network_operator.nic_cluster_policy"):
+        result = results[check]
+        assert len(result["evidence"]) == 1 and result["message"].startswith(result["evidence"][0]), result
+        assert result["message"] != result["evidence"][0], "the problem lists more than the first line"
