@@ -132,7 +132,8 @@ def test_the_shipped_clusterrole_is_enough_and_its_reads_are_all_allowed(rbac_ru
     for host in ("mig-full", "gpudirect-full"):
         requests = _requests_of(rbac_run, host)
         assert [r for r in requests if r.status == 403] == []
-        assert {r.verb for r in requests} == {"list", "discovery"}
+        # discovery may come from kubernetes.core's discovery cache of an earlier run: only lists are certain
+        assert {r.verb for r in requests} <= {"list", "discovery"}
         assert sorted(r.kind for r in requests if r.verb == "list") == sorted(KINDS.values())
 
 
