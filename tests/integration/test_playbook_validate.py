@@ -237,3 +237,26 @@ def test_a_gke_rdma_cluster_is_read_with_its_network_objects(run_playbook, k8s_d
     assert "pool a4x-pool (a4x-highgpu-4g) boots from pd-balanced" in tests["gke.gpudirect.boot_disk"]["message"]
     assert tests["gpudirect.nri_injector"]["status"] == "skipped"
     assert tests["gpudirect.installer"]["status"] == "failed"  # nothing installed
+
+
+def test_a_custom_mig_config_is_judged_by_the_mig_parted_configmap_given(run_playbook, cluster, tmp_path):
+    """validate_mig_parted_config: the MIG manager's ConfigMap (as kubectl shows it) defines a custom geometry; the role
+    reads no ConfigMap itself (the ClusterRole grants none). dgx-0 advertises the geometry, dgx-1 does not."""
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "custom-mig-config", "namespace": "gpu-operator"},
+                  "data": {"config.yaml": "version: v1\nmig-configs:\n  three-sizes:\n    - devices: all\n      mig-enabled: true\n"
+                                          "      mig-devices: {3g.20gb: 1, 2g.10gb: 1, 1g.5gb: 1}\n"}}
+    for name, three_g in (("dgx-0", "8"), ("dgx-1", "4")):
+        cluster.modify("Node", name, lambda n, three_g=three_g: (
+            n["metadata"]["labels"].update({"nvidia.com/mig.config": "three-sizes"}),
+            n["status"]["allocatable"].pop("nvidia.com/mig-1g.5gb"),
+            n["status"]["allocatable"].update({"nvidia.com/mig-3g.20gb": three_g, "nvidia.com/mig-2g.10gb": "8",
+                                               "nvidia.com/mig-1g.5gb": "8"})))
+    result = _run(run_playbook, cluster, tmp_path / "out", validate_mig_parted_config=config_map).assert_failed()
+    tests = dict((t["name"], t) for t in json.loads((tmp_path / "out" / "localhost" / "ctrf.json").read_text())["results"]["tests"])
+    assert [k for k, t in tests.items() if t["status"] in ("failed", "other")] == ["mig.geometry"]
+    assert "node dgx-1: allocatable" in tests["mig.geometry"]["message"] and "dgx-0" not in tests["mig.geometry"]["message"]
+    assert "custom config three-sizes of ConfigMap gpu-operator/custom-mig-config" in " ".join(tests["mig.geometry"]["extra"]["evidence"])
+    snapshot = json.loads((tmp_path / "out" / "localhost" / "snapshot.json").read_text())
+    assert snapshot["mig_parted"]["source"] == "ConfigMap gpu-operator/custom-mig-config"
+    assert not [r for r in cluster.requests() if r.kind == "ConfigMap"], "the role reads no ConfigMap"
+    assert "1 failed" in result.output

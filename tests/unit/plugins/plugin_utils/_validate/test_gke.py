@@ -533,3 +533,75 @@ def test_a_tcpxo_cluster_skips_the_rdma_checks(load_raw, build_snapshot):
     by_id = dict((r["id"], r) for r in suite.validate(build_snapshot(load_raw("gke-tcpxo")))["results"])
     for check_id in ("gpudirect.rdma_networks", "gpudirect.rdma_conflicts"):
         assert by_id[check_id]["status"] == "skipped" and "no GPUDirect-RDMA node" in by_id[check_id]["message"]
+# ----------------------------------------------------------------------------- cases the mutation check showed missing
+
+def _by_id(build_snapshot, data):
+    return dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])
+
+
+def test_daemonset_counts_at_their_boundaries(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    installer = _ds(data, "nccl-tcpxo-installer")
+    installer["status"] = {"desiredNumberScheduled": 2, "numberReady": 2}          # exactly the two nodes, all ready
+    assert _by_id(build_snapshot, data)["gpudirect.installer"]["status"] == "passed"
+    installer["status"] = {"desiredNumberScheduled": 3, "numberReady": 3}          # more than the nodes is not a problem
+    assert _by_id(build_snapshot, data)["gpudirect.installer"]["status"] == "passed"
+    installer["status"] = {"numberReady": 0}                                       # no counts yet: nothing scheduled
+    result = _by_id(build_snapshot, data)["gpudirect.installer"]
+    assert result["message"] == "DaemonSet nccl-tcpxo-installer schedules 0 pod(s) for 2 node(s)"
+    installer["status"] = {"desiredNumberScheduled": 2}                            # scheduled, none ready
+    assert _by_id(build_snapshot, data)["gpudirect.installer"]["message"] == "DaemonSet nccl-tcpxo-installer: 0 of 2 pods ready"
+
+
+def test_the_evidence_names_pods_by_namespace_and_what_each_lacks(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    results = _by_id(build_snapshot, data)
+    assert results["gpudirect.pod_whole_node"]["evidence"] == ["pod default/nccl-test-0: nvidia.com/gpu=8",
+                                                               "pod default/nccl-test-1: nvidia.com/gpu=8"]
+    assert results["gpudirect.pod_volumes"]["evidence"] == ["pod default/nccl-test-0 (tcpxo): complete",
+                                                            "pod default/nccl-test-1 (tcpxo): complete"]
+    _k8s(data)["nodes"].reverse()
+    assert [e.split(":")[0] for e in _by_id(build_snapshot, data)["gke.gpudirect.version_gate"]["evidence"]] == [
+        "node gke-a3mega-0", "node gke-a3mega-1"]
+
+
+def test_a_pod_without_a_namespace_is_named_in_default_and_finished_pods_are_not_judged(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    pod = _workloads(data)[1]
+    del pod["metadata"]["namespace"]
+    _main(pod)["resources"] = {"limits": {"nvidia.com/gpu": "4"}}
+    result = _by_id(build_snapshot, data)["gpudirect.pod_whole_node"]
+    assert result["message"] == "pod default/nccl-test-1 requests 4 GPU(s) on node gke-a3mega-1, which has 8"
+    pod["status"]["phase"] = "Succeeded"
+    assert _by_id(build_snapshot, data)["gpudirect.pod_whole_node"]["status"] == "passed"
+
+
+def test_an_unknown_autopilot_setting_is_other_not_passed(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    del data["gke"]["cluster"]["autopilot"]
+    assert _by_id(build_snapshot, data)["gke.standard_cluster"]["status"] == "other"
+    data["gke"]["cluster"]["autopilot"] = None
+    result = _by_id(build_snapshot, data)["gke.standard_cluster"]
+    assert result["status"] == "other" and "gke.cluster.autopilot" in result["message"]
+
+
+def test_a_pod_asking_for_no_whole_gpu_on_a_gpudirect_node_requests_zero(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    _main(_workloads(data)[0])["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": "1"}}
+    result = _by_id(build_snapshot, data)["gpudirect.pod_whole_node"]
+    assert result["message"] == "pod default/nccl-test-0 requests 0 GPU(s) on node gke-a3mega-0, which has 8"
+
+
+def test_an_unreadable_interfaces_annotation_fails_the_interfaces_check(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    _workloads(data)[0]["metadata"]["annotations"]["networking.gke.io/interfaces"] = "[{not json"
+    result = _by_id(build_snapshot, data)["gpudirect.pod_interfaces"]
+    assert result["status"] == "failed"
+    assert "pod default/nccl-test-0 on node gke-a3mega-0 lacks a readable networking.gke.io/interfaces annotation" in result["message"]
+
+
+def test_no_gpu_nic_network_at_all_fails_the_vpc_check(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    data["gke"]["nics"] = []
+    result = _by_id(build_snapshot, data)["gke.gpu_vpc"]
+    assert (result["status"], result["message"]) == ("failed", "no GPU NIC network was found for the GPUDirect nodes")
