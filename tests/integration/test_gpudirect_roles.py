@@ -194,6 +194,30 @@ def test_installer_create_then_noop_rerun(run_playbook, k8s_double, variant):
     assert k8s_double.get("DaemonSet", name, "kube-system")["metadata"]["resourceVersion"] == resource_version
 
 
+def test_installer_wait_takes_the_recorded_nodes_and_the_applied_daemonset(run_playbook, k8s_double):
+    """Issue #22: the nodes gke_gpu_cluster recorded (when enough carry the label) and the DaemonSet the apply returned
+    are not read again; too few recorded nodes are read and waited for as before."""
+    _gpu_nodes(k8s_double, "tcpx", names=("gpu-0", "gpu-1", "gpu-2"))
+    play = _play("tcpx_installer", _installer_vars("tcpx", min_nodes=2, gke_version="1.33.5"))
+    name = _gpudirect.INSTALLERS["tcpx"]["name"]
+    recorded = [k8s_double.get("Node", n) for n in ("gpu-0", "gpu-1", "cpu-0")]
+    result = run_playbook(play, env=k8s_double.env(), extra_vars={"gke_gpu_cluster_result": {"gpu_nodes": recorded}})
+    report = result.assert_ok().task("Record the nodes where the DaemonSet is ready")["result"]["ansible_facts"][
+        "gpudirect_installer_wait_result"]
+    # the recorded GPU nodes only (not the CPU node, not gpu-2 which was not recorded), none read
+    assert [(n["node"], n["ready"]) for n in report["nodes"]] == [("gpu-0", True), ("gpu-1", True)]
+    assert k8s_double.requests(kind="Node") == []
+    assert result.task("Read the DaemonSet kube-system/" + name)["status"] == "skipped"
+
+    k8s_double.clear_requests()
+    result = run_playbook(play, env=k8s_double.env(), extra_vars={"gke_gpu_cluster_result": {"gpu_nodes": recorded[:1]}})
+    report = result.assert_ok().task("Record the nodes where the DaemonSet is ready")["result"]["ansible_facts"][
+        "gpudirect_installer_wait_result"]
+    assert [n["node"] for n in report["nodes"]] == ["gpu-0", "gpu-1", "gpu-2"]
+    assert [r.verb for r in k8s_double.requests(kind="Node")] == ["list"]
+    assert result.task("Read the DaemonSet kube-system/" + name)["status"] == "skipped"
+
+
 def test_installer_picks_the_release_of_the_nodes_gke_version(run_playbook):
     with K8sDouble(server_version="1.34.1-gke.1829001") as k8s:
         _gpu_nodes(k8s, "tcpx")

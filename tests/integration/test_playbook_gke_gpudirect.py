@@ -132,6 +132,13 @@ def test_live_against_the_doubles(run_playbook, gcp_double, k8s_double):
     second.assert_ok()
     assert gcp_double.mutating_requests() == [], "a re-run sends no change to the cloud"
     assert [w for w in k8s_double.writes() if w.changed] == []
+    # issue #22: the GPU nodes are listed once (the pool's check; the DaemonSet waits reuse them), each DaemonSet is
+    # not read again after its apply (the wait takes the object the apply returned) and its pods are listed once
+    assert [r.verb for r in k8s_double.requests(kind="Node")] == ["list"]
+    for daemonset in ("kube-system/nccl-tcpxo-installer", "kube-system/device-injector"):
+        assert second.task("Read the DaemonSet " + daemonset)["status"] == "skipped"
+        assert second.task("Wait for the GPU nodes of DaemonSet " + daemonset)["status"] == "skipped"
+    assert [r.verb for r in k8s_double.requests(kind="Pod")] == ["list", "list"]
 
     gcp_double.clear_log()
     down = run_playbook(TEARDOWN, extra_vars=extra, extra_args=("-i", INVENTORY), verbosity=3)

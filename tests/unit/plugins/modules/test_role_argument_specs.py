@@ -29,6 +29,7 @@ FREE_FORM = {
     "gke_gpu_cluster_fabric": "a gke_multinetwork result, checked by content",
     "gke_gpu_cluster_node_pool.node_labels": "labels, checked by the names rule",
     "gpudirect_installer_labels": "labels, checked by the names rule",
+    "gpudirect_installer_wait_daemonset": "a DaemonSet as the apply step returned it, checked by kind and name",
     "nri_device_injector_labels": "labels, checked by the names rule",
     "tcpx_installer_labels": "labels, checked in gpudirect_installer",
     "tcpxo_installer_labels": "labels, checked in gpudirect_installer",
