@@ -367,3 +367,33 @@ def test_dranet_below_the_floor_or_off_rdma_is_refused_before_any_request(run_pl
     assert words in message and "nothing was changed" in message, message
     assert not (render / "requests").exists() or not any((render / "requests").iterdir())
     assert not (render / "manifests").exists()
+
+
+def test_dranet_live_applies_the_claim_template_no_network_and_reruns_as_a_noop(run_playbook, gcp_double, k8s_double):
+    gcp_double.gke_versions = ["1.34.1-gke.1829001"] + list(gcp_double.gke_versions)
+    k8s_double.server_version = "1.34.1"  # resource.k8s.io/v1 (DRA) is served from Kubernetes 1.34
+    for index in range(2):
+        k8s_double.add_node("gke-%s-%s-%d" % (CLUSTER, POOL, index),
+                            labels={"cloud.google.com/gke-nodepool": POOL, "cloud.google.com/gke-accelerator": "nvidia-h200-141gb",
+                                    "node.kubernetes.io/instance-type": "a3-ultragpu-8g",
+                                    "cloud.google.com/gke-networking-dra-driver": "true"},
+                            allocatable={"nvidia.com/gpu": "8"},
+                            taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
+    extra = _live_vars(gcp_double, k8s_double, gpudirect_installer_wait_timeout=30, gpudirect_installer_wait_delay=1,
+                       **DRANET_VARS)
+    for name in ("nri_device_injector_wait_timeout", "nri_device_injector_wait_delay", "tcpxo_installer_wait_timeout",
+                 "tcpxo_installer_wait_delay"):
+        extra.pop(name)
+    run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_ok()
+    template = k8s_double.get("ResourceClaimTemplate", "default-rdma", "default")
+    assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == "mrdma.google.com"
+    assert k8s_double.list("Network") == [] and k8s_double.list("GKENetworkParamSet") == []
+    assert k8s_double.get("DaemonSet", "nccl-rdma-installer", "kube-system") is not None
+    state = gcp_double.state(GCP_PROJECT)
+    assert state.get("networks", []) == [] and state.get("subnetworks", []) == []
+    [pool] = [p for p in state["nodePools"] if p["selfLink"].endswith("/" + POOL)]
+    assert pool["networkConfig"]["acceleratorNetworkProfile"] == "auto"
+    gcp_double.clear_log()
+    k8s_double.clear_requests()
+    run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_ok()
+    assert gcp_double.mutating_requests() == [] and [w for w in k8s_double.writes() if w.changed] == []
