@@ -397,3 +397,5 @@ def test_dranet_live_applies_the_claim_template_no_network_and_reruns_as_a_noop(
     k8s_double.clear_requests()
     run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_ok()
     assert gcp_double.mutating_requests() == [] and [w for w in k8s_double.writes() if w.changed] == []
+    run_playbook(TEARDOWN, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_ok()
+    assert gcp_double.state(GCP_PROJECT)["clusters"] == []
