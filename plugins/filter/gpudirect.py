@@ -38,14 +38,16 @@ def _has_pod_template(item):
 
 
 def gpudirect_workload(manifest, fabric, network_names, gke_version=None, sidecar="auto", registry=None,
-                       machine_type=None, interfaces=None, nccl_overrides=None):
+                       machine_type=None, interfaces=None, nccl_overrides=None, dranet=False, claim_template=None):
     """Add GPUDirect to a workload manifest (or to every workload of a list of manifests)."""
     kwargs = dict(gke_version=gke_version, sidecar=sidecar, registry=registry, machine_type=machine_type,
-                  interfaces=interfaces, nccl_overrides=nccl_overrides)
+                  interfaces=interfaces, nccl_overrides=nccl_overrides, dranet=dranet, claim_template=claim_template)
     warnings = []
     try:
         _inputs.version_text("gke_version", gke_version)
         _check_override_values(nccl_overrides)
+        if not isinstance(dranet, bool):
+            raise ValueError("dranet: must be a boolean, got %s" % type(dranet).__name__)
         if isinstance(manifest, (list, tuple)):
             result = []
             for index, item in enumerate(manifest):

@@ -19,7 +19,8 @@ import json
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect import (
-    ACCELERATOR_LABEL, CONTROL_INTERFACE, DAEMONS, DEFAULT_INTERFACE_ANNOTATION, DEFAULT_NETWORK,
+    ACCELERATOR_LABEL, CONTROL_INTERFACE, DAEMONS, DEFAULT_INTERFACE_ANNOTATION, DEFAULT_NETWORK, DRANET_CLAIM,
+    dranet_claim_template,
     GPU_CONTAINER_MOUNTS, GPU_SHARING_LABELS, INTERFACES_ANNOTATION, MACHINES,
     MACHINE_TYPE_LABEL, NATIVE_SIDECAR_MIN_GKE, PROFILES, PROFILE_NAMES, WORKLOAD_VOLUMES, device_annotation,
     gke_minor, image_ref, interface_names, interfaces_annotation, native_sidecar_supported, release,
@@ -317,8 +318,29 @@ def _daemon_container(fabric, image):
     return container
 
 
+def _dranet_claims(where, spec, template_name):
+    """Name the DRANET claim in the pod spec (spec.resourceClaims) and return the claim entry of the GPU containers."""
+    claims = spec.setdefault("resourceClaims", [])
+    for claim in claims:
+        if claim.get("name") == DRANET_CLAIM:
+            if claim.get("resourceClaimTemplateName") != template_name:
+                raise WorkloadError("%s: resourceClaims entry %s exists with another source (%s); rename it" % (
+                    where, DRANET_CLAIM, json.dumps(claim, sort_keys=True)))
+            break
+    else:
+        claims.append(dict(name=DRANET_CLAIM, resourceClaimTemplateName=template_name))
+    return dict(name=DRANET_CLAIM)
+
+
+def _ensure_claim(container, claim):
+    claims = container.setdefault("resources", {}).setdefault("claims", [])
+    if not any(c.get("name") == claim["name"] for c in claims):
+        claims.append(dict(claim))
+
+
 def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="auto", registry=None,
-                   machine_type=None, interfaces=None, nccl_overrides=None, warnings=None):
+                   machine_type=None, interfaces=None, nccl_overrides=None, warnings=None, dranet=False,
+                   claim_template=None):
     """A copy of a Pod/Job/JobSet/Deployment/StatefulSet manifest with GPUDirect added.
 
     Adds what the guide's "add GPUDirect to your manifests" section adds: the NRI device annotation
@@ -330,6 +352,12 @@ def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="a
     Refuses (WorkloadError) unknown kinds, pods that ask for other than all GPUs of the node,
     shared GPUs (MPS, time-sharing, MIG node selectors), hostNetwork pods, and conflicting volumes or
     mounts. ``warnings`` (a list) receives the warnings.
+
+    ``dranet``: the node pool runs the managed accelerator network profile (GKE DRANET, RDMA profiles only): the
+    pods claim the node's RDMA NICs through the catalog's ResourceClaimTemplate (``claim_template`` names it;
+    default the catalog's name) in ``spec.resourceClaims`` and the GPU containers' ``resources.claims``, and get
+    no multi-network annotation (``network_names`` must be empty). The template itself is the catalog's
+    ``dranet_claim_template``, applied next to the workload.
     """
     warnings = [] if warnings is None else warnings
     if fabric not in PROFILES:
@@ -342,7 +370,22 @@ def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="a
     conflicts = rdma_conflicts(fabric, dict(sidecar=sidecar, nccl_overrides=nccl_overrides))
     if conflicts:
         raise WorkloadError("; ".join(conflicts))
-    names = _network_names(network_names, entry, fabric)
+    if dranet:
+        # raises for a non-RDMA profile, naming the RDMA ones
+        try:
+            template_name = dranet_claim_template(fabric, claim_template)["metadata"]["name"]
+        except ValueError as exc:
+            raise WorkloadError("dranet: %s" % exc)
+        if not isinstance(template_name, str) or len(template_name) > 253 or not _DNS_SUBDOMAIN.match(template_name):
+            raise WorkloadError("claim_template: %r is not a ResourceClaimTemplate name" % (template_name,))
+        if network_names:
+            raise WorkloadError("network_names: with dranet GKE attaches the RDMA NICs through the %s claim; "
+                                "give no Network names" % DRANET_CLAIM)
+        names = None
+    elif claim_template is not None:
+        raise WorkloadError("claim_template: only with dranet (the managed accelerator network profile)")
+    else:
+        names = _network_names(network_names, entry, fabric)
     if gke_version is not None:
         try:
             gke_minor(gke_version)
@@ -386,8 +429,14 @@ def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="a
         device = device_annotation(fabric)
         if device:
             annotations[device[0]] = device[1]
-        annotations[DEFAULT_INTERFACE_ANNOTATION] = CONTROL_INTERFACE
-        annotations[INTERFACES_ANNOTATION] = interfaces_annotation(fabric, names, used_interfaces)
+        if dranet:
+            if INTERFACES_ANNOTATION in annotations:
+                raise WorkloadError("%s: has the %s annotation; with dranet GKE attaches the RDMA NICs through the "
+                                    "%s claim: remove it" % (where, INTERFACES_ANNOTATION, DRANET_CLAIM))
+            claim = _dranet_claims(where, spec, template_name)
+        else:
+            annotations[DEFAULT_INTERFACE_ANNOTATION] = CONTROL_INTERFACE
+            annotations[INTERFACES_ANNOTATION] = interfaces_annotation(fabric, names, used_interfaces)
 
         volumes = spec.setdefault("volumes", [])
         for volume in WORKLOAD_VOLUMES[fabric]:
@@ -399,6 +448,8 @@ def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="a
                 continue
             for name, path, read_only in GPU_CONTAINER_MOUNTS[fabric]:
                 _ensure_mount(where, container, name, path, read_only)
+            if dranet:
+                _ensure_claim(container, claim)
             owned |= _merge_env(where, container, env, previous, warnings)
         annotations[MANAGED_ENV_ANNOTATION] = ",".join(k for k in env if k not in owned)
 

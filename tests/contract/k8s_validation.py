@@ -110,7 +110,21 @@ def builtin_resources():
                 singular=res.get("singularName") or res["kind"].lower(), namespaced=bool(res["namespaced"]),
                 verbs=tuple(res.get("verbs") or ()), short_names=tuple(res.get("shortNames") or ()),
                 subresources=frozenset(subresources[res["name"]])))
+    # GA kinds newer than that discovery data (k3s without resource.k8s.io/v1): DRA, GA in Kubernetes 1.34; their
+    # schemas come from kubernetes-validate (so they validate on 1.34+ only, which is right: 1.33 does not serve them)
+    known = set((r.group, r.version, r.kind) for r in result)
+    for info in _NEWER_BUILTINS:
+        if (info.group, info.version, info.kind) not in known:
+            result.append(info)
     return tuple(result)
+
+
+_NEWER_BUILTINS = (
+    ResourceInfo(group="resource.k8s.io", version="v1", kind="ResourceClaimTemplate", plural="resourceclaimtemplates",
+                 singular="resourceclaimtemplate", namespaced=True,
+                 verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+                 short_names=(), subresources=frozenset()),
+)
 
 
 def builtin_kind(api_version, kind):

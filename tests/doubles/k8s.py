@@ -1565,7 +1565,7 @@ class K8sDouble:
         elif rtype.custom:
             problems = []
         else:
-            if k8s_validation.builtin_schema(rtype.api_version, rtype.kind) is None:
+            if k8s_validation.builtin_schema(rtype.api_version, rtype.kind, self.server_version) is None:
                 raise ApiError(405, "MethodNotAllowed", "the Kubernetes API double has no schema for %s %s and does not "
                                "store it" % (rtype.api_version, rtype.kind))
             problems = k8s_validation.problems(obj, versions=(self.server_version,))
@@ -1679,7 +1679,7 @@ class K8sDouble:
         else:
             if not isinstance(body, dict):
                 raise ApiError(400, "BadRequest", "a strategic merge patch must be a JSON object")
-            schema = k8s_validation.builtin_schema(rtype.api_version, rtype.kind, strict=False) or {}
+            schema = k8s_validation.builtin_schema(rtype.api_version, rtype.kind, self.server_version, strict=False) or {}
             new = strategic_merge_patch(old, body, schema)
         if not isinstance(new, dict):
             raise ApiError(422, "Invalid", "the patch did not produce an object")

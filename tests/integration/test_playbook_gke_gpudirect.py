@@ -311,3 +311,98 @@ def test_a4x_renders_end_to_end_with_four_rdma_nics_and_the_arm64_installer(run_
     container = pods[0]["spec"]["containers"][0]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 4
     assert {e["name"]: e.get("value") for e in container["env"]}["NCCL_NET"] == "gIB"
+
+
+# ------------------------------------------------------------------ managed accelerator network profile (DRANET; issue 21)
+
+DRANET_VARS = dict(RDMA_VARS, gke_gpu_cluster_accelerator_network_profile="auto",
+                   gke_gpu_cluster_version="1.34.1-gke.1829001")
+
+
+def test_dranet_render_builds_no_fabric_and_the_pods_claim_the_rdma_nics(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    run_playbook(PLAYBOOK, extra_vars=dict(DRANET_VARS, gpu_ops_render_dir=str(render)),
+                 extra_args=("-i", INVENTORY)).assert_ok()
+    requests = [json.loads(f.read_text()) for f in sorted((render / "requests").iterdir())]
+    # GKE builds the accelerator networks: no VPC, subnet or firewall request, only the cluster and the pool
+    assert [_api_path(r["url"]).split("?")[0].rsplit("/", 1)[-1] for r in requests] == ["clusters", "nodePools"]
+    pool = requests[-1]["body"]["nodePool"]
+    assert pool["networkConfig"]["acceleratorNetworkProfile"] == "auto"
+    assert "additionalNodeNetworkConfigs" not in pool["networkConfig"]
+    assert pool["config"]["labels"]["cloud.google.com/gke-networking-dra-driver"] == "true"
+    steps = sorted(p.name for p in (render / "manifests").iterdir())
+    assert steps == ["20-gke-gpu-networks", "30-gpudirect-rdma-installer", "40-nccl-test"]  # gIB installer kept
+    objects = {step: [yaml.safe_load(p.read_text()) for p in sorted((render / "manifests" / step).iterdir())]
+               for step in steps}
+    kinds = [o["kind"] for step in steps for o in objects[step]]
+    assert "Network" not in kinds and "GKENetworkParamSet" not in kinds
+    # the cluster's template for workloads of the default namespace, the test's own in the test namespace
+    [cluster_template] = objects["20-gke-gpu-networks"]
+    test_templates = [o for o in objects["40-nccl-test"] if o["kind"] == "ResourceClaimTemplate"]
+    assert [t["metadata"]["name"] for t in test_templates] == ["nccl-rdma"]
+    for template in [cluster_template] + test_templates:
+        assert template["apiVersion"] == "resource.k8s.io/v1"
+        [request] = template["spec"]["spec"]["devices"]["requests"]
+        assert request["exactly"] == {"deviceClassName": "mrdma.google.com", "allocationMode": "ExactCount", "count": 8}
+        k8s_validation.validate(template, versions=(k8s_validation.NEWEST_KUBERNETES_VERSION,))
+    assert cluster_template["metadata"] == {"name": "default-rdma", "namespace": "default"}
+    pods = [o for o in objects["40-nccl-test"] if o["kind"] == "Pod"]
+    assert len(pods) == 2
+    for pod in pods:
+        k8s_validation.validate(pod)
+        assert "networking.gke.io/interfaces" not in pod["metadata"].get("annotations", {})
+        assert pod["spec"]["resourceClaims"] == [{"name": "rdma", "resourceClaimTemplateName": "nccl-rdma"}]
+        [test] = [c for c in pod["spec"]["containers"] if c["name"] == "nccl-test"]
+        assert test["resources"]["claims"] == [{"name": "rdma"}]
+        assert {e["name"]: e.get("value") for e in test["env"]}["NCCL_NET"] == "gIB"
+
+
+@pytest.mark.parametrize("extra, words", [
+    (dict(gke_gpu_cluster_version="1.33.5-gke.1162000"),
+     "gke_gpu_cluster: gke_gpu_cluster_accelerator_network_profile: GKE 1.33.5-gke.1162000 is below 1.34.1-gke.1829001, "
+     "the floor of accelerator_network_profile auto (DRANET)"),
+    (dict(gke_gpu_cluster_gpudirect="tcpxo"),
+     "gke_gpu_cluster_accelerator_network_profile: GKE manages the accelerator networks of the GPUDirect-RDMA profiles "
+     "only, not tcpxo"),
+])
+def test_dranet_below_the_floor_or_off_rdma_is_refused_before_any_request(run_playbook, tmp_path, extra, words):
+    render = tmp_path / "render"
+    result = run_playbook(PLAYBOOK, extra_vars=dict(DRANET_VARS, gpu_ops_render_dir=str(render), **extra),
+                          extra_args=("-i", INVENTORY)).assert_failed()
+    message = result.failed[0]["result"]["msg"]
+    assert result.failed[0]["task"].endswith("Preflight - report every problem of every host at once")
+    assert words in message and "nothing was changed" in message, message
+    assert not (render / "requests").exists() or not any((render / "requests").iterdir())
+    assert not (render / "manifests").exists()
+
+
+def test_dranet_live_applies_the_claim_template_no_network_and_reruns_as_a_noop(run_playbook, gcp_double, k8s_double):
+    gcp_double.gke_versions = ["1.34.1-gke.1829001"] + list(gcp_double.gke_versions)
+    k8s_double.server_version = "1.34.1"  # resource.k8s.io/v1 (DRA) is served from Kubernetes 1.34
+    for index in range(2):
+        k8s_double.add_node("gke-%s-%s-%d" % (CLUSTER, POOL, index),
+                            labels={"cloud.google.com/gke-nodepool": POOL, "cloud.google.com/gke-accelerator": "nvidia-h200-141gb",
+                                    "node.kubernetes.io/instance-type": "a3-ultragpu-8g",
+                                    "cloud.google.com/gke-networking-dra-driver": "true"},
+                            allocatable={"nvidia.com/gpu": "8"},
+                            taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
+    extra = _live_vars(gcp_double, k8s_double, gpudirect_installer_wait_timeout=30, gpudirect_installer_wait_delay=1,
+                       **DRANET_VARS)
+    for name in ("nri_device_injector_wait_timeout", "nri_device_injector_wait_delay", "tcpxo_installer_wait_timeout",
+                 "tcpxo_installer_wait_delay"):
+        extra.pop(name)
+    run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_ok()
+    template = k8s_double.get("ResourceClaimTemplate", "default-rdma", "default")
+    assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == "mrdma.google.com"
+    assert k8s_double.list("Network") == [] and k8s_double.list("GKENetworkParamSet") == []
+    assert k8s_double.get("DaemonSet", "nccl-rdma-installer", "kube-system") is not None
+    state = gcp_double.state(GCP_PROJECT)
+    assert state.get("networks", []) == [] and state.get("subnetworks", []) == []
+    [pool] = [p for p in state["nodePools"] if p["selfLink"].endswith("/" + POOL)]
+    assert pool["networkConfig"]["acceleratorNetworkProfile"] == "auto"
+    gcp_double.clear_log()
+    k8s_double.clear_requests()
+    run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_ok()
+    assert gcp_double.mutating_requests() == [] and [w for w in k8s_double.writes() if w.changed] == []
+    run_playbook(TEARDOWN, extra_vars=extra, extra_args=("-i", INVENTORY)).assert_ok()
+    assert gcp_double.state(GCP_PROJECT)["clusters"] == []

@@ -108,6 +108,27 @@ ACCELERATOR_NETWORK_PROFILE = "auto"
 ACCELERATOR_NETWORK_PROFILE_MIN_GKE = "1.34.1-gke.1829001"
 DRANET_NODE_LABEL = ("cloud.google.com/gke-networking-dra-driver", "true")
 
+# The workload side of the managed profile. GKE creates the accelerator VPCs, subnets and the Kubernetes networking
+# itself ("by using a single parameter when creating a node pool, GKE provides all the necessary cloud and Kubernetes
+# networking resources": https://cloud.google.com/kubernetes-engine/docs/how-to/config-auto-net-for-accelerators),
+# so the collection builds no RoCE/gVNIC VPC and applies no GKENetworkParamSet/Network objects; from 1.34.1-gke.1829001
+# GKE installs the networking DeviceClasses itself
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/allocate-network-resources-dra). The gIB NCCL plugin
+# installer is still needed: Cluster Toolkit's DRANET blueprint installs it next to enable_dranet
+# (GoogleCloudPlatform/cluster-toolkit@v1.95.0:examples/gke-a4x/gke-a4x.yaml, gib install: true), and the managed
+# test pods mount /home/kubernetes/bin/gib. Pods claim the node's RDMA NICs through a ResourceClaimTemplate
+# (resource.k8s.io/v1) of device class mrdma.google.com, one request of ExactCount = the profile's RDMA NICs, named in
+# spec.resourceClaims and in the GPU containers' resources.claims, with no networking.gke.io/interfaces annotation:
+# GoogleCloudPlatform/container-engine-accelerators@992db81257553607f1477945f1b3219632991829:
+# gpudirect-rdma/nccl-test-managed-rdma.yaml (claim "rdma", request "req-mrdma", ExactCount 8 on A3 Ultra / A4).
+# Template name: Cluster Toolkit's (cluster-toolkit@v1.95.0:modules/compute/gke-node-pool/resource-claim-template.yaml.tftpl,
+# "default-rdma", which pods of a Toolkit-built cluster already name).
+DRANET_API_VERSION = "resource.k8s.io/v1"
+DRANET_DEVICE_CLASS = "mrdma.google.com"
+DRANET_CLAIM_TEMPLATE = "default-rdma"
+DRANET_CLAIM = "rdma"
+DRANET_REQUEST = "req-mrdma"
+
 
 def _profile_entry(fabric, machine_types, min_versions=(), **fields):
     """A profile: its own facts, its machines' (the first is the default) and the minimum patch of each minor."""
@@ -461,6 +482,37 @@ def rdma_network_names(profile_name):
     return ["%s%d" % (RDMA_NETWORK_PREFIX, index) for index in range(entry["gpu_nic_count"])]
 
 
+def dranet_claim_template(profile_name, name=None, namespace=None):
+    """The ResourceClaimTemplate whose claim gives a pod every RDMA NIC of its node under the managed profile (DRANET)."""
+    entry = profile(profile_name)
+    if entry["device_mode"] != "RDMA":
+        raise ValueError("DRANET (accelerator_network_profile %s) hands out RDMA NICs: %s is not an RDMA profile; RDMA "
+                         "profiles: %s" % (ACCELERATOR_NETWORK_PROFILE, profile_name, ", ".join(rdma_profile_names())))
+    metadata = dict(name=name or DRANET_CLAIM_TEMPLATE)
+    if namespace:
+        metadata["namespace"] = namespace
+    request = dict(name=DRANET_REQUEST, exactly=dict(deviceClassName=DRANET_DEVICE_CLASS, allocationMode="ExactCount",
+                                                     count=entry["gpu_nic_count"]))
+    return dict(apiVersion=DRANET_API_VERSION, kind="ResourceClaimTemplate", metadata=metadata,
+                spec=dict(spec=dict(devices=dict(requests=[request]))))
+
+
+def dranet_version_error(version):
+    """Why GKE ``version`` (full, or a minor such as 1.34) is below the managed profile's floor, or None.
+
+    A minor alone is refused only below the floor's minor (its patch is not known yet)."""
+    floor = ACCELERATOR_NETWORK_PROFILE_MIN_GKE
+    text = str(version or "").strip().lstrip("v")
+    if _GKE_VERSION.match(text):
+        too_old = parse_gke_version(text) < parse_gke_version(floor)
+    else:
+        too_old = gke_minor(text) < gke_minor(floor)
+    if too_old:
+        return "GKE %s is below %s, the floor of accelerator_network_profile %s (DRANET)" % (
+            version, floor, ACCELERATOR_NETWORK_PROFILE)
+    return None
+
+
 _GKE_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)-gke\.(\d+)\Z")
 _GKE_MINOR = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?\Z")
 
@@ -671,6 +723,13 @@ def describe(profile_name, gke_version=None, registry=None):
     entry["nri_injector_needed"] = profile_name in DAEMONS
     entry["native_sidecar_min_gke"] = NATIVE_SIDECAR_MIN_GKE
     entry["native_sidecar"] = native_sidecar_supported(gke_version) if gke_version else None
+    # the managed alternative (accelerator_network_profile auto, DRANET): RDMA profiles only
+    entry["dranet"] = dict(
+        accelerator_network_profile=ACCELERATOR_NETWORK_PROFILE, min_gke=ACCELERATOR_NETWORK_PROFILE_MIN_GKE,
+        device_class=DRANET_DEVICE_CLASS, api_version=DRANET_API_VERSION, claim=DRANET_CLAIM,
+        claim_template=dranet_claim_template(profile_name),
+        version_error=dranet_version_error(gke_version) if gke_version else None,
+    ) if entry["device_mode"] == "RDMA" else None
     return entry
 
 

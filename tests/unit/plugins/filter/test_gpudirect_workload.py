@@ -429,3 +429,33 @@ def test_nccl_env_filter_formats():
         nccl_env("socket", format="yaml")
     with pytest.raises(AnsibleFilterError, match="nccl_env: fabric: unknown fabric 'efa'"):
         nccl_env("efa")
+
+
+# ------------------------------------------------------------------ managed accelerator network profile (DRANET)
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_dranet_patch_validates_and_claims_the_catalog_template(kind):
+    """Every kind patched for DRANET is a valid manifest; its GPU pods claim the template the catalog describes,
+    and that template is a valid resource.k8s.io/v1 object (Kubernetes 1.34+, the floor's minor)."""
+    once = gpudirect_workload(KINDS[kind](), "rdma", [], gke_version="1.34.1-gke.1829001", dranet=True)
+    validate(once)
+    dranet = gpudirect_profile("rdma", gke_version="1.34.1-gke.1829001")["dranet"]
+    template = gpu_template(once)
+    assert "networking.gke.io/interfaces" not in template.get("metadata", {}).get("annotations", {})
+    [claim] = template["spec"]["resourceClaims"]
+    assert claim == {"name": dranet["claim"], "resourceClaimTemplateName": dranet["claim_template"]["metadata"]["name"]}
+    assert template["spec"]["containers"][0]["resources"]["claims"] == [{"name": dranet["claim"]}]
+    assert gpudirect_workload(copy.deepcopy(once), "rdma", [], gke_version="1.34.1-gke.1829001", dranet=True) == once
+    claim_template = dict(dranet["claim_template"], metadata=dict(name="default-rdma", namespace="default"))
+    k8s_validation.validate(claim_template, versions=(k8s_validation.NEWEST_KUBERNETES_VERSION,))
+    broken = copy.deepcopy(claim_template)
+    broken["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = "eight"
+    with pytest.raises(k8s_validation.ManifestError, match="count"):  # the schema is really applied
+        k8s_validation.validate(broken, versions=(k8s_validation.NEWEST_KUBERNETES_VERSION,))
+
+
+def test_dranet_filter_refusals():
+    with pytest.raises(AnsibleFilterError, match="gpudirect_workload: dranet: must be a boolean"):
+        gpudirect_workload(pod(), "rdma", [], dranet="yes")
+    with pytest.raises(AnsibleFilterError, match="gpudirect_workload: dranet: .*tcpx is not an RDMA profile"):
+        gpudirect_workload(pod(), "tcpx", [], dranet=True)

@@ -152,3 +152,49 @@ def test_rdma_conflicts_refuses_bad_input():
         w.rdma_conflicts("tcp", {})
     with pytest.raises(ValueError, match="settings: a dict"):
         w.rdma_conflicts("rdma", ["tcpx_installer_image"])
+
+
+# ------------------------------------------------------------------ managed accelerator network profile (DRANET)
+
+def test_a_dranet_pod_claims_the_rdma_nics_and_gets_no_interface_annotation():
+    """The managed path: the pod names the claim in spec.resourceClaims and the GPU container in resources.claims (the
+    shape of container-engine-accelerators' gpudirect-rdma/nccl-test-managed-rdma.yaml), keeps the gIB mounts and env."""
+    original = pod()
+    original["spec"]["containers"].append(dict(name="logger", image="busybox"))
+    patched = w.patch_workload(original, "rdma", [], gke_version="1.34.1-gke.1829001", machine_type="a4-highgpu-8g",
+                               dranet=True)
+    annotations = patched["metadata"]["annotations"]
+    assert "networking.gke.io/interfaces" not in annotations and "networking.gke.io/default-interface" not in annotations
+    spec = patched["spec"]
+    assert spec["resourceClaims"] == [{"name": "rdma", "resourceClaimTemplateName": "default-rdma"}]
+    trainer, logger = spec["containers"]
+    assert trainer["resources"]["claims"] == [{"name": "rdma"}] and trainer["resources"]["limits"] == {"nvidia.com/gpu": 8}
+    assert "resources" not in logger, "only the containers that request GPUs claim the NICs"
+    assert {m["mountPath"] for m in trainer["volumeMounts"]} == {"/usr/local/nvidia", "/usr/local/gib"}
+    assert {e["name"]: e["value"] for e in trainer["env"]}["NCCL_NET"] == "gIB"
+    again = w.patch_workload(copy.deepcopy(patched), "rdma", [], gke_version="1.34.1-gke.1829001",
+                             machine_type="a4-highgpu-8g", dranet=True)
+    assert again == patched
+    own = w.patch_workload(pod(gpus=4), "rdma-a4x", None, dranet=True, claim_template="team-rdma")
+    assert own["spec"]["resourceClaims"] == [{"name": "rdma", "resourceClaimTemplateName": "team-rdma"}]
+
+
+@pytest.mark.parametrize("fabric, networks, kwargs, message", [
+    ("tcpxo", [], dict(dranet=True), "dranet: .*tcpxo is not an RDMA profile; RDMA profiles: rdma, rdma-a4x"),
+    ("rdma", ["rdma-%d" % i for i in range(8)], dict(dranet=True), "network_names: with dranet GKE attaches"),
+    ("rdma", ["rdma-%d" % i for i in range(8)], dict(claim_template="x"), "claim_template: only with dranet"),
+    ("rdma", [], dict(dranet=True, claim_template="Bad_Name"), "claim_template: 'Bad_Name' is not a ResourceClaimTemplate"),
+])
+def test_dranet_refusals(fabric, networks, kwargs, message):
+    with pytest.raises(w.WorkloadError, match=message):
+        w.patch_workload(pod(), fabric, networks, **kwargs)
+
+
+def test_dranet_refuses_an_interfaces_annotation_and_a_clashing_claim():
+    annotated = pod()
+    annotated["metadata"]["annotations"] = {"networking.gke.io/interfaces": "[]"}
+    with pytest.raises(w.WorkloadError, match="has the networking.gke.io/interfaces annotation; with dranet"):
+        w.patch_workload(annotated, "rdma", [], dranet=True)
+    clash = pod(resourceClaims=[{"name": "rdma", "resourceClaimTemplateName": "other"}])
+    with pytest.raises(w.WorkloadError, match="resourceClaims entry rdma exists with another source"):
+        w.patch_workload(clash, "rdma", [], dranet=True)

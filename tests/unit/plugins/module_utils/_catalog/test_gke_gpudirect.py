@@ -258,3 +258,39 @@ def test_a4x_profile_resolves_to_arm64_images_and_four_networks():
     assert entry["pod_networks"] == ["rdma-0", "rdma-1", "rdma-2", "rdma-3"]
     assert "nccl-plugin-gib-arm64" in entry["images"]["installer"] and entry["node_arch"] == "arm64"
     assert sorted(g.INSTALLERS[A4X]["accelerators"]) == entry["accelerator_types"]
+
+
+# ------------------------------------------------------------------ managed accelerator network profile (DRANET)
+
+def test_dranet_claim_template_requests_every_rdma_nic_of_the_node():
+    template = g.dranet_claim_template("rdma")
+    assert template["apiVersion"] == "resource.k8s.io/v1" and template["kind"] == "ResourceClaimTemplate"
+    assert template["metadata"] == {"name": "default-rdma"}
+    [request] = template["spec"]["spec"]["devices"]["requests"]
+    assert request == {"name": "req-mrdma", "exactly": {"deviceClassName": "mrdma.google.com",
+                                                        "allocationMode": "ExactCount", "count": 8}}
+    a4x = g.dranet_claim_template("rdma-a4x", name="team-rdma", namespace="ml")
+    assert a4x["metadata"] == {"name": "team-rdma", "namespace": "ml"}
+    assert a4x["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 4
+    with pytest.raises(ValueError, match="tcpxo is not an RDMA profile; RDMA profiles: rdma, rdma-a4x"):
+        g.dranet_claim_template("tcpxo")
+
+
+@pytest.mark.parametrize("version, refused", [
+    ("1.34.1-gke.1829001", False), ("v1.34.1-gke.1829001", False), ("1.35.0-gke.100", False), ("1.34", False),
+    ("1.34.1-gke.1829000", True), ("1.33.5-gke.1162000", True), ("1.33", True),
+])
+def test_dranet_version_floor(version, refused):
+    error = g.dranet_version_error(version)
+    assert (error is not None) == refused
+    if refused:
+        assert error == "GKE %s is below 1.34.1-gke.1829001, the floor of accelerator_network_profile auto (DRANET)" % version
+
+
+def test_describe_carries_dranet_for_rdma_profiles_only():
+    assert g.describe("tcpxo")["dranet"] is None
+    dranet = g.describe("rdma", gke_version="1.33.5-gke.1162000")["dranet"]
+    assert dranet["device_class"] == "mrdma.google.com" and dranet["claim"] == "rdma"
+    assert dranet["claim_template"] == g.dranet_claim_template("rdma")
+    assert "below 1.34.1-gke.1829001" in dranet["version_error"]
+    assert g.describe("rdma-a4x", gke_version="1.34.1-gke.1829001")["dranet"]["version_error"] is None
