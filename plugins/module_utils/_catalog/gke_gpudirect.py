@@ -178,6 +178,23 @@ NATIVE_SIDECAR_MIN_GKE = "1.29"
 # nccl_test_threshold_gbps once a run of your own machines gives a better floor.
 NCCL_BANDWIDTH_THRESHOLDS = {"tcpx": 25.0, "tcpxo": 30.0, "rdma": 100.0, "rdma-a4x": 50.0}
 
+# Large-message floors of the same two-node all_gather / all_reduce runs: (message size in bytes, bus bandwidth GB/s at
+# that size or above). The size is the top of the nccl_test role's range for the profile (512M, 1G, 8G); the floor is
+# derived, not published: half the nodes' GPU NIC line rate (A3 High 4 x 200 Gbit/s = 100 GB/s, A3 Mega 8 x 200 Gbit/s =
+# 200 GB/s, A3 Ultra / A4 8 x 400 Gbit/s = 400 GB/s, A4X 4 x 400 Gbit/s = 200 GB/s). The guide's published A3 High and A3 Mega
+# tables reach 71 and 122 GB/s there; a socket fallback stays at a few GB/s (validate's performance phase judges it).
+NCCL_LARGE_MESSAGE_FLOORS = {"tcpx": (512 * 2 ** 20, 50.0), "tcpxo": (2 ** 30, 100.0), "rdma": (8 * 2 ** 30, 200.0),
+                             "rdma-a4x": (8 * 2 ** 30, 100.0)}
+
+# The NCCL net plugin each profile loads, as NCCL core names it at NCCL_DEBUG=INFO ("NCCL INFO Using network <name>",
+# NVIDIA/nccl src/init.cc, INFO(NCCL_INIT, "Using network %s", ...)); <name> is the plugin's ncclNet_t name:
+# tcpx "GPUDirectTCPX_v7" (google/nccl-plugin-gpudirecttcpx src/nccl_plugin.cc @4b8ea7f2), tcpxo "FasTrak" (TCPXO
+# plugin, closed source: Google's A3 Mega logs "Using network FasTrak"), rdma "gIB" (Google Cloud A3 Ultra / A4 docs,
+# "NCCL log format": "NCCL INFO Using network gIB"). A name starting with the prefix matches (plugin API suffixes).
+# NCCL's own fallbacks are "Socket" (src/transport/net_socket.cc) and "IB" (src/transport/net_ib).
+NCCL_NET_PLUGINS = {"tcpx": "GPUDirectTCPX", "tcpxo": "FasTrak", "rdma": "gIB", "rdma-a4x": "gIB"}
+NCCL_FALLBACK_NETS = ("Socket", "IB")
+
 # --------------------------------------------------------------------------------------------
 # Images
 # --------------------------------------------------------------------------------------------
