@@ -40,6 +40,24 @@ _NCCL_FIX = dict(role="nccl_test", variable="nccl_test_gpudirect",
                         "(role tcpx_installer / tcpxo_installer / gib_installer) and the NIC networks of the pool")
 
 
+def _number(value):
+    """A recorded number (templated facts may hold it as text); None when absent or not a number."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return float(value) if "." in str(value) else int(str(value).strip())
+    except ValueError:
+        return None
+
+
+def _failed_rc(rc):
+    """The exit code when it is one other than 0 (an absent one is not judged here)."""
+    number = _number(rc)
+    return rc if (number is not None and number != 0) or (number is None and rc not in (None, "", "None")) else None
+
+
 def _tolerance(view):
     value = (view.need("performance") or {}).get("tolerance") or 0.0
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:
@@ -87,7 +105,7 @@ def _nccl_runs(view):
         if last.get("out_of_bounds") is None or last.get("avg_bus_bandwidth") is None:
             raise Missing(where + ".output", "truncated: no '# Avg bus bandwidth' line (the run did not finish, exit code %s)"
                           % run.get("rc"))
-        if run.get("rc") not in (None, 0):
+        if _failed_rc(run.get("rc")) is not None:
             raise Missing(where, "nccl-tests exited with code %s" % run["rc"])
         judged.append((name, last))
     return profile, section, judged
@@ -197,8 +215,8 @@ def nccl_transport(view):
 def ib_write_bw(view):
     section = _section(view, "ib_write_bw")
     tolerance = _tolerance(view)
-    threshold = section.get("threshold_gbps")
-    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool):
+    threshold = _number(section.get("threshold_gbps"))
+    if threshold is None:
         raise Missing("performance.ib_write_bw.threshold_gbps", "no floor was recorded (rdma_test's threshold)")
     if not section.get("output"):
         raise Missing("performance.ib_write_bw.output", "no output was captured (exit code %s)" % section.get("rc"))
@@ -206,7 +224,7 @@ def ib_write_bw(view):
         parsed = _perftest.parse_ib_write_bw(section["output"])
     except ValueError as exc:
         raise Missing("performance.ib_write_bw.output", str(exc))
-    if section.get("rc") not in (None, 0):
+    if _failed_rc(section.get("rc")) is not None:
         raise Missing("performance.ib_write_bw", "ib_write_bw exited with code %s" % section["rc"])
     measured = parsed["bw_average_gbps"]
     evidence = ["nodes %s, device %s, transport %s: BW average %s Gb/s at %s B, floor %s Gb/s (link %s Gb/s), %d%% tolerance" % (

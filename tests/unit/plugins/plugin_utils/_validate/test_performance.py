@@ -239,3 +239,11 @@ def test_a_bad_tolerance_is_other(tolerance):
     _result, by_id = _results(_snapshot(_nccl(), _ib(), tolerance=tolerance))
     assert by_id["perf.nccl_avg_busbw"]["status"] == "other"
     assert "performance.tolerance must be a fraction" in by_id["perf.nccl_avg_busbw"]["message"]
+
+
+def test_numbers_recorded_as_text_by_templated_facts_are_read():
+    runs = [dict(benchmark="all_gather", output=_info("GPUDirectTCPX_v7") + GUIDE_TCPX, rc="0", error="")]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs), _ib(rc="0", threshold="80.0")))
+    assert [by_id[i]["status"] for i in PERF_IDS] == ["passed"] * 4
+    _result, by_id = _results(_snapshot(None, _ib(rc="137", threshold="80.0")))
+    assert by_id["perf.ib_write_bw"]["status"] == "other" and "exited with code 137" in by_id["perf.ib_write_bw"]["message"]
