@@ -47,8 +47,8 @@ GUIDE_IB = _fixture("perftest", "guide_ib_write_bw_dmabuf.txt")       # 92.39 Gb
 
 
 def _snapshot(nccl=None, ib=None, tolerance=0.0, kind="kubernetes"):
-    base = snap.build_host("h", {}) if kind == "host" else snap.build_kubernetes("c", {"resources": []}, {"resources": []},
-                                                                               {"resources": []}, {"resources": []}, {"resources": []})
+    empty = {"resources": []}
+    base = snap.build_host("h", {}) if kind == "host" else snap.build_kubernetes("c", empty, empty, empty, empty, empty)
     base["performance"] = dict(tolerance=tolerance, nccl=nccl, ib_write_bw=ib)
     return base
 
