@@ -247,3 +247,47 @@ def test_numbers_recorded_as_text_by_templated_facts_are_read():
     assert [by_id[i]["status"] for i in PERF_IDS] == ["passed"] * 4
     _result, by_id = _results(_snapshot(None, _ib(rc="137", threshold="80.0")))
     assert by_id["perf.ib_write_bw"]["status"] == "other" and "exited with code 137" in by_id["perf.ib_write_bw"]["message"]
+
+
+@pytest.mark.parametrize("threshold, status", [(92.39, "passed"), (92.4, "failed")])
+def test_the_ib_write_bw_floor_is_inclusive(threshold, status):
+    _result, by_id = _results(_snapshot(None, _ib(threshold=threshold)))
+    assert by_id["perf.ib_write_bw"]["status"] == status
+
+
+def test_a_large_message_failure_within_a_tolerance_says_so():
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 30, 80.0)], avg=40.0)
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)]), tolerance=0.1))
+    assert by_id["perf.nccl_large_busbw"]["status"] == "failed"
+    assert "below the 100.0 GB/s large-message floor (10% tolerance)" in by_id["perf.nccl_large_busbw"]["message"]
+
+
+def test_the_in_place_bus_bandwidth_stands_in_when_out_of_place_is_n_a():
+    table = _table([(2 ** 20, 40.0), (2 ** 30, 120.0)], avg=40.0)
+    rows = table.splitlines()
+    cells = rows[-4].split()
+    cells[7] = "N/A"   # the out-of-place busbw of the 1G row
+    rows[-4] = "  ".join(cells)
+    output = _info("FasTrak") + "\n".join(rows) + "\n"
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
+    assert by_id["perf.nccl_large_busbw"]["status"] == "passed", by_id["perf.nccl_large_busbw"]
+    assert "1073741824 B bus bandwidth 120.0 GB/s" in by_id["perf.nccl_large_busbw"]["evidence"][-1]
+
+
+def test_a_table_cut_before_its_average_line_is_other():
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 30, 120.0)], avg=40.0).split("# Avg bus")[0]
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "other"
+    assert "truncated" in by_id["perf.nccl_avg_busbw"]["message"]
+
+
+def test_the_transport_of_a_run_that_could_not_complete_is_other_with_its_message():
+    runs = [dict(benchmark="all_gather", output=_info("GPUDirectTCPX_v7"), rc=None, error="exec timed out after 1200 s")]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    # its log shows which plugin NCCL loaded, so the transport is judged; its bandwidth is not
+    assert by_id["perf.nccl_transport"]["status"] == "passed"
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "other"
+    runs = [dict(benchmark="all_gather", output="", rc=None, error="exec timed out after 1200 s")]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    assert by_id["perf.nccl_transport"]["status"] == "other"
+    assert "the run could not complete: exec timed out after 1200 s" in by_id["perf.nccl_transport"]["message"]
