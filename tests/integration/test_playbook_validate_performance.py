@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_ROOT
 
@@ -43,6 +45,34 @@ def _run(run_playbook, k8s, out, **extra):
                       nccl_test_gke_version="1.30.4-gke.1129000")
     extra_vars.update(extra)
     return run_playbook(PLAYBOOK, extra_vars=extra_vars, env=k8s.env())
+
+
+def _granted(path):
+    """(group, resource, verb, namespace or None) granted by a shipped RBAC file: Role rules in their namespace only."""
+    grants = set()
+    for doc in yaml.safe_load_all(Path(path).read_text()):
+        if not doc:
+            continue
+        namespace = doc["metadata"].get("namespace") if doc["kind"] == "Role" else None
+        for rule in doc["rules"]:
+            grants.update((group, resource, verb, namespace) for group in rule["apiGroups"] for resource in rule["resources"]
+                          for verb in rule["verbs"])
+    return grants
+
+
+def _needed(requests):
+    """(group, resource[/subresource], verb, namespace) of each API request (discovery aside)."""
+    needed = set()
+    for request in requests:
+        if request.kind is None or request.verb in (None, "discovery"):
+            continue
+        parts = request.path.strip("/").split("/")
+        group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
+        if rest[0] == "namespaces" and len(rest) > 2:
+            rest = rest[2:]
+        resource = rest[0] + ("/" + rest[2] if len(rest) > 2 else "")
+        needed.add((group, resource, request.verb, request.namespace))
+    return needed
 
 
 def _tests(out):
@@ -91,6 +121,12 @@ def test_the_nccl_probe_passes_and_is_removed(run_playbook, k8s_double, tmp_path
     env = dict((e["name"], e.get("value")) for c in created[0]["spec"]["containers"] if c["name"] == "nccl-test" for e in c.get("env") or [])
     assert env.get("NCCL_DEBUG") == "INFO"
     _assert_labelled_and_gone(k8s_double)
+    # every request of the run is granted by the shipped ClusterRole plus the performance phase's Role / ClusterRole
+    files = REPO_ROOT / "roles" / "validate" / "files"
+    grants = _granted(files / "clusterrole.yaml") | _granted(files / "performance-role.yaml")
+    missing = [n for n in sorted(_needed(k8s_double.requests()), key=str)
+               if (n[0], n[1], n[2], None) not in grants and (n[0], n[1], n[2], n[3]) not in grants]
+    assert missing == [], missing
     # the snapshot keeps the captured log, so it validates offline with the same results
     snapshot = json.loads((out / "localhost" / "snapshot.json").read_text())
     assert snapshot["performance"]["nccl"]["profile"] == "tcpx" and snapshot["performance"]["tolerance"] == 0.0
