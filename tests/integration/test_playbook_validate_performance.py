@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
+from ansible_collections.gpu_ops.cluster.tests.doubles.gpu_hosts import gpu_host
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT
+from ansible_collections.gpu_ops.cluster.tests.doubles.nvidia_operators import FakeOperators
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_ROOT
 
 PLAYBOOK = str(REPO_ROOT / "playbooks" / "validate.yml")
@@ -179,3 +182,46 @@ def test_probes_turned_off_write_nothing_and_skip_with_the_reason(run_playbook, 
     tests = _tests(out)
     assert tests["perf.nccl_transport"]["status"] == "skipped"
     assert "validate_performance_probes: false" in tests["perf.nccl_transport"]["message"]
+
+
+# ------------------------------------------------------------------ ib_write_bw between two bare-metal nodes
+
+GUIDE_CLIENT = (REPO_ROOT / "tests/unit/plugins/module_utils/fixtures/perftest/guide_ib_write_bw_dmabuf.txt").read_text()
+
+
+@pytest.mark.parametrize("client, status", [(GUIDE_CLIENT, "passed"), (GUIDE_CLIENT.replace("92.39", "41.07"), "failed")])
+def test_the_ib_write_bw_probe_is_judged_and_removed(run_playbook, k8s_double, tmp_path, client, status):
+    """Two bare-metal nodes with a 100 Gb/s RoCE NIC each (floor: rdma_test's 80% of the link, 80 Gb/s)."""
+    for name in ("nvnode1", "nvnode2"):
+        k8s_double.add_node(name, labels={"nvidia.com/gpu.present": "true"},
+                            allocatable={"nvidia.com/gpu": "8", "rdma/rdma_shared_device_a": "63"})
+    hosts = {"gpu-a": "nvnode1", "gpu-b": "nvnode2"}
+    inventory = tmp_path / "gpu_hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"gpu_hosts": {"hosts": {
+        name: {"ansible_connection": "local", "k8s_node_name": node, "gpu_host": gpu_host(mode="dmabuf")}
+        for name, node in hosts.items()}}}}}), encoding="utf-8")
+    k8s_double.script_exec(r"^vperf-[0-9a-f]{8}-rdma-server$", r"^sh -c .*ib_write_bw --use_cuda=0 --use_cuda_dmabuf -d mlx5_0 ", "")
+    k8s_double.script_exec(r"^vperf-[0-9a-f]{8}-rdma-client$",
+                           r"^ib_write_bw -n 5000 --use_cuda=0 --use_cuda_dmabuf -d mlx5_0 .* 192\.168\.2\.\d+$", client)
+    out = tmp_path / "out"
+    extra_vars = dict(validate_clusters="localhost", validate_hosts="no-such-group", validate_output_dir=str(out),
+                      validate_phases=["performance"], validate_performance_rdma=True, validate_performance_timeout=30,
+                      rdma_test_network="rdma-net")
+    with FakeOperators(k8s_double):
+        result = run_playbook(PLAYBOOK, extra_vars=extra_vars, env=k8s_double.env(), extra_args=["-i", str(inventory)])
+    (result.assert_ok if status == "passed" else result.assert_failed)()
+    tests = _tests(out)
+    check = tests["perf.ib_write_bw"]
+    assert check["status"] == status, check
+    if status == "failed":
+        assert "BW average 41.07 Gb/s at 8388608 B is below the 80.0 Gb/s floor" in check["message"]
+        assert check["extra"]["fix"].startswith("role gpu_ops.cluster.gpu_operator, variable gpu_operator_rdma")
+    assert tests["perf.nccl_transport"]["status"] == "skipped"
+    created = {}
+    for write in k8s_double.writes():
+        if write.verb == "create" and write.kind == "Pod" and not write.subresource:
+            created[write.name] = json.loads(write.body)["metadata"]["labels"]
+    assert sorted(created) and all(n.startswith("vperf-") and n.split("-")[-1] in ("server", "client") for n in created), created
+    assert all(labels["app.kubernetes.io/managed-by"] == "gpu_ops.cluster" and labels["app.kubernetes.io/instance"].endswith("-rdma")
+               for labels in created.values()), created
+    assert k8s_double.list("Pod", "default") == []

@@ -35,9 +35,9 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry
 _USING_NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
 _NET_SOCKET = re.compile(r"NET/Socket\b")
 
-_NCCL_FIX = dict(role="nccl_test", variable="nccl_test_gpudirect",
-                 manual="run the nccl_test role on the node pair and read its table; check the GPUDirect installer "
-                        "(role tcpx_installer / tcpxo_installer / gib_installer) and the NIC networks of the pool")
+_NCCL_FIX = dict(role="gpudirect_installer", variable="gpudirect_installer_gpudirect",
+                 manual="the installer's profile, the node pool's machine type and its GPU NIC networks must match "
+                        "(A3 High tcpx, A3 Mega tcpxo, A3 Ultra / A4 rdma); then compare with the nccl_test role's table")
 
 
 def _number(value):
@@ -171,9 +171,9 @@ def nccl_large_busbw(view):
           reads=["performance.nccl"],
           cause="NCCL did not load the GPUDirect net plugin and fell back to its own transport (NET/Socket), so the "
                 "collectives run over the host network at a fraction of the fabric's bandwidth.",
-          fix=dict(role="nccl_test", variable="nccl_test_gpudirect",
+          fix=dict(role="gpudirect_installer", variable="gpudirect_installer_gpudirect",
                    manual="the plugin must be on the pod's LD_LIBRARY_PATH (/usr/local/nvidia/lib64) and its env script "
-                          "sourced; re-run the installer role of the profile and read the NCCL INFO lines above 'Using network'"))
+                          "sourced (role nccl_test shows a working pod); read the NCCL INFO lines above 'Using network'"))
 def nccl_transport(view):
     section = _section(view, "nccl")
     profile = section.get("profile")
@@ -209,9 +209,9 @@ def nccl_transport(view):
           reads=["performance.ib_write_bw", "performance.tolerance"],
           cause="GPUDirect RDMA bandwidth (ib_write_bw, largest message) between the two nodes is below the floor derived "
                 "from their link rate, so NCCL over InfiniBand/RoCE cannot reach the fabric's bandwidth.",
-          fix=dict(role="rdma_test", variable="rdma_test_threshold_fraction",
-                   manual="check the link rate and state (ibstat), the GPUDirect RDMA mode (role gpu_operator, "
-                          "gpu_operator_rdma) and the NIC's PCIe placement relative to the GPU"))
+          fix=dict(role="gpu_operator", variable="gpu_operator_rdma",
+                   manual="check the link's rate and state (ibstat) and the NIC's PCIe placement next to the GPU; "
+                          "the floor is the rdma_test role's (rdma_test_threshold_fraction of the link rate)"))
 def ib_write_bw(view):
     section = _section(view, "ib_write_bw")
     tolerance = _tolerance(view)

@@ -94,7 +94,7 @@ def test_the_guide_tcpxo_run_fails_the_average_floor_with_cause_and_fix_but_pass
     assert avg["status"] == "failed"
     assert "average bus bandwidth 22.45 GB/s is below the 30 GB/s threshold" in avg["message"]
     assert avg["cause"] == suite.CHECKS_BY_ID["perf.nccl_avg_busbw"].cause
-    assert avg["fix"].startswith("role gpu_ops.cluster.nccl_test, variable nccl_test_gpudirect")
+    assert avg["fix"].startswith("role gpu_ops.cluster.gpudirect_installer, variable gpudirect_installer_gpudirect")
     assert by_id["perf.nccl_large_busbw"]["status"] == "passed"   # 122.14 GB/s at 1G >= 100
     assert by_id["perf.nccl_transport"]["status"] == "passed"
     assert result["exit_status"] == 8
@@ -210,7 +210,7 @@ def test_ib_write_bw_below_the_floor_fails_with_cause_and_fix():
     check = by_id["perf.ib_write_bw"]
     assert check["status"] == "failed"
     assert "BW average 92.39 Gb/s at 8388608 B is below the 93.0 Gb/s floor" in check["message"]
-    assert check["fix"].startswith("role gpu_ops.cluster.rdma_test, variable rdma_test_threshold_fraction")
+    assert check["fix"].startswith("role gpu_ops.cluster.gpu_operator, variable gpu_operator_rdma")
 
 
 def test_no_captured_performance_output_is_other_and_a_probe_not_asked_for_is_skipped_with_its_reason():
