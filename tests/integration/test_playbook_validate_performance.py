@@ -127,7 +127,9 @@ def test_the_nccl_probe_passes_and_is_removed(run_playbook, k8s_double, tmp_path
     # every request of the run is granted by the shipped ClusterRole plus the performance phase's Role / ClusterRole
     files = REPO_ROOT / "roles" / "validate" / "files"
     grants = _granted(files / "clusterrole.yaml") | _granted(files / "performance-role.yaml")
-    missing = [n for n in sorted(_needed(k8s_double.requests()), key=str)
+    needed = _needed(k8s_double.requests())
+    assert ("", "pods", "create", "default") in needed and ("", "pods/exec", "create", "default") in needed, needed
+    missing = [n for n in sorted(needed, key=str)
                if (n[0], n[1], n[2], None) not in grants and (n[0], n[1], n[2], n[3]) not in grants]
     assert missing == [], missing
     # the snapshot keeps the captured log, so it validates offline with the same results
