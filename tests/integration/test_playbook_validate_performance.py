@@ -54,12 +54,11 @@ def _granted(path):
     """(group, resource, verb, namespace or None) granted by a shipped RBAC file: Role rules in their namespace only."""
     grants = set()
     for doc in yaml.safe_load_all(Path(path).read_text()):
-        if not doc:
-            continue
-        namespace = doc["metadata"].get("namespace") if doc["kind"] == "Role" else None
-        for rule in doc["rules"]:
-            grants.update((group, resource, verb, namespace) for group in rule["apiGroups"] for resource in rule["resources"]
-                          for verb in rule["verbs"])
+        for doc in doc["items"] if doc["kind"] == "List" else [doc]:
+            namespace = doc["metadata"].get("namespace") if doc["kind"] == "Role" else None
+            for rule in doc["rules"]:
+                grants.update((group, resource, verb, namespace) for group in rule["apiGroups"] for resource in rule["resources"]
+                              for verb in rule["verbs"])
     return grants
 
 
