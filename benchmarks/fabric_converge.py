@@ -17,7 +17,10 @@ the region, and for RDMA the zone's network profile), the no-op
 re-run of the concurrent fabric (mutating requests, reads per resource; no preflight read, nothing changes)
 and the teardown.
 
-Usage: ``python -m benchmarks fabric_converge -- --latency 0.5 --repeat 3`` (or ``make benchmark``).
+Usage: ``python -m benchmarks fabric_converge -- --latency 0.5 --repeat 3`` (or ``make benchmark``) runs the
+profiles tcpxo, rdma and rdma-a4x one after the other and ends with a table comparing them (``--profile`` picks
+others, comma-separated). The exit status is 1 when a profile's no-op re-run writes or reads a resource twice,
+or its first apply reads more than each resource once plus its preflight reads.
 The engine runs in-process (the module's own code path: resolve, read, plan, apply), so the numbers
 measure the schedule, not Ansible's start-up.
 """
@@ -177,23 +180,70 @@ def table(result):
     return "\n".join(lines)
 
 
+def compare(results):
+    """One line per profile: the schedules in latency units and the read budget (README's benchmark table)."""
+    header = "%-9s %9s %11s %13s %13s %13s %26s %9s" % (
+        "profile", "resources", "concurrent", "parallelism10", "one-at-a-time", "first apply", "no-op re-run",
+        "teardown")
+    lines = ["", "profiles side by side (wall time in latency units; reads: per resource)", header, "-" * len(header)]
+    for result in results:
+        rows = dict((row["scenario"], row) for row in result["converge"])
+        noop, applied = result["noop_rerun"], result["apply_reads"]
+        lines.append("%-9s %9d %11s %13s %13s %13s %26s %9s" % (
+            result["profile"], result["resources"],
+            "%.2f (%s)" % (rows["concurrent"]["latencies"], rows["concurrent"]["expected_latencies"]),
+            "%.2f (%s)" % (rows["parallelism-10"]["latencies"], rows["parallelism-10"]["expected_latencies"]),
+            "%.2f (%s)" % (rows["one-at-a-time"]["latencies"], rows["one-at-a-time"]["expected_latencies"]),
+            "%d+%d reads" % (applied["resources"], applied["preflight"]),
+            "%d writes, %d reads, max %d" % (noop["mutating_requests"], noop["reads"], noop["reads_per_resource_max"]),
+            "%.2f" % result["teardown"]["latencies"]))
+    return "\n".join(lines)
+
+
+def _budget_ok(result):
+    noop, applied = result["noop_rerun"], result["apply_reads"]
+    return noop["mutating_requests"] == 0 and noop["reads_per_resource_max"] == 1 and noop["reads"] == noop["resources"] \
+        and applied["reads"] == applied["resources"] + applied["preflight"] \
+        and applied["preflight"] == (2 if result["profile"].startswith("rdma") else 1)
+
+
+PROFILES = ("tcpx", "tcpxo", "rdma", "rdma-a4x")
+DEFAULT_PROFILES = "tcpxo,rdma,rdma-a4x"
+
+
+def _profiles(text):
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PROFILES]
+    if not names or unknown:
+        wrong = ", ".join(unknown) or "(none)"
+        raise argparse.ArgumentTypeError("unknown profile(s) %s; choose from %s" % (wrong, ", ".join(PROFILES)))
+    return names
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks fabric_converge", description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per operation (default 0.5)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per schedule; the median is reported")
-    parser.add_argument("--profile", default="tcpxo", choices=["tcpx", "tcpxo", "rdma", "rdma-a4x"])
+    parser.add_argument("--profile", type=_profiles, default=_profiles(DEFAULT_PROFILES),
+                        help="profiles, comma-separated (default %s; also tcpx)" % DEFAULT_PROFILES)
     parser.add_argument("--output", help="JSON file (default benchmarks/results/fabric_converge-<time>.json)")
     args = parser.parse_args(argv)
-    result = run(args.latency, args.repeat, args.profile)
-    print(table(result))
+    results = []
+    for profile in args.profile:
+        result = run(args.latency, args.repeat, profile)
+        results.append(result)
+        print(table(result) + "\n")
+    if len(results) > 1:
+        print(compare(results))
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    document = results[0] if len(results) == 1 else dict(
+        benchmark="fabric_converge", profiles=[r["profile"] for r in results], latency_s=args.latency, repeat=args.repeat,
+        when=results[0]["when"], machine=results[0]["machine"], results=results)
+    document["load_average_after"] = [round(x, 2) for x in load] if load else None
     os.makedirs(_paths.RESULTS, exist_ok=True)
     path = args.output or os.path.join(_paths.RESULTS, "fabric_converge-%s.json" % time.strftime("%Y%m%d-%H%M%S"))
     with open(path, "w") as handle:
-        json.dump(result, handle, indent=2, sort_keys=True)
+        json.dump(document, handle, indent=2, sort_keys=True)
         handle.write("\n")
     print("\nJSON: %s" % os.path.relpath(path))
-    noop, applied = result["noop_rerun"], result["apply_reads"]
-    ok = noop["mutating_requests"] == 0 and noop["reads_per_resource_max"] == 1 and noop["reads"] == noop["resources"] \
-        and applied["reads"] == applied["resources"] + applied["preflight"] \
-        and applied["preflight"] == (2 if args.profile.startswith("rdma") else 1)
-    return 0 if ok else 1
+    return 0 if all(_budget_ok(result) for result in results) else 1

@@ -21,7 +21,7 @@ ansible-galaxy collection build "$root" --output-path "$work/dist" --force
 tarball=$(ls "$work"/dist/gpu_ops-cluster-*.tar.gz)
 echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
 # developer-only trees stay out of what users install (galaxy.yml build_ignore)
-if tar -tzf "$tarball" | grep -E '^(\./)?((molecule|tests/output|benchmarks|scripts|rendered|rendered-operators|\.ci)/|(Makefile|ansible\.cfg|pytest\.ini)$)'; then
+if tar -tzf "$tarball" | grep -E '^(\./)?((molecule|tests/output|benchmarks|scripts|rendered|rendered-operators|rendered-rdma|rendered-rdma-a4x|\.ci)/|(Makefile|ansible\.cfg|pytest\.ini)$)'; then
     echo "the tarball carries developer-only files (above); add them to build_ignore in galaxy.yml" >&2
     exit 1
 fi

@@ -67,7 +67,9 @@ def render_checks():
              "     change the checks, then run `python3 scripts/gen_validate_docs.py`. -->", "",
              "What `playbooks/validate.yml` (role `gpu_ops.cluster.validate`) judges, phase by phase. A check reads only the",
              "snapshot paths it names; when one of them was not captured, or the check raised, its result is `other` -",
-             "never a pass - and the run fails. `skipped` says why the check does not apply (e.g. no GPUDirect node).", ""]
+             "never a pass - and the run fails. `skipped` says why the check does not apply (e.g. no GPUDirect node).",
+             "What a report looks like: [validate-sample-report.md](validate-sample-report.md), the report of the sample",
+             "snapshot `tests/samples/validate/snapshot-a3mega.json` (generated with this page).", ""]
     phases = [p for p in ("preflight", "deployment", "conformance", "performance") if any(c["phase"] == p for c in checks)]
     lines.append("%d checks: %s." % (len(checks), ", ".join("%d %s" % (sum(1 for c in checks if c["phase"] == p), p) for p in phases)))
     lines.append("")

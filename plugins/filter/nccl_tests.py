@@ -48,10 +48,12 @@ def _check_bandwidths(run):
 
 
 @_inputs.errors_as(AnsibleFilterError)
-def nccl_tests_verdict(run, threshold=None, fabric=None, min_rows=1):
-    """Pass/fail of a parsed run (or of raw output text) against a GB/s threshold or a fabric's threshold."""
+def nccl_tests_verdict(run, threshold=None, fabric=None, min_rows=1, network=None):
+    """Pass/fail of a parsed run (or of raw output text) against a GB/s threshold or a fabric's threshold and, with
+    ``network``, NCCL's log showing it used that network (no fallback)."""
     threshold = _inputs.number("threshold (GB/s)", threshold, minimum=0, allow_none=True)
     min_rows = _inputs.whole_number("min_rows", min_rows, minimum=0)
+    network = _inputs.text("network", network, allow_none=True)
     if isinstance(run, str):
         run = _nccl_tests.parse(run)
     if not isinstance(run, dict):
@@ -61,7 +63,7 @@ def nccl_tests_verdict(run, threshold=None, fabric=None, min_rows=1):
             raise ValueError("fabric %s is not one of %s" % (_show(fabric), ", ".join(nccl.FABRICS)))
         threshold = gke_gpudirect.NCCL_BANDWIDTH_THRESHOLDS.get(fabric)
     _check_bandwidths(run)
-    return _nccl_tests.verdict(run, threshold=threshold, min_rows=min_rows)
+    return _nccl_tests.verdict(run, threshold=threshold, min_rows=min_rows, network=network)
 
 
 class FilterModule:

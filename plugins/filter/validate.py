@@ -21,7 +21,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import s
 FORMATS = ("ctrf", "junit", "markdown", "counts")
 
 
-def validate_snapshot(reads, name, kind="kubernetes", gke=None, captured_at=None):
+def validate_snapshot(reads, name, kind="kubernetes", gke=None, captured_at=None, mig_parted_config=None):
     """A validation snapshot of one cluster (k8s_info results) or host (the gpu_host fact)."""
     if not name or not isinstance(name, str):
         raise AnsibleFilterError("validate_snapshot: name must be the target's name, got %r" % (name,))
@@ -38,9 +38,12 @@ def validate_snapshot(reads, name, kind="kubernetes", gke=None, captured_at=None
         raise AnsibleFilterError("validate_snapshot: unknown reads %s; allowed: %s" % (", ".join(unknown), ", ".join(_snapshot.KUBERNETES_KEYS)))
     if gke is not None and not isinstance(gke, dict):
         raise AnsibleFilterError("validate_snapshot: gke must be a dict (cluster, node_pools, nics) or null")
+    if mig_parted_config is not None and not isinstance(mig_parted_config, dict):
+        raise AnsibleFilterError("validate_snapshot: mig_parted_config must be a ConfigMap or a mig-parted document (a dict) or null")
     reads = plain(reads)
     return filtered(AnsibleFilterError, "validate_snapshot", _snapshot.build_kubernetes, name,
-                    *[reads.get(k) for k in _snapshot.KUBERNETES_KEYS], gke=plain(gke) if gke else None, captured_at=captured_at)
+                    *[reads.get(k) for k in _snapshot.KUBERNETES_KEYS], gke=plain(gke) if gke else None, captured_at=captured_at,
+                    mig_parted_config=plain(mig_parted_config) if mig_parted_config else None)
 
 
 def validate_results(snapshot, phases=None, checks=None):

@@ -71,7 +71,7 @@ node_pools:
     - The pools, each with its name, state, size and GPU settings as the cloud has them, and C(expected_resources)
       (the extended resources each node should advertise; null when the catalog does not know the GPU).
     - GKE pools also have C(gpudirect) (C(profile), C(gpu_nics_needed), C(gpu_nics), C(ready); null for machine
-      types without GPUDirect) and C(additional_node_networks).
+      types without GPUDirect), C(additional_node_networks) and C(disk_type) (the boot disk type).
     - AKS pools also have C(mig) (from the MIG catalog - C(gpu_model), C(mig_profile), C(instances_per_gpu),
       C(instances_per_vm), C(layout); null without a GPU instance profile).
   returned: always

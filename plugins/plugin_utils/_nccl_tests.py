@@ -16,6 +16,12 @@ mpirun ``--tag-output`` prefixes and other noise between the lines are ignored.
 
 Bandwidths are GB/s, times microseconds. The average nccl-tests prints is the mean busbw over
 every row and placement.
+
+The network NCCL picked is read from its ``NCCL INFO Using network NAME`` lines (NCCL_DEBUG=INFO; NVIDIA/nccl
+src/init.cc ``INFO(NCCL_INIT, "Using network %s", comm->ncclNet->name)``, the same text from v2.19.3-1 to v2.30.7-1;
+the built-in transports are named ``IB`` and ``Socket``, a plugin by its own name such as ``gIB``; NCCL_NET
+selects a network by that name, case-insensitively, src/plugin/net.cc). A run that expected a plugin and shows
+another network fell back to it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ _CONCLUDED = re.compile(r"^#\s*Collective test concluded:\s*(\S+)")
 _VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(.*)\Z")
 _PARAMS = re.compile(r"^#\s*nThread\s")
 _NCCL_VERSION = re.compile(r"^(?:#\s*)?NCCL version\s+(\S+)")
+_USING_NETWORK = re.compile(r"\bNCCL INFO Using network (\S+)")
 
 TIME_COLUMNS = ("time", "cputime")
 PLACEMENTS = ("out_of_place", "in_place")
@@ -104,6 +111,7 @@ def _new_run():
         avg_bus_bandwidth_status=None,
         concluded=False,
         unparsed_rows=[],
+        networks=[],
     )
 
 
@@ -127,6 +135,7 @@ def _finish(run):
     run["max_bus_bandwidth"] = max(busbws) if busbws else None
     run["avg_bus_bandwidth_computed"] = round(sum(busbws) / len(busbws), 4) if busbws else None
     run["hosts"] = sorted(set(r["host"] for r in run["ranks"]))
+    run["networks"] = sorted(set(run["networks"]))
     if run["rows"]:
         run["min_size"] = run["rows"][0]["size"]
         run["max_size"] = run["rows"][-1]["size"]
@@ -218,6 +227,10 @@ def parse_all(text):
         if match:
             target["nccl_version"] = match.group(1)
             continue
+        match = _USING_NETWORK.search(line)
+        if match:
+            target["networks"].append(match.group(1))
+            continue
         if current is None or current["concluded"] or header is None:
             continue
         tokens = line.split()
@@ -265,9 +278,23 @@ def parse(text):
     return runs[0]
 
 
-def verdict(run, threshold=None, min_rows=1):
-    """Pass/fail of a parsed run: a complete table, no wrong values, no out-of-bounds values and,
-    when ``threshold`` (GB/s) is given, an average bus bandwidth at or above it."""
+def transport_reasons(run, network):
+    """Why a run does not show that NCCL used ``network`` (a plugin such as gIB): [] when every ``Using network``
+    line names it; a reason when another network (a fallback such as Socket) or none is shown."""
+    seen = run.get("networks") or []
+    if not seen:
+        return ["no 'NCCL INFO Using network' line: the transport (%s expected) is not shown; run with NCCL_DEBUG=INFO" % network]
+    other = [n for n in seen if n.lower() != network.lower()]
+    if other:
+        return ["NCCL used network %s, not %s: the %s plugin did not load and NCCL fell back" % (
+            ", ".join(other), network, network)]
+    return []
+
+
+def verdict(run, threshold=None, min_rows=1, network=None):
+    """Pass/fail of a parsed run: a complete table, no wrong values, no out-of-bounds values,
+    when ``threshold`` (GB/s) is given an average bus bandwidth at or above it and, when ``network``
+    (such as gIB) is given, NCCL's log showing it used that network and no other."""
     reasons = []
     if len(run.get("rows") or []) < min_rows:
         reasons.append("the table has %d rows, %d expected at least" % (len(run.get("rows") or []), min_rows))
@@ -286,6 +313,8 @@ def verdict(run, threshold=None, min_rows=1):
         reasons.append("average bus bandwidth %.4g GB/s is below the %.4g GB/s threshold" % (avg, float(threshold)))
     if run.get("avg_bus_bandwidth_status") == "FAILED":
         reasons.append("nccl-tests reported the bandwidth check FAILED (NCCL_TESTS_MIN_BW)")
+    if network is not None:
+        reasons.extend(transport_reasons(run, network))
     return dict(
         passed=not reasons,
         reasons=reasons,
@@ -294,4 +323,6 @@ def verdict(run, threshold=None, min_rows=1):
         threshold=float(threshold) if threshold is not None else None,
         collective=run.get("collective"),
         rows=len(run.get("rows") or []),
+        networks=list(run.get("networks") or []),
+        network=network,
     )

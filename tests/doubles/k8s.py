@@ -40,6 +40,15 @@ What it does like a real API server (Kubernetes 1.33):
   CustomResourceDefinition registers its served versions (validated with its openAPIV3Schema made
   strict) and deleting it removes the resource and its objects.
 - Bearer-token authentication (401 without the kubeconfig's token).
+- RBAC for limited identities: ``grant(rules)`` (a ClusterRole's rules, or the ClusterRole document) returns a
+  bearer token (``write_kubeconfig(path, token=...)`` writes a kubeconfig for it) that is allowed exactly what
+  the rules match, with the rule matching of kubernetes pkg/apis/rbac/v1/evaluation_helpers.go (verbs,
+  apiGroups, resources with ``*`` and ``*/sub``, resourceNames, nonResourceURLs with a trailing ``*``) and
+  the discovery paths every authenticated user has (the bootstrap roles system:discovery and
+  system:public-info-viewer); anything else is a 403 ``Forbidden`` Status in the API server's shape
+  (apiserver endpoints/handlers/responsewriters/errors.go: ``<resource>[.group] is forbidden: User "<user>"
+  cannot <verb> resource "<resource>[/sub]" in API group "<group>" at the cluster scope``, or ``in the
+  namespace "<ns>"``). The request log keeps the identity (``Request.user``; None for the double's own token).
 - create / get / list / replace (PUT) / patch / delete / deletecollection, for cluster-scoped and
   namespaced resources, with the real status codes and ``Status`` bodies: 404 NotFound (also for a
   missing namespace on create), 409 AlreadyExists, 409 Conflict (stale ``resourceVersion``),
@@ -144,7 +153,8 @@ What it CANNOT do (tests must stay away from these; they fail loudly where possi
 - Unknown fields are rejected with 422 (``fieldValidation=Strict`` behaviour) rather than dropped
   with a warning (the default ``Warn``); custom resources get no schema defaults, no CEL rules
   (beyond ``immutable``), no conversion webhooks, one served version per CRD.
-- Admission (webhooks, quotas, LimitRanges, Pod Security), RBAC (one all-powerful token), real
+- Admission (webhooks, quotas, LimitRanges, Pod Security), RBAC beyond ``grant()`` (no Role/Binding objects
+  are evaluated, no escalation checks, no impersonation), real
   scheduling (no preemption, no affinity weights, no spreading), Namespace Terminating phase,
   graceful pod deletion, events, leases, managedFields, ``resourceVersion`` semantics on reads
   (always the latest).
@@ -221,7 +231,7 @@ class ApiError(Exception):
     def body(self):
         status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                   "message": self.message, "reason": self.reason, "code": self.code}
-        if self.details:
+        if self.details is not None:
             status["details"] = self.details
         return status
 
@@ -257,6 +267,8 @@ class Request:
     def __init__(self, method, path, query, content_type, body):
         self.method, self.path, self.query, self.content_type, self.body = method, path, query, content_type, body
         self.verb = self.kind = self.name = self.namespace = self.subresource = None
+        self.user = None        # the grant()ed identity that sent it; None for the double's own token
+        self.rules = None       # and its rules
         self.status = None
         self.dry_run = query.get("dryRun") == "All"
         self.changed = False
@@ -811,6 +823,7 @@ class K8sDouble:
         self._pod_logs = {}
         self._generation_seen = {}
         self._mig_manager = None
+        self._grants = {}
         self._server = None
         self._thread = None
         self._tmpdir = None
@@ -883,12 +896,12 @@ class K8sDouble:
     def url(self):
         return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self._server.server_address[1])
 
-    def write_kubeconfig(self, path, context="double"):
-        """Write a kubeconfig (server URL + bearer token) for this double; return its path."""
+    def write_kubeconfig(self, path, context="double", token=None):
+        """Write a kubeconfig (server URL + bearer token, by default the all-powerful one) for this double; return its path."""
         config = {
             "apiVersion": "v1", "kind": "Config", "current-context": context, "preferences": {},
             "clusters": [{"name": context, "cluster": dict(self._ca_data(), server=self.url)}],
-            "users": [{"name": context, "user": {"token": self.token}}],
+            "users": [{"name": context, "user": {"token": token or self.token}}],
             "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": "default"}}],
         }
         with open(path, "w", encoding="utf-8") as handle:
@@ -1125,13 +1138,13 @@ class K8sDouble:
         entry = Request("GET", url.path, {k: v[-1] for k, v in multi.items()}, "", " ".join(multi.get("command", [])))
         entry.verb, entry.kind, entry.subresource = "create", "Pod", "exec"
         try:
-            if headers.get("Authorization") != "Bearer " + self.token:
-                raise ApiError(401, "Unauthorized", "Unauthorized")
+            entry.user, entry.rules = self._authenticate(headers) or (None, None)
             match = re.match(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/exec$", url.path)
             if not match:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             namespace, name = match.groups()
             entry.namespace, entry.name = namespace, name
+            self._authorize(entry, "create", "", "pods", "exec", namespace, name)
             with self._lock:
                 self._reconcile()
                 self._check_fault(entry)
@@ -1187,6 +1200,72 @@ class K8sDouble:
         with self._lock:
             del self._log[:]
 
+    # ------------------------------------------------------------------ RBAC (limited identities)
+    def grant(self, rules, user="system:serviceaccount:default:limited", token=None):
+        """A bearer token for ``user`` that may do exactly what ``rules`` allow (a ClusterRole document or its
+        ``rules``: apiGroups, resources, verbs, resourceNames, nonResourceURLs); the double's own token stays
+        all-powerful. Unknown rule keys are refused (ValueError), as the API server refuses them."""
+        if isinstance(rules, dict):
+            if rules.get("kind") not in ("ClusterRole", "Role"):
+                raise ValueError("grant() takes a ClusterRole document or a list of rules, not %r" % rules.get("kind"))
+            rules = rules.get("rules") or []
+        known = ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs")
+        for rule in rules:
+            unknown = sorted(set(rule) - set(known))
+            if unknown or not rule.get("verbs"):
+                raise ValueError("rule %r: unknown keys %s or no verbs" % (rule, unknown))
+        token = token or "double-rbac-%s" % uuid.uuid4().hex
+        with self._lock:
+            self._grants[token] = (user, copy.deepcopy(list(rules)))
+        return token
+
+    def _authenticate(self, headers):
+        """None for the double's own token, (user, rules) of a grant()ed one; 401 otherwise."""
+        auth = headers.get("Authorization") or ""
+        if auth == "Bearer " + self.token:
+            return None
+        grant = self._grants.get(auth[len("Bearer "):]) if auth.startswith("Bearer ") else None
+        if grant is None:
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+        return grant
+
+    def _authorize(self, entry, verb, group, resource, sub, namespace, name):
+        """403 unless a rule of the request's identity allows it (evaluation_helpers.go's matching)."""
+        if entry.user is None:
+            return
+        combined = resource + ("/" + sub if sub else "")
+        for rule in entry.rules:
+            if rule.get("nonResourceURLs"):
+                continue
+            verbs, groups, resources = rule.get("verbs") or [], rule.get("apiGroups") or [], rule.get("resources") or []
+            names = rule.get("resourceNames") or []
+            if ("*" in verbs or verb in verbs) and ("*" in groups or group in groups) \
+                    and any(r in ("*", combined) or (sub and r == "*/" + sub) for r in resources) \
+                    and (not names or name in names):
+                return
+        where = 'in the namespace "%s"' % namespace if namespace else "at the cluster scope"
+        reason = 'User "%s" cannot %s resource "%s" in API group "%s" %s' % (entry.user, verb, combined, group, where)
+        qualified = resource + ("." + group if group else "")
+        details = dict((k, v) for k, v in (("name", name), ("group", group), ("kind", resource)) if v)
+        raise ApiError(403, "Forbidden", "%s%s is forbidden: %s" % (qualified, ' "%s"' % name if name else "", reason),
+                       details=details)
+
+    # the non-resource URLs every authenticated user may get (bootstrap ClusterRoles system:discovery and
+    # system:public-info-viewer, bound to system:authenticated)
+    _DISCOVERY_URLS = ("/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/",
+                       "/healthz", "/livez", "/readyz")
+
+    def _authorize_path(self, entry, verb, path):
+        if entry.user is None:
+            return
+        allowed = [dict(verbs=["get"], nonResourceURLs=list(self._DISCOVERY_URLS))] + \
+            [r for r in entry.rules if r.get("nonResourceURLs")]
+        for rule in allowed:
+            if ("*" in rule["verbs"] or verb in rule["verbs"]) and any(
+                    u in ("*", path) or (u.endswith("*") and path.startswith(u.rstrip("*"))) for u in rule["nonResourceURLs"]):
+                return
+        raise ApiError(403, "Forbidden", 'forbidden: User "%s" cannot %s path "%s"' % (entry.user, verb, path), details={})
+
     # ------------------------------------------------------------------ HTTP entry point
     def handle(self, method, raw_path, headers, raw_body):
         """Answer one HTTP request: (status, headers, body bytes)."""
@@ -1196,8 +1275,7 @@ class K8sDouble:
         entry = Request(method, url.path, query, content_type, raw_body.decode("utf-8", "replace") if raw_body else None)
         extra = {}
         try:
-            if headers.get("Authorization") != "Bearer " + self.token:
-                raise ApiError(401, "Unauthorized", "Unauthorized")
+            entry.user, entry.rules = self._authenticate(headers) or (None, None)
             with self._lock:
                 self._reconcile()
                 status, payload = self._dispatch(method, url.path, query, content_type, raw_body, entry)
@@ -1233,14 +1311,17 @@ class K8sDouble:
             discovery = self._discovery(parts)
             if discovery is not None:
                 entry.verb = "discovery"
+                self._authorize_path(entry, "get", path)
                 return 200, discovery
         if parts and parts[0] in ("healthz", "livez", "readyz"):
+            self._authorize_path(entry, {"GET": "get", "HEAD": "head"}.get(method, method.lower()), path)
             return 200, "ok"
         if len(parts) >= 2 and parts[0] == "api" and parts[1] == "v1":
             group, version, rest = "", "v1", parts[2:]
         elif len(parts) >= 3 and parts[0] == "apis":
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
+            self._authorize_path(entry, method.lower(), path)   # a non-resource URL: authorized before it is routed
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         namespace = None
         if len(rest) >= 3 and rest[0] == "namespaces" and (group, version, rest[2]) in self._types:
@@ -1260,6 +1341,7 @@ class K8sDouble:
         entry.verb = verb
         if verb is None:
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        self._authorize(entry, verb, group, rtype.plural, sub, namespace, name)
         if sub is not None and sub not in rtype.subresources:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         allowed = _SUBRESOURCE_VERBS.get(sub, ()) if sub else rtype.verbs

@@ -50,6 +50,7 @@ FILE_SECONDS = {
     "test_playbook_site.py": 70,
     "test_render_mode.py": 80,
     "test_playbook_inventory.py": 90,
+    "test_playbook_validate_rbac.py": 85,
     "test_module_gke_multinetwork.py": 57,
     "test_playbook_awx_setup.py": 56,
     "test_secret_scan.py": 55,

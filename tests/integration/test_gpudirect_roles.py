@@ -563,3 +563,19 @@ def test_verdict_judges_rdma_against_its_own_threshold(run_playbook):
     assert failure["status"] == "failed"
     assert "all_gather: FAILED: average bus bandwidth 22.45 GB/s is below the 100 GB/s threshold" in failure["result"]["msg"]
     assert verdict["threshold"] == _gpudirect.NCCL_BANDWIDTH_THRESHOLDS["rdma"] == 100.0
+
+
+def test_verdict_of_rdma_checks_that_nccl_used_gib(run_playbook):
+    # NCCL (src/init.cc, v2.19.3-1 .. v2.30.7-1) logs INFO(NCCL_INIT, "Using network %s", ...) with NCCL_DEBUG=INFO
+    table = _fixture("guide_tcpx_all_gather.txt")
+    outputs = {"all_gather": {"output": "a3u-1:7:7 [0] NCCL INFO Using network gIB\n" + table, "rc": 0},
+               "all_reduce": {"output": "a3u-1:7:7 [0] NCCL INFO Using network Socket\n" + table, "rc": 0}}
+    result, verdict = _verdict(run_playbook, "rdma", outputs, nccl_test_threshold_gbps=20.0)
+    assert result.task("Fail below the threshold, with the table")["status"] == "failed"
+    assert verdict["benchmarks"]["all_gather"]["passed"] is True
+    assert verdict["benchmarks"]["all_gather"]["networks"] == ["gIB"]
+    assert verdict["benchmarks"]["all_reduce"]["passed"] is False
+    assert verdict["benchmarks"]["all_reduce"]["reasons"] == [
+        "NCCL used network Socket, not gIB: the gIB plugin did not load and NCCL fell back"]
+    _result, verdict = _verdict(run_playbook, "rdma", outputs, nccl_test_threshold_gbps=20.0, nccl_test_check_transport=False)
+    assert verdict["passed"] is True

@@ -71,7 +71,7 @@ def test_a_healthy_cluster_validates_read_only(run_playbook, cluster, tmp_path):
     # API discovery (granted to every authenticated user by system:discovery) and one list call per kind read
     assert {r.verb for r in cluster.requests()[before:]} <= {"list", "discovery"}
     assert sorted(r.kind for r in cluster.requests()[before:] if r.verb == "list") == [
-        "ClusterPolicy", "DaemonSet", "NicClusterPolicy", "Node", "Pod"]
+        "ClusterPolicy", "DaemonSet", "GKENetworkParamSet", "Network", "NicClusterPolicy", "Node", "Pod"]
     folder = tmp_path / "out" / "localhost"
     statuses = _statuses(folder / "ctrf.json")
     for check in ("gpu.device_plugin", "gpu.allocatable", "gpu_operator.cluster_policy", "gpu_operator.driver_pods",
@@ -129,7 +129,7 @@ def test_the_clusterrole_grants_exactly_the_reads_of_the_role():
         granted |= set((group, resource) for group in rule["apiGroups"] for resource in rule["resources"])
     reads = yaml.safe_load((REPO_ROOT / "roles" / "validate" / "vars" / "main.yml").read_text())["__validate_k8s_reads"]
     plural = {"Node": "nodes", "DaemonSet": "daemonsets", "Pod": "pods", "ClusterPolicy": "clusterpolicies",
-              "NicClusterPolicy": "nicclusterpolicies"}
+              "NicClusterPolicy": "nicclusterpolicies", "GKENetworkParamSet": "gkenetworkparamsets", "Network": "networks"}
     wanted = set((r["api_version"].split("/")[0] if "/" in r["api_version"] else "", plural[r["kind"]]) for r in reads)
     assert granted == wanted
     assert not any("secrets" in rule["resources"] or "configmaps" in rule["resources"] for rule in role["rules"])
@@ -141,7 +141,7 @@ def test_the_sample_snapshot_validates_offline_and_fails_on_its_breaks(run_playb
     result.assert_failed()
     statuses = _statuses(tmp_path / "a3mega-us-central1" / "ctrf.json")
     assert sorted(k for k, v in statuses.items() if v == "failed") == ["gke.gpu_vpc", "gpudirect.fast_socket", "gpudirect.pod_whole_node"]
-    assert "a3mega-us-central1: 33 checks: 17 passed, 3 failed, 13 skipped, 0 other - NOT OK" in result.output
+    assert "a3mega-us-central1: 37 checks: 18 passed, 3 failed, 16 skipped, 0 other - NOT OK" in result.output
     page = (tmp_path / "a3mega-us-central1" / "report.md").read_text()
     assert page == (REPO_ROOT / "docs" / "validate-sample-report.md").read_text().split("-->\n\n", 1)[1]
 
@@ -198,3 +198,65 @@ def test_a_gke_cluster_is_read_through_the_info_modules(run_playbook, k8s_double
     assert tests["gke.gpu_vpc"]["status"] == "failed"          # the fabric's networks do not exist in the double
     assert "network missing" in tests["gke.gpu_vpc"]["message"]
     assert tests["gpudirect.installer"]["status"] == "failed"  # nothing installed
+
+
+def test_a_gke_rdma_cluster_is_read_with_its_network_objects(run_playbook, k8s_double, gcp_double, gcp_defaults, tmp_path):
+    """GPUDirect-RDMA (A4X, regional cluster, zone of the RoCE VPC): the pool's boot disk and the GKENetworkParamSet /
+    Network objects reach the checks through the role's reads."""
+    from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT
+    store = gcp_double._project(GCP_PROJECT)
+    store["clusters"]["us-central1/a4x"] = {
+        "name": "a4x", "status": "RUNNING", "currentMasterVersion": "1.34.1-gke.1829001", "autopilot": {"enabled": False},
+        "networkConfig": {"enableMultiNetworking": True, "datapathProvider": "ADVANCED_DATAPATH"}}
+    store["nodePools"]["us-central1/a4x/a4x-pool"] = {
+        "name": "a4x-pool", "status": "RUNNING", "version": "1.34.1-gke.1829001",
+        "config": {"machineType": "a4x-highgpu-4g", "imageType": "COS_CONTAINERD", "diskType": "pd-balanced",
+                   "accelerators": [{"acceleratorType": "nvidia-gb200", "acceleratorCount": "4"}]}}
+    labels = {"node.kubernetes.io/instance-type": "a4x-highgpu-4g", "cloud.google.com/gke-accelerator": "nvidia-gb200",
+              "kubernetes.io/arch": "arm64"}
+    for name in ("gke-a4x-0", "gke-a4x-1"):
+        k8s_double.add_node(name, labels=labels, allocatable={"nvidia.com/gpu": "4"})
+        k8s_double.modify("Node", name, lambda n: n["status"].update(nodeInfo={"kubeletVersion": "v1.34.1-gke.1829001"}))
+    for name, mode in [("gvnic-1", "NetDevice")] + [("rdma-%d" % i, "RDMA") for i in range(4)]:
+        k8s_double.put({"apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet", "metadata": {"name": name},
+                        "spec": {"vpc": "v", "vpcSubnet": "s", "deviceMode": mode}})
+        k8s_double.put({"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": name},
+                        "spec": {"type": "Device", "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet",
+                                                                     "name": name}}})
+    play = [{"name": "validate", "hosts": "localhost", "gather_facts": False, "module_defaults": gcp_defaults, "tasks": [
+        {"name": "Validate", "ansible.builtin.include_role": {"name": "gpu_ops.cluster.validate"},
+         "vars": {"validate_gke": {"cluster": "a4x", "location": "us-central1", "gpudirect": "rdma-a4x", "zone": "us-central1-b"},
+                  "validate_output_dir": str(tmp_path / "out"), "validate_fail": False}}]}]
+    run_playbook(play, env=k8s_double.env()).assert_ok()
+    assert gcp_double.mutating_requests() == []
+    tests = dict((t["name"], t) for t in json.loads((tmp_path / "out" / "localhost" / "ctrf.json").read_text())["results"]["tests"])
+    for check in ("gke.dataplane_v2", "gke.multi_networking", "gke.gpudirect.version_gate", "gpudirect.rdma_networks",
+                  "gpudirect.allocatable_gpus", "gke.cos_image"):
+        assert tests[check]["status"] == "passed", tests[check]
+    assert tests["gke.gpudirect.boot_disk"]["status"] == "failed"
+    assert "pool a4x-pool (a4x-highgpu-4g) boots from pd-balanced" in tests["gke.gpudirect.boot_disk"]["message"]
+    assert tests["gpudirect.nri_injector"]["status"] == "skipped"
+    assert tests["gpudirect.installer"]["status"] == "failed"  # nothing installed
+
+
+def test_a_custom_mig_config_is_judged_by_the_mig_parted_configmap_given(run_playbook, cluster, tmp_path):
+    """validate_mig_parted_config: the MIG manager's ConfigMap (as kubectl shows it) defines a custom geometry; the role
+    reads no ConfigMap itself (the ClusterRole grants none). dgx-0 advertises the geometry, dgx-1 does not."""
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "custom-mig-config", "namespace": "gpu-operator"},
+                  "data": {"config.yaml": "version: v1\nmig-configs:\n  three-sizes:\n    - devices: all\n      mig-enabled: true\n"
+                                          "      mig-devices: {3g.20gb: 1, 2g.10gb: 1, 1g.5gb: 1}\n"}}
+    for name, three_g in (("dgx-0", "8"), ("dgx-1", "4")):
+        cluster.modify("Node", name, lambda n, three_g=three_g: (
+            n["metadata"]["labels"].update({"nvidia.com/mig.config": "three-sizes"}),
+            n["status"]["allocatable"].pop("nvidia.com/mig-1g.5gb"),
+            n["status"]["allocatable"].update({"nvidia.com/mig-3g.20gb": three_g, "nvidia.com/mig-2g.10gb": "8",
+                                               "nvidia.com/mig-1g.5gb": "8"})))
+    result = _run(run_playbook, cluster, tmp_path / "out", validate_mig_parted_config=config_map).assert_failed()
+    tests = dict((t["name"], t) for t in json.loads((tmp_path / "out" / "localhost" / "ctrf.json").read_text())["results"]["tests"])
+    assert [k for k, t in tests.items() if t["status"] in ("failed", "other")] == ["mig.geometry"]
+    assert "node dgx-1: allocatable" in tests["mig.geometry"]["message"] and "dgx-0" not in tests["mig.geometry"]["message"]
+    assert "custom config three-sizes of ConfigMap gpu-operator/custom-mig-config" in " ".join(tests["mig.geometry"]["extra"]["evidence"])
+    snapshot = json.loads((tmp_path / "out" / "localhost" / "snapshot.json").read_text())
+    assert snapshot["mig_parted"]["source"] == "ConfigMap gpu-operator/custom-mig-config"
+    assert not [r for r in cluster.requests() if r.kind == "ConfigMap"], "the role reads no ConfigMap"
+    assert "1 failed" in result.output

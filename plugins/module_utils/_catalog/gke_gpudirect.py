@@ -49,6 +49,8 @@ MTU_RANGE = (1300, 8896)  # compute.v1 Network.mtu
 # A4X (a4x-highgpu-4g, 4 x GB200 on arm64 Grace hosts, 4 RDMA NICs + 1 extra gVNIC, Hyperdisk only): NVIDIA AICR
 # gke-gb200 doc and https://cloud.google.com/compute/docs/accelerator-optimized-machines (A4X series); RDMA NIC
 # counts (8 MRDMA NICs on A3 Ultra / A4): https://cloud.google.com/vpc/docs/rdma-network-profiles.
+# Hyperdisk on A4X checked 2026-11-26 against GoogleCloudPlatform/cluster-toolkit@v1.95.0:examples/gke-a4x/gke-a4x.yaml
+# (the pool's disk_type: hyperdisk-balanced); Google's own A4X disk table was not read (unverified there).
 _HYPERDISK = ("hyperdisk-balanced", "hyperdisk-extreme", "hyperdisk-ml")
 MACHINES = {
     "a3-highgpu-8g": dict(description="A3 High", accelerator_type="nvidia-h100-80gb", gpus_per_node=8, fabric="tcpx",
@@ -81,7 +83,10 @@ GPU_SHARING_LABELS = (
 #   created with the zone's RDMA network profile (Network.networkProfile =
 #   projects/{project}/global/networkProfiles/{zone}-vpc-roce, compute v1; the network is zonal: nodes only in
 #   that zone, subnets only in its region; MRDMA NICs only) holding one subnet per RDMA NIC; MTU 8896 on both
-#   (xpk a3_ultra.yaml blueprint; CTK gke-a4.yaml / modules/network/gpu-rdma-vpc). No VPC firewall rule on the
+#   (xpk a3_ultra.yaml blueprint; CTK gke-a4.yaml / modules/network/gpu-rdma-vpc; checked 2026-11-26 at
+#   GoogleCloudPlatform/cluster-toolkit@v1.95.0:modules/network/gpu-rdma-vpc/variables.tf and
+#   modules/network/vpc/variables.tf, both "mtu" default 8896, which gke-a3-ultragpu.yaml and gke-a4.yaml
+#   keep). No VPC firewall rule on the
 #   RoCE VPC: RoCE VPC networks support only regional network firewall policies of type RDMA_ROCE_POLICY and
 #   allow all ingress/egress by implied rules (https://cloud.google.com/firewall/docs/firewall-for-roce).
 #   Sources: https://cloud.google.com/vpc/docs/rdma-network-profiles; shared research anchors-2026-11-25.md §4.
@@ -96,7 +101,9 @@ RDMA_NETWORK_PREFIX = "rdma-"
 # The managed alternative: node pool networkConfig.acceleratorNetworkProfile "auto" (container v1
 # NodeNetworkConfig, "For now the only valid value is auto"; GKE creates the accelerator VPCs) with DRANET.
 # Floor: GKE 1.34.1-gke.1829001 (Cluster Toolkit enable_dranet precondition, PR #5418; the GKE "configure
-# automated networking for accelerators" page). Node label that turns the DRANET driver on:
+# automated networking for accelerators" page). Checked 2026-11-26: GoogleCloudPlatform/cluster-toolkit@v1.95.0:
+# modules/compute/gke-node-pool/gpu_direct.tf (dranet_min_version) and main.tf (its precondition message).
+# Node label that turns the DRANET driver on:
 ACCELERATOR_NETWORK_PROFILE = "auto"
 ACCELERATOR_NETWORK_PROFILE_MIN_GKE = "1.34.1-gke.1829001"
 DRANET_NODE_LABEL = ("cloud.google.com/gke-networking-dra-driver", "true")
@@ -132,11 +139,16 @@ _RDMA_FABRIC = dict(layout="rdma", mtu=RDMA_MTU, gvnic_networks=1, network_profi
 # profile -> GKE facts. ``machine_type`` / ``accelerator_type`` name the profile's default machine;
 # ``machine_types`` / ``accelerator_types`` list every machine of the profile. ``first_gpu_interface``:
 # the pods' first GPU NIC is eth<n>. ``min_versions``: the oldest patch of each minor that works.
-# RDMA version gates: NOT verified. Google's requirement table for custom GPUDirect-RDMA on A3 Ultra / A4 / A4X
-# was not readable in the research corpus (anchors-2026-11-25.md §4 "Not re-verified"); Cluster Toolkit pins
-# version_prefix 1.33. (gke-a4.yaml) and AICR's GB200 recipes ask for Kubernetes >= 1.34 for their own DRA use,
-# neither is a stated GKE minimum. So both rdma gates accept every version; GKE itself refuses a version that
-# does not offer the machine, and gpu_nodepool's offers preflight reads the zone's machine types first.
+# RDMA version gates: unverified. Google's requirement table for custom GPUDirect-RDMA on A3 Ultra / A4 / A4X
+# was not readable in the research corpus (anchors-2026-11-25.md §4 "Not re-verified"), and no repository
+# states one (checked 2026-11-26): GoogleCloudPlatform/cluster-toolkit@v1.95.0:
+# modules/compute/gke-node-pool/gpu_direct.tf gates only a3-highgpu-8g and a3-megagpu-8g; its
+# gke-a3-ultragpu.yaml, gke-a4.yaml and gke-a4x.yaml blueprints pick version_prefix "1.35." (a choice, not a
+# floor: gke-a4.yaml had 1.32. at v1.50/v1.60, 1.33. at v1.70/v1.80); container-engine-accelerators (master
+# 992db812, 2026-06-11) has no gpudirect-rdma/README.md with "Recommended GKE versions" as it has for TCPXO;
+# AICR's GB200 recipes ask for Kubernetes >= 1.34 for their own DRA use. So both rdma gates accept every
+# version; GKE itself refuses a version that does not offer the machine, and gpu_nodepool's offers preflight
+# reads the zone's machine types first.
 # ``gpudirect_strategy``: container v1 GPUDirectConfig enum "RDMA: GPUDirect-RDMA on A3 Ultra, and A4 machine
 # types" - A4X is not named there, so the a4x profile does not send it (unverified either way).
 PROFILES = {
@@ -243,9 +255,12 @@ RELEASES = {
 
 # Images of a profile whose hosts are not amd64 (keyed by profile name; the profile's release gives the
 # rest). A4X (arm64, GB200): CEA gpudirect-rdma/nccl-rdma-installer-a4x.yaml names
-# nccl-plugin-gib-arm64:v1.1.0 (commit 2da1c92f, 2026-05-06) without a digest; the digest below is the
-# one NVIDIA AI Cluster Runtime's published image BOM (component gke-gb200-rdma) pins for v1.1.2, the
-# newest arm64 gIB release seen. Test image: CEA nccl-test-imex-a4x.yaml (no digest published).
+# nccl-plugin-gib-arm64:v1.1.0 (commit 2da1c92f, 2026-05-06; still so at master 992db812, 2026-06-11) without a
+# digest, as does GoogleCloudPlatform/cluster-toolkit@v1.95.0:examples/gke-a4x/gke-a4x.yaml (version v1.1.0);
+# the digest below is the one NVIDIA AI Cluster Runtime's published image BOM ("Container Image Inventory",
+# component gke-gb200-rdma: nccl-plugin-gib-arm64:v1.1.2@sha256:6b7950ca...) pins for v1.1.2, the newest arm64
+# gIB release seen (the BOM page was read 2026-11-26; the NVIDIA/aicr snapshot at hand, v0.11.1, predates it, so
+# no repo@tag is recorded). Test image: CEA@992db812:gpudirect-rdma/nccl-test-imex-a4x.yaml (v1.1.0, no digest).
 ARCH_IMAGES = {
     "rdma-a4x": dict(
         arch="arm64",
@@ -256,7 +271,10 @@ ARCH_IMAGES = {
     ),
 }
 # The amd64 gIB images (RELEASES["rdma"]) stay tag-pinned: no public source (CEA, Cluster Toolkit, xpk,
-# AICR) publishes a digest for nccl-plugin-gib:v1.1.1 or its diagnostic image.
+# AICR) publishes a digest for nccl-plugin-gib:v1.1.1 or its diagnostic image. Checked 2026-11-26: CEA master
+# 992db812 gpudirect-rdma/nccl-rdma-installer.yaml and nccl-test.yaml name v1.1.1 by tag (the directory's history
+# pins by digest only nccl-gib-a4x-max-arm64); cluster-toolkit@v1.95.0 names v1.1.0 by tag; AICR's BOM lists no
+# amd64 gIB image. Third-party recipes name an amd64 nccl-plugin-gib:v1.1.2 (unverified upstream; not adopted).
 # TODO: pin sha256 digests for gpudirect-gib/nccl-plugin-gib(-diagnostic):v1.1.1 once published.
 
 # Infra images outside gce-ai-infra, each with the registry it is pulled from by default.
@@ -589,13 +607,19 @@ def release(profile_name, gke_version=None):
     return chosen
 
 
+def installer_image(profile_name, gke_version=None):
+    """The NCCL plugin installer image (repository, tag, digest) of a profile on a GKE version: the profile's own
+    architecture variant (A4X: arm64) when it has one, else its release's."""
+    return ARCH_IMAGES.get(profile_name, {}).get("installer") or release(profile_name, gke_version)["installer"]
+
+
 def images(profile_name, gke_version=None, registry=None):
     """Every image reference a profile needs, resolved (``registry`` overrides all registries)."""
     rel = release(profile_name, gke_version)
     installer = INSTALLERS.get(profile_name, INSTALLERS[profile(profile_name)["fabric"]])
     own = ARCH_IMAGES.get(profile_name, {})
     return dict(
-        installer=image_ref(own.get("installer") or rel["installer"], registry),
+        installer=image_ref(installer_image(profile_name, gke_version), registry),
         daemon=image_ref(rel["daemon"], registry),
         test=image_ref(own.get("test") or rel.get("test") or rel["installer"], registry),
         pause=image_ref(PAUSE_IMAGE, registry),

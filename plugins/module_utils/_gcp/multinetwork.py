@@ -293,7 +293,7 @@ def _rdma_nics(params, entry, prefix, count, mtu, zone):
     project = params.get("project")
     nics = [dict(index=1, network="%s-gvnic" % prefix, subnetwork="%s-gvnic-sub" % prefix,
                  firewall="%s-gvnic-internal" % prefix, k8s_network=gpudirect.RDMA_GVNIC_NETWORK, mtu=mtu, cidr=None,
-                 network_profile=None, pod=False, device_mode="NetDevice",
+                 network_profile=None, pod=False, device_mode=DEFAULT_DEVICE_MODE,
                  interface="%s%d" % (gpudirect.INTERFACE_PREFIX, entry["first_gpu_interface"] - 1))]
     link = "projects/%s/global/networkProfiles/%s" % (project, gpudirect.network_profile_name(
         params.get("gpudirect"), zone)) if zone else None

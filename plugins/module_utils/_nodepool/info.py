@@ -47,7 +47,8 @@ def gke_pool_facts(pool):
     return dict(name=pool.get("name"), status=pool.get("status"), version=pool.get("version"),
                 machine_type=options["machine_type"], accelerator_type=options["accelerator_type"],
                 accelerator_count=options["accelerator_count"], gpu_partition_size=options["gpu_partition_size"],
-                gpu_sharing=sharing or None, image_type=config.get("imageType"), locations=pool.get("locations") or [],
+                gpu_sharing=sharing or None, image_type=config.get("imageType"), disk_type=config.get("diskType"),
+                locations=pool.get("locations") or [],
                 additional_node_networks=networks, gpudirect=_gpudirect_facts(options["machine_type"], networks),
                 expected_resources=gke.expected_resources(options))
 

@@ -6,8 +6,12 @@
 """The GKE GPUDirect (TCPX, TCPXO, RDMA) validation checks: platform gates, the installer / NRI injector /
 device plugin deployment, and what makes GPUDirect workloads fail or fall back to slow paths.
 
+A node's profile is the catalog profile whose machine types hold its instance type: ``rdma`` (A3 Ultra, A4) and
+``rdma-a4x`` (A4X) are told apart, so each is held to its own NIC count, installer image and interfaces.
 Every fact (machines, GPUs per node, version gates, releases, DaemonSet names, annotations, volumes, NCCL
-environment, MTU) is read from ``_catalog/gke_gpudirect.py`` and ``_catalog/nccl.py``; nothing is copied.
+environment, MTU, the RDMA Network names and device modes) is read from ``_catalog/gke_gpudirect.py``,
+``_catalog/nccl.py`` and the fabric engine ``_gcp/multinetwork.py``; the TCPX/TCPXO settings an RDMA workload
+refuses from ``_gpudirect_workload.rdma_conflicts`` (the ``gpudirect_conflicts`` filter); nothing is copied.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import json
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gd
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import GPU_RESOURCE, MIG_CONFIG_LABEL
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpudirect_workload as workload
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpu_sharing import pod_gpu_requests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, register
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import node_labels, node_name
@@ -25,18 +31,51 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot
 # NCCL Fast Socket", https://cloud.google.com/kubernetes-engine/docs/how-to/nccl-fast-socket).
 FAST_SOCKET_LABEL = "cloud.google.com/gke-nccl-fastsocket"
 ADVANCED_DATAPATH = "ADVANCED_DATAPATH"
+# the node label GKE sets to the name of the node's pool (GKE node labels reference)
+_POOL_LABEL = "cloud.google.com/gke-nodepool"
 # the MIG manager's "no MIG" config (also a GPU Operator default)
 _MIG_OFF = ("all-disabled", "")
 _FINISHED = ("Succeeded", "Failed")
 
 
+def _node_profile(node):
+    """The GPUDirect profile whose machine types hold the node's instance type (rdma-a4x for A4X), else None."""
+    machine_type = node_labels(node).get(gd.MACHINE_TYPE_LABEL)
+    found = [name for name in gd.PROFILE_NAMES if machine_type in gd.PROFILES[name]["machine_types"]]
+    return found[0] if found else None
+
+
 def _gpudirect_nodes(view):
-    """[(node, fabric)] of the nodes whose machine type runs GPUDirect; Skip when there is none."""
-    found = [(n, gd.node_fabric(node_labels(n))) for n in view.kubernetes("nodes")]
+    """[(node, profile)] of the nodes whose machine type runs GPUDirect; Skip when there is none."""
+    found = [(n, _node_profile(n)) for n in view.kubernetes("nodes")]
     found = [(n, f) for n, f in found if f]
     if not found:
         raise Skip("no node of a GPUDirect machine type (%s)" % ", ".join(sorted(gd.MACHINES)))
     return sorted(found, key=lambda item: node_name(item[0]) or "")
+
+
+def _is_rdma(profile):
+    return profile in gd.rdma_profile_names()
+
+
+def _rdma_device(nic):
+    """Whether a gke.nics entry is an RDMA NIC (the device mode of the RDMA profiles)."""
+    return nic.get("device_mode") in set(gd.PROFILES[p]["device_mode"] for p in gd.rdma_profile_names())
+
+
+def _dranet(node):
+    """Whether GKE DRANET hands the node's accelerator NICs to pods (accelerator_network_profile auto): pods then
+    claim them through DRA, with no multi-network annotation and no GKENetworkParamSet of the collection's."""
+    key, value = gd.DRANET_NODE_LABEL
+    return node_labels(node).get(key) == value
+
+
+def _rdma_nodes(view):
+    """[(node, profile)] of the GPUDirect-RDMA nodes; Skip when there is none."""
+    nodes = [(n, f) for n, f in _gpudirect_nodes(view) if _is_rdma(f)]
+    if not nodes:
+        raise Skip("no GPUDirect-RDMA node (%s)" % ", ".join(m for p in gd.rdma_profile_names() for m in gd.PROFILES[p]["machine_types"]))
+    return nodes
 
 
 def _kubelet_version(node):
@@ -81,8 +120,9 @@ def _image_is(image, wanted):
 
 @register("gke.gpudirect.version_gate", "preflight", "GKE version meets the GPUDirect profile's minimum patch",
           reads=["kubernetes.nodes"],
-          cause="The GKE version of a GPUDirect node is below the minimum patch of its profile, so the NCCL plugin "
-                "or the RxDM daemon does not work there.",
+          cause="The GKE version of a GPUDirect node is below the minimum patch of its profile (or, on a node with "
+                "GKE-managed accelerator networking, accelerator_network_profile auto / DRANET, below that floor), so the "
+                "NCCL plugin, the RxDM daemon or the managed RDMA NICs do not work there.",
           fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_version",
                    manual="upgrade the control plane and the GPUDirect node pool to a patch at or above the minimum"))
 def version_gate(view):
@@ -90,9 +130,13 @@ def version_gate(view):
     for node, fabric in _gpudirect_nodes(view):
         version = _kubelet_version(node)
         error = gd.version_gate_error(fabric, version)
-        evidence.append("node %s: %s, GKE %s" % (node_name(node), fabric, version))
+        evidence.append("node %s: %s, GKE %s%s" % (node_name(node), fabric, version, ", DRANET" if _dranet(node) else ""))
         if error:
             problems.append("node %s: %s" % (node_name(node), error))
+        floor = gd.ACCELERATOR_NETWORK_PROFILE_MIN_GKE
+        if _is_rdma(fabric) and _dranet(node) and gd.parse_gke_version(version) < gd.parse_gke_version(floor):
+            problems.append("node %s: GKE %s is below %s, the floor of accelerator_network_profile %s (DRANET)" % (
+                node_name(node), version, floor, gd.ACCELERATOR_NETWORK_PROFILE))
     return evidence, problems
 
 
@@ -149,6 +193,35 @@ def cos_image(view):
     return evidence, problems
 
 
+@register("gke.gpudirect.pool_networks", "preflight", "GPUDirect pools have their profile's additional node networks",
+          reads=["kubernetes.nodes", "gke.node_pools"],
+          cause="A GPUDirect node pool has fewer additional node networks than its machine's profile (TCPX/TCPXO: one per GPU "
+                "NIC; GPUDirect-RDMA: the gVNIC network and one per RDMA NIC), so its nodes lack GPU NICs and the pods "
+                "cannot attach every GPU NIC network.",
+          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_gpudirect",
+                   manual="node networks are fixed at creation: recreate the pool with the profile's networks "
+                          "(gpu_ops.cluster.gke_multinetwork's additional_node_networks)"))
+def pool_networks(view):
+    nodes = _gpudirect_nodes(view)
+    # pools whose nodes run GKE DRANET get their accelerator networks from GKE (accelerator_network_profile auto)
+    managed = set(node_labels(n).get(_POOL_LABEL) for n, _f in nodes if _dranet(n))
+    pools = [p for p in view.need("gke.node_pools") if p.get("gpudirect") and p.get("name") not in managed]
+    if not pools:
+        raise Skip("every GPUDirect pool runs GKE DRANET (GKE manages its accelerator networks)")
+    evidence, problems = [], []
+    for pool in pools:
+        machine_type = pool.get("machine_type")
+        profile = _node_profile(dict(metadata=dict(labels={gd.MACHINE_TYPE_LABEL: machine_type})))
+        if profile is None:
+            continue
+        have, want = pool["gpudirect"].get("gpu_nics"), gd.PROFILES[profile]["node_networks"]
+        evidence.append("pool %s (%s, %s): %s additional node network(s)" % (pool.get("name"), machine_type, profile, have))
+        if have is None or have < want:
+            problems.append("pool %s (%s) has %s additional node network(s); %s needs %d" % (
+                pool.get("name"), machine_type, have, profile, want))
+    return evidence, problems
+
+
 # --------------------------------------------------------------------------------------------
 # deployment
 # --------------------------------------------------------------------------------------------
@@ -179,8 +252,9 @@ def _ds_images(ds):
 
 @register("gpudirect.installer", "deployment", "The NCCL plugin installer runs the release of the GKE version on every node",
           reads=["kubernetes.nodes", "kubernetes.daemonsets"],
-          cause="The GPUDirect NCCL plugin installer DaemonSet is missing, not ready on every GPUDirect node, or runs "
-                "another release than the GKE version needs, so workloads load no plugin or a mismatched one.",
+          cause="The GPUDirect NCCL plugin installer DaemonSet (TCPX/TCPXO plugin, or gIB for GPUDirect-RDMA) is missing, "
+                "not ready on every GPUDirect node, or runs another release (or CPU architecture variant) than the node needs, "
+                "so workloads load no plugin or a mismatched one.",
           fix=dict(role="gpudirect_installer", variable="gpudirect_installer_gpudirect",
                    manual="set gpudirect_installer_gke_version to the nodes' version"))
 def installer(view):
@@ -198,10 +272,11 @@ def installer(view):
         images = _ds_images(ds)
         evidence.append("%s: images %s, nodes at %s" % (entry["name"], ", ".join(i or "?" for i in images), ", ".join(versions)))
         for version in versions:
-            wanted = gd.release(fabric, version)["installer"]
+            wanted = gd.installer_image(fabric, version)
             if not any(_image_is(i, wanted) for i in images):
                 running = ", ".join(i or "?" for i in images)
-                problems.append("%s runs %s; GKE %s needs %s:%s" % (entry["name"], running, version, wanted["repository"], wanted["tag"]))
+                problems.append("%s runs %s; %s on GKE %s needs %s:%s" % (
+                    entry["name"], running, fabric, version, wanted["repository"], wanted["tag"]))
     return evidence, problems
 
 
@@ -236,6 +311,47 @@ def allocatable_gpus(view):
             problems.append("node %s advertises %s=%s, its machine has %d" % (node_name(node), GPU_RESOURCE, have,
                                                                               machine["gpus_per_node"]))
     return evidence, problems
+
+
+def _by_object_name(documents):
+    return dict(((d.get("metadata") or {}).get("name"), d) for d in documents or [])
+
+
+@register("gpudirect.rdma_networks", "deployment", "The RDMA pools' GKENetworkParamSet / Network pairs exist with their device modes",
+          reads=["kubernetes.nodes", "kubernetes.network_param_sets", "kubernetes.networks"],
+          cause="A GKENetworkParamSet / Network pair the GPUDirect-RDMA pods attach (the gVNIC network in NetDevice mode, "
+                "one RDMA network per RDMA NIC in RDMA mode) is missing or has another device mode, so the pods do not get "
+                "their RDMA NICs and NCCL cannot use gIB.",
+          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_gpudirect",
+                   manual="re-run the role with the RDMA profile: gpu_ops.cluster.gke_multinetwork applies the pairs"))
+def rdma_networks(view):
+    nodes = _rdma_nodes(view)
+    profiles = sorted(set(f for n, f in nodes if not _dranet(n)))
+    if not profiles:
+        raise Skip("every GPUDirect-RDMA node runs GKE DRANET (accelerator_network_profile %s): GKE manages its "
+                   "accelerator networks" % gd.ACCELERATOR_NETWORK_PROFILE)
+    param_sets = _by_object_name(view.kubernetes("network_param_sets"))
+    networks = _by_object_name(view.kubernetes("networks"))
+    evidence, problems = [], []
+    for profile in profiles:
+        wanted = [(gd.RDMA_GVNIC_NETWORK, multinetwork.DEFAULT_DEVICE_MODE)]
+        wanted += [(name, gd.PROFILES[profile]["device_mode"]) for name in gd.rdma_network_names(profile)]
+        for name, mode in wanted:
+            params, network = param_sets.get(name), networks.get(name)
+            have = ((params or {}).get("spec") or {}).get("deviceMode")
+            evidence.append("%s: GKENetworkParamSet %s deviceMode %s, Network %s" % (
+                profile, name, have if params else "(none)", "present" if network else "(none)"))
+            if params is None:
+                problems.append("GKENetworkParamSet %s not found (%s needs it, deviceMode %s)" % (name, profile, mode))
+            elif have != mode:
+                problems.append("GKENetworkParamSet %s has deviceMode %s; %s needs %s" % (name, have, profile, mode))
+            ref = ((network or {}).get("spec") or {}).get("parametersRef") or {}
+            if network is None:
+                problems.append("Network %s not found (%s needs it)" % (name, profile))
+            elif (ref.get("group"), ref.get("kind"), ref.get("name")) != (multinetwork.API_GROUP, "GKENetworkParamSet", name):
+                problems.append("Network %s does not refer to GKENetworkParamSet %s (parametersRef %s)" % (
+                    name, name, json.dumps(ref, sort_keys=True)))
+    return evidence, sorted(set(problems), key=problems.index)
 
 
 @register("gpudirect.daemon_pair", "deployment", "Workload RxDM daemons match the installer release",
@@ -280,7 +396,7 @@ def no_gpu_sharing(view):
             found.append("%s=%s" % (MIG_CONFIG_LABEL, labels[MIG_CONFIG_LABEL]))
         evidence.append("node %s: %s" % (node_name(node), ", ".join(found) or "no sharing label"))
         if found:
-            problems.append("node %s (%s): %s" % (node_name(node), ", ".join(found), gd.sharing_refusal(fabric)))
+            problems.append("node %s (%s): %s" % (node_name(node), ", ".join(found), gd.sharing_refusal(gd.PROFILES[fabric]["fabric"])))
     return evidence, problems
 
 
@@ -300,9 +416,16 @@ def pod_whole_node(view):
     return evidence, problems
 
 
-def _pod_checks(view, judge):
+def _pod_checks(view, judge, annotated=False):
+    """``judge(pod, node, profile)`` over the GPU pods of GPUDirect nodes; ``annotated``: only the nodes whose pods attach
+    their GPU NICs by the multi-network annotation (not the DRANET nodes, whose pods claim them through DRA)."""
+    nodes = _gpudirect_nodes(view)
+    if annotated:
+        nodes = [(n, f) for n, f in nodes if not _dranet(n)]
+        if not nodes:
+            raise Skip("every GPUDirect node runs GKE DRANET: its pods claim the NICs through DRA, not annotations")
     evidence, problems = [], []
-    for pod, node, fabric, _requests in _gpu_pods(view, _gpudirect_nodes(view)):
+    for pod, node, fabric, _requests in _gpu_pods(view, nodes):
         missing = judge(pod, node, fabric)
         evidence.append("pod %s (%s): %s" % (_pod_name(pod), fabric, "complete" if not missing else "missing " + ", ".join(missing)))
         if missing:
@@ -323,13 +446,14 @@ def pod_annotations(view):
         if device:
             wanted.append(device[0])
         return ["annotation " + k for k in wanted if not annotations.get(k)]
-    return _pod_checks(view, judge)
+    return _pod_checks(view, judge, annotated=True)
 
 
 @register("gpudirect.pod_interfaces", "conformance", "GPUDirect pods attach exactly the GPU NIC networks, on the fabric's interfaces",
           reads=["kubernetes.nodes", "kubernetes.pods", "gke.nics"],
-          cause="A GPU pod on a GPUDirect node attaches another network in a GPU NIC's place (or too few GPU NIC networks), so "
-                "NCCL's GPU NIC list names an interface that is not a GPU NIC and traffic leaves the fast path.",
+          cause="A GPU pod on a GPUDirect node attaches another network in a GPU NIC's place (RDMA: rdma-0..N-1 on the GPU "
+                "interfaces, eth0 on the default network), or too few GPU NIC networks, so NCCL's GPU NIC list names an "
+                "interface that is not a GPU NIC and traffic leaves the fast path.",
           fix=dict(manual="attach the GPU NIC networks only, as the gpu_ops.cluster.gpudirect_workload filter writes them; "
                           "give other networks interfaces after the GPU NICs, or a pod of their own"))
 def pod_interfaces(view):
@@ -342,30 +466,48 @@ def pod_interfaces(view):
             return []       # gpudirect.pod_annotations reports the missing annotation
         try:
             entries = json.loads(text)
-            attached = dict((e["interfaceName"], e["network"]) for e in entries if e.get("interfaceName") != gd.CONTROL_INTERFACE)
+            every = dict((e["interfaceName"], e["network"]) for e in entries)
         except (ValueError, TypeError, KeyError, AttributeError):
             return ["a readable %s annotation" % gd.INTERFACES_ANNOTATION]
+        attached = dict((i, n) for i, n in every.items() if i != gd.CONTROL_INTERFACE)
         wanted = gd.interface_names(fabric)
-        missing = ["GPU NIC interface %s" % i for i in wanted if i not in attached]
-        missing += ["%s for GPU NIC network %s (has %s)" % (i, by_interface[i], attached[i]) for i in wanted
-                    if i in attached and by_interface.get(i) and attached[i] != by_interface[i]]
+        # RDMA pods attach the catalog's rdma-0..N-1 on the GPU interfaces; TCPX/TCPXO the fabric's (gke.nics) networks
+        networks = dict(zip(wanted, gd.rdma_network_names(fabric))) if _is_rdma(fabric) else by_interface
+        missing = []
+        # RDMA pods list eth0 on the default network with the rdma-N networks (the catalog's annotation, CEA's manifests)
+        if _is_rdma(fabric) and every.get(gd.CONTROL_INTERFACE) != gd.DEFAULT_NETWORK:
+            missing.append("%s on network %s (has %s)" % (gd.CONTROL_INTERFACE, gd.DEFAULT_NETWORK, every.get(gd.CONTROL_INTERFACE)))
+        missing += ["GPU NIC interface %s" % i for i in wanted if i not in attached]
+        missing += ["%s for GPU NIC network %s (has %s)" % (i, networks[i], attached[i]) for i in wanted
+                    if i in attached and networks.get(i) and attached[i] != networks[i]]
         return missing
-    return _pod_checks(view, judge)
+    return _pod_checks(view, judge, annotated=True)
 
 
 @register("gpudirect.pod_volumes", "conformance", "GPUDirect pods mount the fabric's volumes",
           reads=["kubernetes.nodes", "kubernetes.pods"],
-          cause="A GPU pod on a GPUDirect node lacks a volume of its fabric (plugin libraries, sockets, aperture devices), "
-                "so NCCL cannot load the plugin or reach the RxDM daemon.",
+          cause="A GPU pod on a GPUDirect node lacks a volume of its fabric (plugin libraries, sockets, aperture devices, the "
+                "gIB plugin directory), or a GPU container does not mount it where the plugin is looked for, so NCCL cannot "
+                "load the plugin or reach the RxDM daemon.",
           fix=dict(manual="patch the workload with the gpu_ops.cluster.gpudirect_workload filter"))
 def pod_volumes(view):
     def judge(pod, _node, fabric):
         have = set(v.get("name") for v in pod["spec"].get("volumes") or [])
-        return ["volume " + v["name"] for v in gd.WORKLOAD_VOLUMES[fabric] if v["name"] not in have]
+        missing = ["volume " + v["name"] for v in gd.WORKLOAD_VOLUMES[fabric] if v["name"] not in have]
+        for container in _gpu_containers(pod):
+            mounts = set((m.get("name"), m.get("mountPath")) for m in container.get("volumeMounts") or [])
+            missing += ["container %s mount %s at %s" % (container.get("name"), name, path)
+                        for name, path, _read_only in gd.GPU_CONTAINER_MOUNTS[fabric] if (name, path) not in mounts]
+        return missing
     return _pod_checks(view, judge)
 
 
-_ENV_SCRIPTS = {"tcpxo": gd.TCPXO_ENV_SCRIPT, "rdma": gd.GIB_ENV_SCRIPT}
+def _gpu_containers(pod):
+    return [c for c in pod["spec"].get("containers") or []
+            if pod_gpu_requests(dict(spec=dict(containers=[c]), metadata=pod.get("metadata")))]
+
+
+_ENV_SCRIPTS = {"tcpxo": gd.TCPXO_ENV_SCRIPT, "rdma": gd.GIB_ENV_SCRIPT}   # by the profile's fabric (rdma-a4x: rdma)
 
 
 @register("gpudirect.pod_nccl_env", "conformance", "GPUDirect GPU containers set the fabric's NCCL environment",
@@ -384,10 +526,8 @@ def pod_nccl_env(view):
         expected, _warnings = nccl.nccl_environment(fabric, gke_version=version,
                                                     machine_type=node_labels(node).get(gd.MACHINE_TYPE_LABEL))
         missing = []
-        for container in pod["spec"].get("containers") or []:
-            if not pod_gpu_requests(dict(spec=dict(containers=[container]), metadata=pod.get("metadata"))):
-                continue
-            if container.get("sources_nccl_env_script") and fabric in _ENV_SCRIPTS:
+        for container in _gpu_containers(pod):
+            if container.get("sources_nccl_env_script") and gd.PROFILES[fabric]["fabric"] in _ENV_SCRIPTS:
                 continue
             names = set(e.get("name") for e in container.get("env") or [])
             lacking = sorted(k for k in expected if k.startswith("NCCL_") and k not in names)
@@ -395,6 +535,57 @@ def pod_nccl_env(view):
                 missing.append("container %s: %s" % (container.get("name"), " ".join(lacking)))
         return missing
     return _pod_checks(view, judge)
+
+
+@register("gpudirect.rdma_conflicts", "conformance", "GPUDirect-RDMA pods carry no TCPX/TCPXO, Fast Socket or socket setting",
+          reads=["kubernetes.nodes", "kubernetes.pods"],
+          cause="A pod on a GPUDirect-RDMA node runs the TCPX/TCPXO RxDM daemon or its NRI device annotation, or a GPU container "
+                "sets TCPX/TCPXO plugin variables, NCCL Fast Socket or an NCCL_NET other than gIB, so NCCL does not load gIB "
+                "or falls back to sockets.",
+          fix=dict(manual="render the workload for the RDMA profile with the gpu_ops.cluster.gpudirect_workload filter "
+                          "(sidecar auto, no TCPX/TCPXO or Fast Socket key in nccl_overrides); the gpu_ops.cluster."
+                          "gpudirect_conflicts filter names such settings before a deployment"))
+def rdma_conflicts(view):
+    daemons = sorted(d["name"] for d in gd.DAEMONS.values())
+    prefix = gd.NRI_INJECTOR["annotation_prefix"]
+    evidence, problems = [], []
+    for pod, node, profile, _requests in _gpu_pods(view, _rdma_nodes(view)):
+        found = []
+        for container in (pod["spec"].get("initContainers") or []) + (pod["spec"].get("containers") or []):
+            if container.get("name") in daemons:
+                found.append("container %s: the TCPX/TCPXO RxDM daemon; %s pods run none" % (container.get("name"), profile))
+        found += ["annotation %s: the NRI device injection of an RxDM daemon" % k
+                  for k in sorted((pod.get("metadata") or {}).get("annotations") or {}) if k.startswith(prefix)]
+        for container in _gpu_containers(pod):
+            env = dict((e.get("name"), e.get("value")) for e in container.get("env") or [] if (e.get("name") or "").startswith("NCCL_"))
+            found += workload.rdma_conflicts(profile, {"container %s nccl_overrides" % container.get("name"): env})
+        evidence.append("pod %s (%s): %s" % (_pod_name(pod), profile, "; ".join(found) or "none"))
+        problems += ["pod %s on node %s: %s" % (_pod_name(pod), node_name(node), f) for f in found]
+    return evidence, problems
+
+
+@register("gke.gpudirect.boot_disk", "conformance", "GPUDirect pools use a boot disk type their machine takes",
+          reads=["kubernetes.nodes", "gke.node_pools"],
+          cause="A GPUDirect node pool of a machine type that takes only some boot disk types (A4X: Hyperdisk only) has "
+                "another one, which the machine cannot attach.",
+          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_node_pool",
+                   manual="recreate the pool with disk_type hyperdisk-balanced (the default the collection asks for on A4X)"))
+def boot_disk(view):
+    _gpudirect_nodes(view)
+    pools = [p for p in view.need("gke.node_pools") if (gd.MACHINES.get(p.get("machine_type")) or {}).get("boot_disk_types")]
+    if not pools:
+        raise Skip("no node pool of a machine type restricted to some boot disk types (%s)" % ", ".join(
+            sorted(m for m, facts in gd.MACHINES.items() if facts["boot_disk_types"])))
+    evidence, problems = [], []
+    for pool in pools:
+        allowed = gd.MACHINES[pool["machine_type"]]["boot_disk_types"]
+        if not pool.get("disk_type"):
+            raise Missing("gke.node_pools[%s].disk_type" % pool.get("name"))
+        evidence.append("pool %s (%s): %s" % (pool.get("name"), pool["machine_type"], pool["disk_type"]))
+        if pool["disk_type"] not in allowed:
+            problems.append("pool %s (%s) boots from %s; the machine takes %s" % (
+                pool.get("name"), pool["machine_type"], pool["disk_type"], ", ".join(allowed)))
+    return evidence, problems
 
 
 @register("gpudirect.fast_socket", "conformance", "NCCL Fast Socket is off on GPUDirect nodes",
@@ -414,14 +605,19 @@ def fast_socket(view):
 
 @register("gke.gpu_vpc", "conformance", "GPU VPCs exist with the GPUDirect MTU and their firewall rules",
           reads=["kubernetes.nodes", "gke.nics"],
-          cause="A GPU NIC's VPC, subnet or firewall rule is missing or its MTU is not the GPUDirect MTU, so GPU NIC "
+          cause="A GPU NIC's VPC, subnet or firewall rule is missing or its MTU is not its profile's (8244 for TCPX/TCPXO, "
+                "8896 for the GPUDirect-RDMA gVNIC and RoCE VPCs, whose RDMA NICs take no firewall rule), so GPU NIC "
                 "traffic is dropped or fragmented.",
           fix=dict(role="gcp_gpu_vpcs", variable="gcp_gpu_vpcs_mtu"))
 def gpu_vpc(view):
-    _gpudirect_nodes(view)
+    nodes = _gpudirect_nodes(view)
     nics = view.need("gke.nics")
     if not nics:
         return [], ["no GPU NIC network was found for the GPUDirect nodes"]
+    # the fabric read is of one kind: RDMA when a NIC is an RDMA device; its MTU is that of the nodes' profiles of that kind
+    rdma_fabric = any(_rdma_device(n) for n in nics)
+    mtus = sorted(set(gd.PROFILES[f]["mtu"] for _n, f in nodes if _is_rdma(f) == rdma_fabric))
+    wanted_mtu = mtus[0] if len(mtus) == 1 else gd.DEFAULT_MTU
     evidence, problems = [], []
     for nic in nics:
         network, subnet, firewall = nic.get("network"), nic.get("subnetwork"), nic.get("firewall")
@@ -431,10 +627,10 @@ def gpu_vpc(view):
             continue
         mtu = network.get("mtu")
         evidence.append("%s: network %s mtu %s" % (label, network.get("name"), mtu))
-        if mtu != gd.DEFAULT_MTU:
-            problems.append("%s: network %s has MTU %s, GPUDirect needs %d" % (label, network.get("name"), mtu, gd.DEFAULT_MTU))
+        if mtu != wanted_mtu:
+            problems.append("%s: network %s has MTU %s, GPUDirect needs %d" % (label, network.get("name"), mtu, wanted_mtu))
         if not subnet:
             problems.append("%s: subnetwork missing" % label)
-        if not firewall:
+        if not firewall and not _rdma_device(nic):
             problems.append("%s: firewall rule missing" % label)
     return evidence, problems

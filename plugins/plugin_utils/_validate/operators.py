@@ -19,7 +19,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.placement import standard_layouts
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpu_sharing import _is_gpu_name, pod_gpu_requests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.readiness import not_ready_pods, readiness_report
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Skip, register
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, register
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import node_labels, node_name
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"      # GPU Feature Discovery (the MIG catalog's expected_labels use it)
@@ -210,11 +210,12 @@ def _geometry_problem(node, model, layout, strategy):
 
 
 @register("mig.geometry", "deployment", "MIG nodes advertise the geometry of their config and strategy",
-          reads=["kubernetes.nodes", "kubernetes.cluster_policies"],
-          cause="A node's allocatable MIG resources do not match its MIG config under the MIG strategy, so workloads "
-                "request devices the node does not have.",
+          reads=["kubernetes.nodes", "kubernetes.cluster_policies", "mig_parted"],
+          cause="A node's allocatable MIG resources do not match its MIG config under the MIG strategy (a custom config: "
+                "as the mig-parted config defines it, which must name profiles of the node's GPU that fit it), so "
+                "workloads request devices the node does not have.",
           fix=dict(role="mig_manager", variable="mig_manager_config",
-                   manual="and gpu_operator_mig (strategy); re-run role mig_manager"))
+                   manual="and gpu_operator_mig (strategy), or the custom config in the mig-parted ConfigMap; re-run role mig_manager"))
 def geometry(view):
     evidence, problems = [], []
     for node in _mig_nodes(view):
@@ -226,15 +227,80 @@ def geometry(view):
                             % (node_name(node), model, labels.get(mig_catalog.MIG_CONFIG_STATE_LABEL)))
             continue
         layouts = standard_layouts(model)
-        if config not in layouts:
-            evidence.append("node %s: custom config %s, geometry not compared" % (node_name(node), config))
-            continue
         strategy = _strategy(view, node)
-        problem = _geometry_problem(node, model, layouts[config], strategy)
-        evidence.append("node %s: %s config %s strategy %s" % (node_name(node), model, config, strategy))
+        if config not in layouts:
+            line, problem = _custom_geometry(view, node, model, config, strategy)
+            evidence.append("node %s: %s" % (node_name(node), line))
+        else:
+            problem = _geometry_problem(node, model, layouts[config], strategy)
+            evidence.append("node %s: %s config %s strategy %s" % (node_name(node), model, config, strategy))
         if problem:
             problems.append("node %s: %s" % (node_name(node), problem))
     return evidence, problems
+
+
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"      # GPU Feature Discovery
+
+
+def _parted(view, node, config, model):
+    """The mig-parted config (dict(source, config)) a custom config name is judged by; Missing (other) when none was given."""
+    if not view.has("mig_parted"):
+        why = (view.snapshot.get("read_errors") or {}).get("mig_parted")
+        raise Missing("mig_parted", why or "node %s asks for config %s, which is not a default config of %s: give the MIG "
+                      "manager's mig-parted ConfigMap as validate_mig_parted_config to judge it" % (node_name(node), config, model))
+    return view.need("mig_parted")
+
+
+def _custom_layout(document, config, model, node):
+    """("all", one GPU's layout), ("per_gpu", [layout per GPU]) or ("unknown", None) of a custom config on ``node``
+    (a layout is {profile: count}, None for MIG disabled). The entries apply in order, as mig-parted applies them;
+    entries for listed devices need the node's GPU count label, and a GPU no entry names is left unknown."""
+    entry = mig_catalog.gpu_model(model)
+    applying = [e for e in document["mig-configs"][config] if mig_nodes._entry_applies(e, entry)]
+
+    def layout(one):
+        return dict(one.get("mig-devices") or {}) if one.get("mig-enabled") else None
+    if all(one.get("devices", "all") == "all" for one in applying):
+        return "all", layout(applying[-1])
+    count = str(node_labels(node).get(GPU_COUNT_LABEL) or "")
+    if not count.isdigit() or not int(count):
+        return "unknown", None
+    per_gpu = [False] * int(count)
+    for one in applying:
+        for index in range(int(count)) if one.get("devices", "all") == "all" else one.get("devices") or []:
+            if isinstance(index, int) and 0 <= index < len(per_gpu):
+                per_gpu[index] = layout(one)
+    return ("unknown", None) if False in per_gpu else ("per_gpu", per_gpu)
+
+
+def _custom_geometry(view, node, model, config, strategy):
+    """(evidence, problem or None) of a node whose config is not one of the GPU Operator's default configs."""
+    parted = _parted(view, node, config, model)
+    source = parted.get("source") or "the mig-parted config"
+    found = mig_nodes.parted_config_problems(parted["config"], config, model, source)
+    if found:
+        return "custom config %s of %s" % (config, source), "; ".join(found)
+    kind, layout = _custom_layout(parted["config"], config, model, node)
+    line = "%s custom config %s of %s strategy %s" % (model, config, source, strategy)
+    if kind == "unknown":
+        raise Missing("kubernetes.nodes[%s].metadata.labels.%s" % (node_name(node), GPU_COUNT_LABEL),
+                      "config %s lists devices: the node's GPU count is needed, and every GPU must be named" % config)
+    try:
+        if kind == "per_gpu":
+            return line, _exact_problem(node, mig_nodes.expected_resources(model, None, layout, strategy), strategy)
+        return line, _geometry_problem(node, model, layout, strategy)
+    except ValueError as exc:
+        return line, "config %s cannot be advertised under strategy %s: %s" % (config, strategy, exc)
+
+
+def _exact_problem(node, expected, strategy):
+    """Why the node's allocatable GPU resources are not exactly ``expected``; None when they are."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    have = dict((k, mig_nodes._quantity(v)) for k, v in allocatable.items() if mig_nodes._is_gpu_resource(k)
+                and str(v) not in ("0", ""))
+    if have == expected:
+        return None
+    return "allocatable %s, the config gives %s under strategy %s" % (mig_nodes._json(have), mig_nodes._json(expected), strategy)
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,8 +10,11 @@ checks read it through.
 Shape (``format``/``version`` name it)::
 
     target: {name, kind: kubernetes|host}
-    kubernetes: {nodes, daemonsets, pods, cluster_policies, nic_cluster_policies}   (k8s targets)
+    kubernetes: {nodes, daemonsets, pods, cluster_policies, nic_cluster_policies,
+                 network_param_sets, networks}                                   (k8s targets; the last two: GKE
+                                                                                 GKENetworkParamSet / Network)
     gke: {cluster, node_pools, nics}                                             (GKE targets, optional)
+    mig_parted: {source, config}      (optional: the MIG manager's mig-parted config, for custom MIG configs)
     host: <gpu_host facts>                                                       (host targets)
 
 A collection that was not read, or whose read failed, is null (or absent): the checks that need it end as
@@ -23,7 +26,10 @@ path variables, no ``last-applied-configuration``, nothing of a Secret is kept.
 from __future__ import annotations
 
 import copy
+import json
 import re
+
+import yaml
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpu_sharing import pod_gpu_requests
@@ -32,7 +38,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry
 FORMAT = "gpu_ops.cluster/validate-snapshot"
 VERSION = 1
 KINDS = ("kubernetes", "host")
-KUBERNETES_KEYS = ("nodes", "daemonsets", "pods", "cluster_policies", "nic_cluster_policies")
+KUBERNETES_KEYS = ("nodes", "daemonsets", "pods", "cluster_policies", "nic_cluster_policies", "network_param_sets", "networks")
 _KEPT_ENV = re.compile(r"^(NCCL_|LD_LIBRARY_PATH\Z|NVIDIA_VISIBLE_DEVICES\Z|CUDA_VISIBLE_DEVICES\Z)")
 _ENV_SCRIPTS = (gke_gpudirect.TCPXO_ENV_SCRIPT, gke_gpudirect.GIB_ENV_SCRIPT)
 _CONTAINER_KEYS = ("name", "image", "resources", "volumeMounts", "securityContext", "restartPolicy")
@@ -98,12 +104,29 @@ def _resources(read):
     return read["resources"]
 
 
+_API_BODY = "HTTP response body:"
+
+
+def _api_status(text):
+    """``<code> <reason>: <message>`` of the API server's Status object in a kubernetes client error, or None."""
+    if _API_BODY not in text:
+        return None
+    try:
+        status = json.JSONDecoder().raw_decode(text[text.find("{", text.find(_API_BODY)):])[0]
+    except ValueError:
+        return None
+    if not isinstance(status, dict) or status.get("kind") != "Status":
+        return None
+    return "%s %s: %s" % (status.get("code"), status.get("reason"), status.get("message"))
+
+
 def _read_error(read):
-    """Why a k8s_info read gave nothing (its message, shortened), or None."""
+    """Why a k8s_info read gave nothing (the API server's Status, else its message; shortened), or None."""
     if read is None:
         return "not read"
     if isinstance(read, dict) and (read.get("failed") or read.get("skipped") or "resources" not in read):
-        return " ".join(str(read.get("msg") or ("skipped" if read.get("skipped") else "no resources returned")).split())[:300]
+        text = str(read.get("msg") or ("skipped" if read.get("skipped") else "no resources returned"))
+        return " ".join((_api_status(text) or text).split())[:300]
     return None
 
 
@@ -120,11 +143,46 @@ def _on_nodes(pods, node_names):
             or (not (p.get("spec") or {}).get("nodeName") and _requests_gpus(p))]
 
 
-def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_cluster_policies=None, gke=None,
-                     captured_at=None):
-    """A Kubernetes snapshot from k8s_info results (or lists of documents); pods are kept only on GPU nodes."""
+def _network_object(doc):
+    """A GKENetworkParamSet or Network: its name, spec and status (no annotation, no managed fields)."""
+    return dict(apiVersion=doc.get("apiVersion"), kind=doc.get("kind"), metadata=dict(name=(doc.get("metadata") or {}).get("name")),
+                spec=copy.deepcopy(doc.get("spec") or {}), status=copy.deepcopy(doc.get("status") or {}))
+
+
+def _network_objects(read):
+    found = _resources(read)
+    return None if found is None else [_network_object(d) for d in found]
+
+
+_PARTED_KEY = "config.yaml"    # the key of the MIG manager's mig-parted ConfigMaps (role mig_manager reads the same)
+
+
+def mig_parted(document):
+    """(dict(source, config), None) of the MIG manager's mig-parted config given as its ConfigMap (``data`` key
+    ``config.yaml``) or as the mig-parted document itself; (None, why) when it is neither."""
+    if isinstance(document, dict) and document.get("kind") == "ConfigMap":
+        meta = document.get("metadata") or {}
+        source = "ConfigMap %s/%s" % (meta.get("namespace"), meta.get("name"))
+        text = (document.get("data") or {}).get(_PARTED_KEY)
+        if text is None:
+            return None, "%s has no %s key" % (source, _PARTED_KEY)
+        try:
+            document = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            return None, "%s: %s is not YAML: %s" % (source, _PARTED_KEY, " ".join(str(exc).split()))
+    else:
+        source = "the mig-parted config"
+    if not isinstance(document, dict) or document.get("version") != "v1" or not isinstance(document.get("mig-configs"), dict):
+        return None, "%s is not a mig-parted config (version: v1 with mig-configs)" % source
+    return dict(source=source, config=copy.deepcopy(document)), None
+
+
+def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_cluster_policies=None,
+                     network_param_sets=None, networks=None, gke=None, captured_at=None, mig_parted_config=None):
+    """A Kubernetes snapshot from k8s_info results (or lists of documents); pods are kept only on GPU nodes.
+    ``mig_parted_config``: the MIG manager's mig-parted ConfigMap (or document) that custom MIG configs are judged by."""
     reads = dict(nodes=nodes, daemonsets=daemonsets, pods=pods, cluster_policies=cluster_policies,
-                 nic_cluster_policies=nic_cluster_policies)
+                 nic_cluster_policies=nic_cluster_policies, network_param_sets=network_param_sets, networks=networks)
     errors = dict(("kubernetes." + k, _read_error(v)) for k, v in reads.items() if _read_error(v))
     nodes = _resources(nodes)
     pods = _resources(pods)
@@ -135,13 +193,19 @@ def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_c
                         daemonsets=copy.deepcopy(_resources(daemonsets)),
                         pods=None if pods is None else [scrub_pod(p) for p in _on_nodes(pods, gpu_node_names)],
                         cluster_policies=copy.deepcopy(_resources(cluster_policies)),
-                        nic_cluster_policies=copy.deepcopy(_resources(nic_cluster_policies))))
+                        nic_cluster_policies=copy.deepcopy(_resources(nic_cluster_policies)),
+                        network_param_sets=_network_objects(network_param_sets),
+                        networks=_network_objects(networks)))
     if gke:
         gke = copy.deepcopy(gke)
         # the GKE reads' failures (the info modules' messages) join the Kubernetes ones
         errors.update((k, " ".join(str(v).split())[:300]) for k, v in (gke.pop("read_errors", None) or {}).items()
                       if v and gke.get(k.split(".", 1)[1]) is None)
         snapshot["gke"] = gke
+    if mig_parted_config:
+        snapshot["mig_parted"], error = mig_parted(mig_parted_config)
+        if error:
+            errors["mig_parted"] = error
     if errors:
         snapshot["read_errors"] = errors
     return snapshot

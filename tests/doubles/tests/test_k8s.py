@@ -82,6 +82,55 @@ def test_wrong_token_is_unauthorized(k8s_double):
     assert answer.status_code == 401 and answer.json()["reason"] == "Unauthorized"
 
 
+def _as(double, token, path, method="GET", body=None):
+    answer = requests.request(method, double.url + path, headers={"Authorization": "Bearer " + token}, json=body, timeout=5)
+    return answer.status_code, answer.json() if answer.headers.get("Content-Type") == "application/json" else answer.text
+
+
+def test_a_granted_token_may_do_exactly_what_its_rules_allow(k8s_double):
+    k8s_double.put(_cm("cfg"))
+    k8s_double.put(_cm("other"))
+    token = k8s_double.grant({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"},
+                              "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
+                                        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"], "resourceNames": ["cfg"]},
+                                        {"apiGroups": ["apps"], "resources": ["*/status"], "verbs": ["get"]},
+                                        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
+                             user="system:serviceaccount:ops:reader")
+    assert _as(k8s_double, token, "/api/v1/nodes")[0] == 200
+    assert _as(k8s_double, token, "/api/v1/namespaces/default/configmaps/cfg")[0] == 200
+    assert _as(k8s_double, token, "/api")[0] == 200 and _as(k8s_double, token, "/apis/apps/v1")[0] == 200   # discovery
+    assert _as(k8s_double, token, "/version")[0] == 200
+    # the API server's 403 Status (apiserver responsewriters/errors.go, apimachinery errors.NewForbidden)
+    code, status = _as(k8s_double, token, "/api/v1/namespaces/default/configmaps/other")
+    assert code == 403 and status == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Forbidden", "code": 403,
+        "details": {"name": "other", "kind": "configmaps"},
+        "message": 'configmaps "other" is forbidden: User "system:serviceaccount:ops:reader" cannot get resource "configmaps" '
+                   'in API group "" in the namespace "default"'}
+    code, status = _as(k8s_double, token, "/apis/apps/v1/daemonsets")
+    assert code == 403 and status["details"] == {"group": "apps", "kind": "daemonsets"}
+    assert status["message"] == ('daemonsets.apps is forbidden: User "system:serviceaccount:ops:reader" cannot list resource '
+                                 '"daemonsets" in API group "apps" at the cluster scope')
+    assert _as(k8s_double, token, "/api/v1/nodes/gpu-0")[0] == 403                      # get is not list
+    assert _as(k8s_double, token, "/api/v1/namespaces/default/secrets")[0] == 403
+    assert _as(k8s_double, token, "/api/v1/namespaces/default/configmaps", "POST", _cm("new"))[0] == 403
+    assert k8s_double.get("ConfigMap", "new", "default") is None
+    code, status = _as(k8s_double, token, "/apis/apps/v1/namespaces/default/deployments/x/status")
+    assert code == 404   # allowed by */status, then not found
+    code, text = _as(k8s_double, token, "/logs")
+    assert code == 403 and text["message"] == 'forbidden: User "system:serviceaccount:ops:reader" cannot get path "/logs"'
+    denied = [r for r in k8s_double.requests() if r.status == 403]
+    assert {r.user for r in denied} == {"system:serviceaccount:ops:reader"}
+
+
+def test_grant_refuses_what_the_api_server_would_not_store(k8s_double):
+    with pytest.raises(ValueError):
+        k8s_double.grant([{"apiGroups": [""], "resources": ["pods"], "verb": ["list"]}])
+    with pytest.raises(ValueError):
+        k8s_double.grant({"kind": "ConfigMap"})
+    assert _as(k8s_double, "not-granted", "/api")[0] == 401
+
+
 def test_selected_crds_only():
     with K8sDouble(crds=["Network", "GKENetworkParamSet"]) as double:
         dyn = double.dynamic_client()

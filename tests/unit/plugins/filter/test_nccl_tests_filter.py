@@ -45,3 +45,12 @@ def test_errors():
         nccl_tests_verdict(fixture("guide_tcpx_all_gather.txt"), fabric="efa")
     with pytest.raises(AnsibleFilterError, match="expected a parsed run"):
         nccl_tests_verdict(42)
+
+
+def test_the_network_option_judges_the_transport():
+    text = "host:1:1 [0] NCCL INFO Using network Socket\n" + fixture("guide_tcpx_all_gather.txt")
+    fallback = nccl_tests_verdict(text, threshold=20, network="gIB")
+    assert not fallback["passed"] and "NCCL used network Socket, not gIB" in fallback["reasons"][0]
+    assert nccl_tests_verdict(text, threshold=20)["passed"]
+    with pytest.raises(AnsibleFilterError, match="network: must be a non-empty string"):
+        nccl_tests_verdict(text, network="")

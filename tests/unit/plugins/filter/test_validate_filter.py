@@ -50,6 +50,15 @@ def test_a_failed_read_ends_as_other_with_its_message():
     assert result["exit_status"] == 9
 
 
+def test_the_mig_parted_configmap_goes_into_the_snapshot():
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "custom", "namespace": "gpu-operator"},
+                  "data": {"config.yaml": "version: v1\nmig-configs:\n  disabled:\n    - devices: all\n      mig-enabled: false\n"}}
+    snapshot = validate.validate_snapshot(_reads(), "c", mig_parted_config=config_map)
+    assert snapshot["mig_parted"] == {"source": "ConfigMap gpu-operator/custom", "config": {
+        "version": "v1", "mig-configs": {"disabled": [{"devices": "all", "mig-enabled": False}]}}}
+    assert "mig_parted" not in validate.validate_snapshot(_reads(), "c")
+
+
 def test_a_host_snapshot():
     snapshot = validate.validate_snapshot({"gpus": [], "pci_gpus": []}, "h1", kind="host")
     assert snapshot["target"] == {"name": "h1", "kind": "host"}
@@ -62,6 +71,7 @@ def test_a_host_snapshot():
     (lambda: validate.validate_snapshot(dict(_reads(), secrets={"resources": []}), "c"), "unknown reads secrets"),
     (lambda: validate.validate_snapshot(None, "h", kind="host"), "gpu_host fact"),
     (lambda: validate.validate_snapshot(_reads(), "c", gke=["x"]), "gke must be a dict"),
+    (lambda: validate.validate_snapshot(_reads(), "c", mig_parted_config="version: v1"), "mig_parted_config must be a ConfigMap"),
     (lambda: validate.validate_results({"target": {}}), "not a validation snapshot"),
     (lambda: validate.validate_results(validate.validate_snapshot(_reads(), "c"), phases="preflight"), "phases must be a list"),
     (lambda: validate.validate_results(validate.validate_snapshot(_reads(), "c"), phases=["later"]), "unknown phase"),

@@ -241,3 +241,49 @@ def test_two_runs_need_parse_all():
     with pytest.raises(nt.NcclTestsParseError, match="2 nccl-tests runs found; parse them with parse_all"):
         nt.parse(text + "\n" + text)
     assert [len(r["rows"]) for r in nt.parse_all(text + "\n" + text)] == [10, 10]
+
+
+# ------------------------------------------------------------------ the transport NCCL used (NCCL_DEBUG=INFO)
+# NVIDIA/nccl src/init.cc (v2.19.3-1 .. v2.30.7-1): INFO(NCCL_INIT, "Using network %s", comm->ncclNet->name); the
+# built-in transports are named "IB" and "Socket" (src/transport/net_ib/common.cc, net_socket.cc). The INFO prefix
+# (host:pid:tid [cudaDev]) is NCCL's debug format; the lines are written here around the guide's table.
+
+def _with_networks(*names):
+    info = ["a3u-host-1:412:412 [%d] NCCL INFO Using network %s" % (rank, name) for rank, name in enumerate(names)]
+    return "\n".join(["# nThread 1 nGpus 1 minBytes 1048576 maxBytes 536870912 step: 2(factor) warmup iters: 5 iters: 20"]
+                     + info + [fixture("guide_tcpx_all_gather.txt")])
+
+
+def test_the_networks_nccl_used_are_read_from_its_info_lines():
+    run = nt.parse(_with_networks("gIB", "gIB", "gIB"))
+    assert run["networks"] == ["gIB"]
+    assert len(run["rows"]) == 10          # the INFO lines do not disturb the table
+    assert nt.parse(fixture("guide_tcpx_all_gather.txt"))["networks"] == []
+
+
+def test_a_gib_run_passes_the_transport_check():
+    judged = nt.verdict(nt.parse(_with_networks("gIB", "gIB")), threshold=25.0, network="gIB")
+    assert judged["passed"] and judged["reasons"] == [] and judged["networks"] == ["gIB"] and judged["network"] == "gIB"
+    # NCCL_NET matches a network's name case-insensitively, so does the check
+    assert nt.verdict(nt.parse(_with_networks("GIB")), network="gIB")["passed"]
+
+
+def test_a_socket_fallback_fails_even_above_the_threshold():
+    judged = nt.verdict(nt.parse(_with_networks("gIB", "Socket")), threshold=25.0, network="gIB")
+    assert not judged["passed"]
+    assert judged["reasons"] == ["NCCL used network Socket, not gIB: the gIB plugin did not load and NCCL fell back"]
+
+
+def test_no_transport_line_is_not_a_pass_when_the_network_is_checked():
+    run = nt.parse(fixture("guide_tcpx_all_gather.txt"))
+    judged = nt.verdict(run, threshold=25.0, network="gIB")
+    assert not judged["passed"] and "no 'NCCL INFO Using network' line" in judged["reasons"][0]
+    assert "NCCL_DEBUG=INFO" in judged["reasons"][0]
+    # without ``network`` the transport is not judged (the TCPX/TCPXO verdicts are unchanged)
+    assert nt.verdict(run, threshold=25.0)["passed"]
+
+
+def test_each_run_keeps_its_own_networks():
+    text = _with_networks("Socket") + "\n" + _with_networks("gIB")
+    first, second = nt.parse_all(text)
+    assert (first["networks"], second["networks"]) == (["Socket"], ["gIB"])

@@ -4,7 +4,7 @@
 """Healthy clusters and hosts for the validation checks, and the broken-one-way helper.
 
 The fixtures under fixtures/ are what k8s_info, gke_multinetwork_info / gpu_nodepool_info and gpu_host_facts
-return for a healthy GKE A3 Mega (TCPXO) cluster, a GPU Operator cluster with MIG (A100, mixed strategy) and a
+return for a healthy GKE A3 Mega (TCPXO) cluster, GKE A3 Ultra and A4X (GPUDirect-RDMA) clusters, a GPU Operator cluster with MIG (A100, mixed strategy) and a
 bare-metal H100 host with RDMA. They are written out, not derived from the production tables.
 """
 
@@ -20,7 +20,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import s
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-HEALTHY = ("gke-tcpxo", "gpu-operator-mig", "host", "ack-mps")
+HEALTHY = ("gke-tcpxo", "gke-a3ultra", "gke-a4x", "gpu-operator-mig", "host", "ack-mps")
 
 
 def raw(name):
@@ -33,7 +33,7 @@ def build(data):
         return snap.build_host(data["name"], data["host"])
     k8s = data["kubernetes"]
     return snap.build_kubernetes(data["name"], k8s["nodes"], k8s["daemonsets"], k8s["pods"], k8s["cluster_policies"],
-                                 k8s["nic_cluster_policies"], gke=data.get("gke"))
+                                 k8s["nic_cluster_policies"], k8s.get("network_param_sets"), k8s.get("networks"), gke=data.get("gke"))
 
 
 def statuses(result):
@@ -62,6 +62,7 @@ def assert_only_failure(name, mutate, check_id, text):
     others = dict((k, v) for k, v in statuses(result).items() if k != check_id)
     assert others == dict((k, v) for k, v in statuses(healthy).items() if k != check_id)
     assert result["exit_status"] != 0
+    return failed
 
 
 @pytest.fixture

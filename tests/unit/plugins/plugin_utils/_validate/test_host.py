@@ -101,3 +101,10 @@ def test_a_host_without_any_rdma_mode_fails_preflight_and_skips_the_peermem_chec
     assert by_id["host.peermem_matches_mode"]["status"] == "skipped"
     assert "host.gpudirect_rdma_mode reports why" in by_id["host.peermem_matches_mode"]["message"]
     assert result["exit_status"] == 8
+
+
+def test_the_driver_evidence_names_the_version_module_and_gpu_count(load_raw, build_snapshot):
+    """A case the mutation check showed missing: the evidence line is what the report shows for a passed check."""
+    data = load_raw("host")
+    by_id = dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])
+    assert by_id["host.driver"]["evidence"] == ["driver 550.54.14, kernel module open, 8 GPU(s)"]

@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import snapshot as snap
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite
 
 
@@ -156,3 +158,284 @@ def test_a_count_that_is_not_whole_gpus_fails_the_geometry(load_raw, build_snaps
     _node(data, "dgx-1")["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] = "16"
     by_id = dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])
     assert "mig-1g.5gb=16 is not a whole number of GPUs of mixed (each gives 7)" in by_id["mig.geometry"]["message"]
+
+
+# ----------------------------------------------------------------------------- custom MIG configs (mig-parted ConfigMap)
+# Written out by hand (not from the MIG catalog): on an A100-SXM4-40GB a 3g.20gb, a 2g.10gb and a 1g.5gb instance fit one
+# GPU together (NVIDIA MIG user guide, A100 placements); the fixture's nodes have 8 GPUs each.
+CUSTOM = """version: v1
+mig-configs:
+  all-disabled:
+    - devices: all
+      mig-enabled: false
+  three-sizes:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 1
+        "2g.10gb": 1
+        "1g.5gb": 1
+  half-and-half:
+    - devices: [0, 1, 2, 3]
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 2
+    - devices: [4, 5, 6, 7]
+      mig-enabled: false
+  unknown-profile:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "5g.25gb": 1
+  too-big:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 3
+"""
+
+
+def _config_map(text=CUSTOM):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "custom-mig-config", "namespace": "gpu-operator"},
+            "data": {"config.yaml": text}}
+
+
+def _custom(load_raw, config, allocatable, labels=None):
+    data = load_raw("gpu-operator-mig")
+    for name in ("dgx-0", "dgx-1"):
+        node = _node(data, name)
+        node["metadata"]["labels"].update(dict({"nvidia.com/mig.config": config}, **(labels or {})))
+        node["status"]["allocatable"] = dict({"cpu": "255"}, **allocatable)
+    # the trainer asks for a 1g.5gb device; keep it on what the custom configs advertise
+    return data
+
+
+def _geometry(data, parted=None):
+    k8s = data["kubernetes"]
+    snapshot = snap.build_kubernetes(data["name"], k8s["nodes"], k8s["daemonsets"], k8s["pods"], k8s["cluster_policies"],
+                                     k8s["nic_cluster_policies"], mig_parted_config=parted)
+    return dict((r["id"], r) for r in suite.validate(snapshot)["results"])["mig.geometry"]
+
+
+THREE_SIZES = {"nvidia.com/mig-3g.20gb": "8", "nvidia.com/mig-2g.10gb": "8", "nvidia.com/mig-1g.5gb": "8"}
+
+
+def test_a_healthy_custom_geometry_passes(load_raw):
+    result = _geometry(_custom(load_raw, "three-sizes", THREE_SIZES), _config_map())
+    assert result["status"] == "passed", result
+    assert result["evidence"][0] == ("node dgx-0: A100-40GB custom config three-sizes of ConfigMap gpu-operator/custom-mig-config "
+                                     "strategy mixed")
+    # the mig-parted document itself does as well as its ConfigMap
+    assert _geometry(_custom(load_raw, "three-sizes", THREE_SIZES), yaml.safe_load(CUSTOM))["status"] == "passed"
+
+
+def test_a_node_that_advertises_another_geometry_than_its_custom_config_fails_with_cause_and_fix(load_raw):
+    wrong = dict(THREE_SIZES, **{"nvidia.com/mig-2g.10gb": "0"})
+    result = _geometry(_custom(load_raw, "three-sizes", wrong), _config_map())
+    assert result["status"] == "failed"
+    assert result["cause"] == suite.CHECKS_BY_ID["mig.geometry"].cause
+    assert "mig-parted ConfigMap" in result["fix"] and "mig_manager_config" in result["fix"]
+    assert "node dgx-0: " in result["message"] and "nvidia.com/mig-2g.10gb" in result["message"]
+    # one GPU short of 3g.20gb devices: not whole GPUs of the config
+    short = dict(THREE_SIZES, **{"nvidia.com/mig-3g.20gb": "7"})
+    result = _geometry(_custom(load_raw, "three-sizes", short), _config_map())
+    assert result["status"] == "failed" and '"nvidia.com/mig-3g.20gb": 7} is not n GPUs of' in result["message"]
+
+
+def test_per_device_entries_are_judged_by_the_gpu_count(load_raw):
+    healthy = {"nvidia.com/mig-3g.20gb": "8", "nvidia.com/gpu": "4"}
+    data = _custom(load_raw, "half-and-half", healthy, {"nvidia.com/gpu.count": "8"})
+    assert _geometry(data, _config_map())["status"] == "passed"
+    data = _custom(load_raw, "half-and-half", dict(healthy, **{"nvidia.com/gpu": "3"}), {"nvidia.com/gpu.count": "8"})
+    result = _geometry(data, _config_map())
+    assert result["status"] == "failed"
+    assert 'the config gives {"nvidia.com/gpu": 4, "nvidia.com/mig-3g.20gb": 8} under strategy mixed' in result["message"]
+    # without the GPU count the per-device config cannot be laid out: other, never a pass
+    result = _geometry(_custom(load_raw, "half-and-half", healthy), _config_map())
+    assert result["status"] == "other" and "nvidia.com/gpu.count" in result["message"]
+
+
+def test_a_per_device_config_that_leaves_a_gpu_unnamed_is_other(load_raw):
+    text = CUSTOM + """  first-four:
+    - devices: [0, 1, 2, 3]
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 2
+    - devices: [4, 5, 6, 7, 8, "x"]
+      mig-enabled: false
+"""
+    healthy = {"nvidia.com/mig-3g.20gb": "8", "nvidia.com/gpu": "4"}
+    # devices 8 and "x" name no GPU of an 8-GPU node and are ignored; every GPU 0-7 is named: judged
+    assert _geometry(_custom(load_raw, "first-four", healthy, {"nvidia.com/gpu.count": "8"}), _config_map(text))["status"] == "passed"
+    # a 9-GPU node: GPU 8 is named ("devices: [.., 8]"), so it must be counted; 10 GPUs: GPU 9 is named by no entry
+    result = _geometry(_custom(load_raw, "first-four", healthy, {"nvidia.com/gpu.count": "9"}), _config_map(text))
+    assert result["status"] == "failed" and '"nvidia.com/gpu": 5' in result["message"]
+    result = _geometry(_custom(load_raw, "first-four", healthy, {"nvidia.com/gpu.count": "10"}), _config_map(text))
+    assert result["status"] == "other" and "every GPU must be named" in result["message"]
+    result = _geometry(_custom(load_raw, "first-four", healthy, {"nvidia.com/gpu.count": "0"}), _config_map(text))
+    assert result["status"] == "other"
+
+
+def test_driver_pod_problems_are_listed_by_node_name(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _k8s(data)["pods"] = [p for p in _k8s(data)["pods"] if "driver" not in p["metadata"]["name"]]
+    _k8s(data)["nodes"].reverse()
+    assert _results(data)["gpu_operator.driver_pods"]["message"] == "node dgx-0 has no driver pod; node dgx-1 has no driver pod"
+
+
+def test_a_custom_config_naming_an_unknown_profile_or_not_fitting_fails_with_a_clear_cause(load_raw):
+    result = _geometry(_custom(load_raw, "unknown-profile", {"nvidia.com/mig-1g.5gb": "56"}), _config_map())
+    assert result["status"] == "failed"
+    assert "config 'unknown-profile' of ConfigMap gpu-operator/custom-mig-config" in result["message"]
+    assert "5g.25gb" in result["message"]
+    result = _geometry(_custom(load_raw, "too-big", {"nvidia.com/mig-3g.20gb": "24"}), _config_map())
+    assert result["status"] == "failed" and "do not fit one A100-40GB" in result["message"]
+    result = _geometry(_custom(load_raw, "no-such-config", {"nvidia.com/mig-1g.5gb": "56"}), _config_map())
+    assert result["status"] == "failed"
+    assert "config 'no-such-config' is not in ConfigMap gpu-operator/custom-mig-config; its configs: all-disabled" in result["message"]
+
+
+def test_a_custom_config_under_the_single_strategy_needs_one_profile(load_raw):
+    data = _custom(load_raw, "three-sizes", {"nvidia.com/gpu": "24"}, {"nvidia.com/mig.strategy": "single"})
+    result = _geometry(data, _config_map())
+    assert result["status"] == "failed"
+    assert "config three-sizes cannot be advertised under strategy single" in result["message"]
+
+
+def test_a_custom_config_without_its_mig_parted_config_is_other(load_raw):
+    result = _geometry(_custom(load_raw, "three-sizes", THREE_SIZES))
+    assert result["status"] == "other"
+    assert "cannot read mig_parted" in result["message"] and "validate_mig_parted_config" in result["message"]
+    # a ConfigMap without config.yaml, or not YAML: the snapshot keeps why, the check says it
+    broken = dict(_config_map(), data={"other.yaml": "x"})
+    result = _geometry(_custom(load_raw, "three-sizes", THREE_SIZES), broken)
+    assert result["status"] == "other" and "ConfigMap gpu-operator/custom-mig-config has no config.yaml key" in result["message"]
+    result = _geometry(_custom(load_raw, "three-sizes", THREE_SIZES), _config_map("version: v1\nmig-configs: [unclosed"))
+    assert result["status"] == "other" and "config.yaml is not YAML" in result["message"]
+    result = _geometry(_custom(load_raw, "three-sizes", THREE_SIZES), {"version": "v2"})
+    assert result["status"] == "other" and "is not a mig-parted config" in result["message"]
+
+
+def test_the_default_configs_need_no_mig_parted_config(load_raw):
+    data = load_raw("gpu-operator-mig")
+    assert _geometry(data)["status"] == "passed"
+
+
+# ----------------------------------------------------------------------------- cases the mutation check showed missing
+
+def _results(data):
+    return dict((r["id"], r) for r in suite.validate(build_snapshot_of(data))["results"])
+
+
+def build_snapshot_of(data):
+    k8s = data["kubernetes"]
+    return snap.build_kubernetes(data["name"], k8s["nodes"], k8s["daemonsets"], k8s["pods"], k8s["cluster_policies"],
+                                 k8s["nic_cluster_policies"])
+
+
+def _drop_strategy_labels(data):
+    for name in ("dgx-0", "dgx-1"):
+        del _node(data, name)["metadata"]["labels"]["nvidia.com/mig.strategy"]
+
+
+def test_without_a_strategy_label_the_cluster_policy_strategy_applies_then_single(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _drop_strategy_labels(data)
+    result = _results(data)["mig.geometry"]
+    assert result["status"] == "passed" and "strategy mixed" in result["evidence"][0]     # the ClusterPolicy's spec.mig
+    _k8s(data)["cluster_policies"][0]["spec"]["mig"] = {"strategy": "single"}
+    result = _results(data)["mig.geometry"]
+    assert result["status"] == "failed" and "strategy single" in result["evidence"][0]
+    _k8s(data)["cluster_policies"][0]["spec"].pop("mig")
+    assert "strategy single" in _results(data)["mig.geometry"]["evidence"][0]             # no strategy anywhere: single
+    _k8s(data)["cluster_policies"] = []
+    assert "strategy single" in _results(data)["mig.geometry"]["evidence"][0]
+
+
+def test_the_evidence_lists_nodes_by_name_with_their_device_plugin_pods(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _k8s(data)["nodes"].reverse()
+    results = _results(data)
+    assert results["gpu.device_plugin"]["evidence"] == ["node dgx-0: nvidia-device-plugin-daemonset-q8m2c",
+                                                        "node dgx-1: nvidia-device-plugin-daemonset-z4t7w"]
+    assert results["gpu.allocatable"]["evidence"] == ["node dgx-0: nvidia.com/mig-1g.5gb=56", "node dgx-1: nvidia.com/mig-1g.5gb=56"]
+    assert [e.split(":")[0] for e in results["mig.geometry"]["evidence"]] == ["node dgx-0", "node dgx-1"]
+    assert [e.split(":")[0] for e in results["mig.capable_gpus"]["evidence"]] == ["node dgx-0", "node dgx-1"]
+    assert len(results["gpu_operator.cluster_policy"]["evidence"]) == 1
+    _k8s(data)["pods"] = [p for p in _k8s(data)["pods"] if "device-plugin" not in p["metadata"]["name"]]
+    _node(data, "dgx-1")["status"]["allocatable"] = {"cpu": "255", "nvidia.com/mig-1g.5gb": "0"}
+    results = _results(data)
+    assert results["gpu.device_plugin"]["evidence"] == ["node dgx-0: none", "node dgx-1: none"]
+    assert results["gpu.allocatable"]["evidence"][1] == "node dgx-1: none"
+    assert results["gpu.allocatable"]["message"] == "node dgx-1 advertises no GPU resource"
+
+
+@pytest.mark.parametrize("name, image, found", [
+    ("nvidia-device-plugin-daemonset-a", "registry.example/other:1", True),    # by its name
+    ("gke-device-plugin-a", "gke.gcr.io/nvidia-gpu-device-plugin:v1", True),   # by its image
+    ("gke-device-plugin-a", "busybox:1", False),
+    ("nvidia-dcgm-exporter-a", "nvcr.io/nvidia/k8s/dcgm-exporter:3", False),
+])
+def test_device_plugin_pods_are_found_by_name_or_image(load_raw, name, image, found):
+    data = load_raw("gpu-operator-mig")
+    pod = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] == "nvidia-device-plugin-daemonset-z4t7w"][0]
+    pod["metadata"]["name"] = name
+    pod["spec"]["containers"][0]["image"] = image
+    assert _results(data)["gpu.device_plugin"]["status"] == ("passed" if found else "failed")
+
+
+def test_the_driver_pods_are_not_required_where_the_driver_is_not_deployed(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _k8s(data)["pods"] = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] != "nvidia-driver-daemonset-dgx-1"]
+    assert _results(data)["gpu_operator.driver_pods"]["message"] == "node dgx-1 has no driver pod"
+    for value in ("false", "pre-installed"):
+        _node(data, "dgx-1")["metadata"]["labels"]["nvidia.com/gpu.deploy.driver"] = value
+        result = _results(data)["gpu_operator.driver_pods"]
+        assert result["status"] == "passed" and result["evidence"] == ["1 driver node(s), 1 driver pod(s)"]
+    _k8s(data)["cluster_policies"][0]["spec"]["driver"]["enabled"] = False
+    result = _results(data)["gpu_operator.driver_pods"]
+    assert result["status"] == "skipped" and "spec.driver.enabled: false" in result["message"]
+
+
+def test_geometry_boundaries_one_gpu_balanced_and_nothing_advertised(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _node(data, "dgx-0")["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] = "7"       # a one-GPU node
+    assert _results(data)["mig.geometry"]["status"] == "passed"
+    # all-balanced on an A100-40GB, by hand: 2 x 1g.5gb, 1 x 2g.10gb, 1 x 3g.20gb per GPU; 8 GPUs
+    node = _node(data, "dgx-1")
+    node["metadata"]["labels"]["nvidia.com/mig.config"] = "all-balanced"
+    node["status"]["allocatable"] = {"nvidia.com/mig-1g.5gb": "16", "nvidia.com/mig-2g.10gb": "8", "nvidia.com/mig-3g.20gb": "8"}
+    assert _results(data)["mig.geometry"]["status"] == "passed"
+    node["status"]["allocatable"]["nvidia.com/mig-3g.20gb"] = "4"      # whole GPUs per resource, but not the same number
+    assert "is not n GPUs of" in _results(data)["mig.geometry"]["message"]
+    node["status"]["allocatable"] = {"cpu": "8"}
+    message = _results(data)["mig.geometry"]["message"]
+    assert message.startswith("node dgx-1: allocatable {} is not n GPUs of"), message
+
+
+def test_requests_of_finished_pods_are_not_judged_and_pending_pods_need_a_node_advertising_them(load_raw):
+    data = load_raw("gpu-operator-mig")
+    trainer = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] == "trainer"][0]
+    trainer["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    assert _results(data)["gpu.requests_advertised"]["status"] == "failed"
+    trainer["status"]["phase"] = "Succeeded"
+    assert _results(data)["gpu.requests_advertised"]["status"] == "skipped"
+    # Pending: any node may do, but a resource advertised as 0 is not advertised
+    trainer["status"]["phase"] = "Pending"
+    del trainer["spec"]["nodeName"]
+    _node(data, "cpu-0")["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    result = _results(data)["gpu.requests_advertised"]
+    assert result["status"] == "failed" and result["message"] == "pod ml/trainer requests nvidia.com/gpu, which no node advertises"
+    _node(data, "cpu-0")["status"]["allocatable"]["nvidia.com/gpu"] = "1"
+    assert _results(data)["gpu.requests_advertised"]["status"] == "passed"
+
+
+def test_a_not_ready_policy_shows_the_first_line_of_its_summary_as_evidence_and_all_of_it_as_the_problem(load_raw):
+    data = load_raw("gpu-operator-mig")
+    _policy_not_ready(data)
+    _ncp_not_ready(data)
+    results = _results(data)
+    for check in ("gpu_operator.cluster_policy", "network_operator.nic_cluster_policy"):
+        result = results[check]
+        assert len(result["evidence"]) == 1 and result["message"].startswith(result["evidence"][0]), result
+        assert result["message"] != result["evidence"][0], "the problem lists more than the first line"

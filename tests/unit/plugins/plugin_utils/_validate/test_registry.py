@@ -79,3 +79,61 @@ def test_run_checks_refuses_unknown_phases_and_ids():
         registry.run_checks(FakeView(), phases=["soon"])
     with pytest.raises(ValueError, match="unknown check id"):
         registry.run_checks(FakeView(), checks=["no.such"])
+
+
+# ----------------------------------------------------------------------------- cases the mutation check showed missing
+
+def _fake_registry(monkeypatch):
+    """Three checks in a registry of their own: two non-performance ones and a performance one, in this order."""
+    checks = [Check("b.second", "deployment", "b", [], "c", dict(manual="m"), lambda v: (["b ran"], [])),
+              Check("a.first", "preflight", "a", [], "c", dict(manual="m"), lambda v: (["a ran"], [])),
+              Check("p.perf", "performance", "p", [], "c", dict(manual="m"), lambda v: (["p ran"], []))]
+    monkeypatch.setattr(registry, "CHECKS", checks)
+    return checks
+
+
+def test_run_checks_leaves_performance_out_by_default_and_keeps_the_registry_order(monkeypatch):
+    _fake_registry(monkeypatch)
+    assert [r["id"] for r in registry.run_checks(FakeView())] == ["b.second", "a.first"]
+    assert [r["id"] for r in registry.run_checks(FakeView(), phases=["performance"])] == ["p.perf"]
+    assert [r["id"] for r in registry.run_checks(FakeView(), phases=["preflight", "performance"])] == ["a.first", "p.perf"]
+    assert [r["id"] for r in registry.run_checks(FakeView(), checks=["a.first"])] == ["a.first"]
+    assert [r["id"] for r in registry.run_checks(FakeView(), phases=["deployment"], checks=["a.first", "b.second"])] == ["b.second"]
+    assert registry.run_checks(FakeView(), checks=[]) == []
+
+
+def test_by_id_describe_and_register_give_back_what_they_name(monkeypatch):
+    checks = _fake_registry(monkeypatch)
+    assert registry.by_id("a.first") is checks[1]
+    with pytest.raises(KeyError):
+        registry.by_id("no.such")
+    assert checks[0].describe() == dict(id="b.second", phase="deployment", title="b", reads=[], cause="c", fix="m")
+
+    def function(view):
+        return [], []
+    assert registry.register("t.kept", "preflight", "t", ["host.gpus"], "c", dict(role="r", variable="r_v", manual="then m"))(
+        function) is function
+    assert registry.by_id("t.kept").describe()["fix"] == "role gpu_ops.cluster.r, variable r_v: then m"
+    assert registry.by_id("t.kept").describe()["reads"] == ["host.gpus"]
+
+
+def test_a_check_id_registered_once_is_accepted(monkeypatch):
+    _fake_registry(monkeypatch)
+    registry.register("t.new", "conformance", "t", [], "c", dict(manual="m"))(lambda v: ([], []))
+    assert [c.id for c in registry.CHECKS] == ["b.second", "a.first", "p.perf", "t.new"]
+
+
+def test_every_phase_and_a_manual_fix_alone_are_accepted():
+    for phase in registry.PHASES:
+        assert Check("x", phase, "t", [], "c", dict(manual="m"), lambda v: ([], [])).phase == phase
+    assert Check("x", "preflight", "t", [], "c", dict(role="r", variable="v"), lambda v: ([], [])).fix == dict(role="r", variable="v")
+
+
+def test_the_duration_is_in_milliseconds():
+    import time
+
+    def slow(view):
+        time.sleep(0.05)
+        return [], []
+    duration = registry.run_check(_check(slow), FakeView())["duration_ms"]
+    assert 40 <= duration < 5000, duration

@@ -59,7 +59,7 @@ def test_junit_counts_failures_and_errors(load_raw, build_snapshot):
 def test_markdown_puts_failures_first_with_the_fix(load_raw, build_snapshot):
     result = _broken(load_raw, build_snapshot)
     page = report.markdown(result["results"], result["target"])
-    assert page.splitlines()[2] == "%d checks: 15 passed, 1 failed, 13 skipped, 4 other - NOT OK" % len(result["results"])
+    assert page.splitlines()[2] == "%d checks: 16 passed, 1 failed, 16 skipped, 4 other - NOT OK" % len(result["results"])
     conformance = page.split("## conformance")[1].splitlines()
     assert conformance[4].startswith("| FAILED | `gke.gpu_vpc` |")
     assert "gcp_gpu_vpcs_mtu" in conformance[4]
@@ -70,3 +70,45 @@ def test_markdown_puts_failures_first_with_the_fix(load_raw, build_snapshot):
 def test_the_counts_line_says_not_ok_on_other():
     assert report.counts_line(dict(tests=2, passed=1, failed=0, skipped=0, other=1, ok=False)) == \
         "2 checks: 1 passed, 0 failed, 0 skipped, 1 other - NOT OK"
+
+
+# ----------------------------------------------------------------------------- cases the mutation check showed missing
+
+def _result(check_id, status, phase="deployment", message=None, duration_ms=None):
+    result = dict(id=check_id, phase=phase, title="title of " + check_id, status=status, reads=["kubernetes.nodes"],
+                  evidence=["seen " + check_id], message=message, duration_ms=duration_ms)
+    if status == "failed":
+        result.update(cause="Cause of %s." % check_id, fix="fix of " + check_id)
+    return result
+
+
+# ids chosen against the status order (z < m < c < a), so that only the order failed, other, skipped, passed holds
+ORDERED = [_result("a.p", "passed", duration_ms=7), _result("c.s", "skipped", message="skipped: no GPU node"),
+           _result("m.o", "other", message="cannot read kubernetes.pods"), _result("z.f", "failed", message="node a: bad")]
+
+
+def test_markdown_orders_a_phase_failed_other_skipped_passed_and_says_why():
+    rows = [line for line in report.markdown(ORDERED, "t").splitlines() if line.startswith("| ") and "`" in line]
+    assert [r.split("`")[1] for r in rows] == ["z.f", "m.o", "c.s", "a.p"]
+    assert rows[0] == "| FAILED | `z.f` | Cause of z.f. node a: bad | fix of z.f |"
+    assert rows[2] == "| SKIPPED | `c.s` | skipped: no GPU node |  |"
+    assert rows[3] == "| passed | `a.p` | title of a.p |  |"     # a pass without a message shows its title
+
+
+def test_ctrf_and_junit_keep_durations_and_the_messages_of_what_did_not_pass():
+    document = report.ctrf(ORDERED, "t", 5, 9)
+    tests = dict((t["name"], t) for t in document["results"]["tests"])
+    assert (tests["a.p"]["duration"], tests["c.s"]["duration"]) == (7, 0)
+    assert "message" not in tests["a.p"]
+    assert tests["c.s"]["message"] == "skipped: no GPU node"
+    assert tests["z.f"]["message"] == "Cause of z.f. node a: bad Fix: fix of z.f"
+    assert tests["z.f"]["extra"]["cause"] == "Cause of z.f." and "cause" not in tests["m.o"]["extra"]
+    assert document["results"]["summary"] == dict(tests=4, passed=1, failed=1, skipped=1, pending=0, other=1, start=5, stop=9)
+    assert report.ctrf(ORDERED, "t", 5, 9, tool_version=1)["results"]["tool"] == dict(name=report.TOOL, version="1")
+    root = ET.fromstring(report.junit(ORDERED, "t"))
+    cases = dict((c.get("name"), c) for c in root.iter("testcase"))
+    assert (cases["a.p"].get("time"), cases["c.s"].get("time")) == ("0.007", "0.000")
+    assert cases["c.s"].find("skipped").get("message") == "skipped: no GPU node"
+    assert cases["m.o"].find("error").text == "seen m.o"
+    assert list(cases["a.p"]) == []
+    assert [s.get("name") for s in root.findall("testsuite")] == ["t.deployment"]     # phases without results are left out

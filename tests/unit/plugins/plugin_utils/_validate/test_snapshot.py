@@ -47,12 +47,34 @@ def test_a_failed_read_is_null_and_an_empty_one_is_a_list():
     assert built["kubernetes"]["pods"] is None
     assert built["kubernetes"]["cluster_policies"] == []
     assert built["read_errors"] == {"kubernetes.daemonsets": "forbidden", "kubernetes.pods": "not read",
-                                    "kubernetes.nic_cluster_policies": "not read"}
+                                    "kubernetes.nic_cluster_policies": "not read", "kubernetes.network_param_sets": "not read",
+                                    "kubernetes.networks": "not read"}
     view = snap.View(built)
     with pytest.raises(Missing) as caught:
         view.kubernetes("daemonsets")
     assert (caught.value.path, caught.value.why) == ("kubernetes.daemonsets", "forbidden")
     assert view.kubernetes("cluster_policies") == []
+
+
+def test_a_refused_read_keeps_the_api_servers_status_not_the_http_headers():
+    # kubernetes.core k8s_info's msg for a 403: the client's ApiException text (headers first, then the Status body)
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Forbidden", "code": 403,
+              "details": {"kind": "nodes"},
+              "message": 'nodes is forbidden: User "system:serviceaccount:ops:v" cannot list resource "nodes" in API group "" '
+                         'at the cluster scope'}
+    msg = ("Exception '403 Reason: Forbidden HTTP response headers: HTTPHeaderDict({'Audit-Id': 'x', 'Content-Type': "
+           "'application/json', 'Date': 'Thu, 26 Nov 2026 04:00:00 GMT', 'Content-Length': '300'}) HTTP response body: %s\n' "
+           "raised while trying to get resource using (name=None, namespace=None, label_selectors=[], field_selectors=[])"
+           % json.dumps(status))
+    built = snap.build_kubernetes("c", {"failed": True, "msg": msg}, {"failed": True, "msg": "HTTP response body: {not json"},
+                                  {"failed": True, "msg": "HTTP response body: {\"kind\": \"Pod\"}"})
+    assert built["read_errors"]["kubernetes.nodes"] == (
+        '403 Forbidden: nodes is forbidden: User "system:serviceaccount:ops:v" cannot list resource "nodes" in API group "" '
+        'at the cluster scope')
+    # a body that is not a Status is kept as the message was
+    assert built["read_errors"]["kubernetes.daemonsets"] == "HTTP response body: {not json"
+    assert built["read_errors"]["kubernetes.pods"] == 'HTTP response body: {"kind": "Pod"}'
+    assert len(snap.build_kubernetes("c", {"failed": True, "msg": "x " * 400}, None, None)["read_errors"]["kubernetes.nodes"]) == 300
 
 
 def test_the_view_refuses_what_is_not_a_snapshot_and_skips_by_target_kind():
@@ -80,7 +102,8 @@ def test_a_failed_gke_read_keeps_its_message(load_raw, build_snapshot):
         "gke.cluster": "403 Forbidden: container.clusters.get", "gke.nics": "403 Forbidden: container.clusters.get",
         "gke.node_pools": None}}
     built = build_snapshot(data)
-    assert built["read_errors"] == {"gke.cluster": "403 Forbidden: container.clusters.get", "gke.nics": "403 Forbidden: container.clusters.get"}
+    gke_errors = dict((k, v) for k, v in built["read_errors"].items() if k.startswith("gke."))
+    assert gke_errors == {"gke.cluster": "403 Forbidden: container.clusters.get", "gke.nics": "403 Forbidden: container.clusters.get"}
     assert "read_errors" not in built["gke"]
     with pytest.raises(Missing) as caught:
         snap.View(built).need("gke.cluster")
@@ -119,3 +142,105 @@ def test_the_diff_of_policies_and_hosts(load_raw, build_snapshot):
     assert snap.diff(old, build_snapshot(host)) == ["host: driver_version 550.54.14 -> 570.86.15"]
     with pytest.raises(ValueError, match="the new snapshot: format is None"):
         snap.diff(old, {"target": {}})
+
+
+def test_the_gke_network_objects_keep_their_spec_and_status_only():
+    param_set = {"apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet",
+                 "metadata": {"name": "rdma-0", "managedFields": [{"manager": "kubectl"}],
+                              "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+                 "spec": {"vpc": "net", "vpcSubnet": "sub", "deviceMode": "RDMA"}, "status": {"conditions": []}}
+    built = snap.build_kubernetes("c", {"resources": []}, {"resources": []}, {"resources": []}, {"resources": []},
+                                  {"resources": []}, {"resources": [param_set]}, {"failed": True, "msg": "no such kind Network"})
+    assert built["kubernetes"]["network_param_sets"] == [{
+        "apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet", "metadata": {"name": "rdma-0"},
+        "spec": {"vpc": "net", "vpcSubnet": "sub", "deviceMode": "RDMA"}, "status": {"conditions": []}}]
+    assert built["kubernetes"]["networks"] is None
+    assert built["read_errors"] == {"kubernetes.networks": "no such kind Network"}
+# ----------------------------------------------------------------------------- cases the mutation check showed missing
+GPU_NODE = {"metadata": {"name": "gpu", "labels": {"nvidia.com/gpu.present": "true"}}, "status": {}}
+CPU_NODE = {"metadata": {"name": "cpu", "labels": {}}, "status": {}}
+
+
+def _pods(*pods):
+    return snap.build_kubernetes("c", [GPU_NODE, CPU_NODE], [], list(pods))["kubernetes"]["pods"]
+
+
+def test_a_pod_keeps_only_that_it_sources_the_fabric_nccl_script_not_its_command():
+    # the gIB script path of GKE's RDMA guide, written out
+    sourcing = {"metadata": {"name": "a"}, "spec": {"nodeName": "gpu", "containers": [
+        {"name": "m", "command": ["bash", "-c"], "args": ["source /usr/local/gib/scripts/set_nccl_env.sh && run"]}]}}
+    plain = {"metadata": {"name": "b"}, "spec": {"nodeName": "gpu", "containers": [{"name": "m", "command": ["run", "--fast"]}]}}
+    kept = dict((p["metadata"]["name"], p["spec"]["containers"][0]) for p in _pods(sourcing, plain))
+    assert kept["a"] == {"name": "m", "sources_nccl_env_script": True}
+    assert kept["b"] == {"name": "m"}
+
+
+def test_a_scrubbed_pod_keeps_annotations_owners_and_host_settings_with_their_defaults():
+    pod = {"metadata": {"name": "a", "namespace": "ml", "labels": {"app": "x"}, "ownerReferences": [{"kind": "Job", "name": "j"}],
+                        "annotations": {"devices.gke.io/container.tcpxo-daemon": "x",
+                                        "kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+           "spec": {"nodeName": "gpu", "hostNetwork": True, "containers": [{"name": "m"}]},
+           "status": {"phase": "Running", "podIP": "10.0.0.1"}}
+    kept = snap.scrub_pod(pod)
+    assert kept["metadata"] == {"name": "a", "namespace": "ml", "labels": {"app": "x"}, "ownerReferences": [{"kind": "Job", "name": "j"}],
+                                "annotations": {"devices.gke.io/container.tcpxo-daemon": "x"}}
+    assert (kept["spec"]["hostNetwork"], kept["spec"]["hostIPC"]) == (True, False)
+    assert kept["status"] == {"phase": "Running"}
+    bare = snap.scrub_pod({"metadata": {"name": "b"}})
+    assert (bare["spec"]["hostNetwork"], bare["spec"]["hostIPC"], bare["spec"]["containers"]) == (False, False, [])
+
+
+def test_pending_pods_are_kept_when_they_ask_for_gpus_even_malformed_ones():
+    asks = {"metadata": {"name": "asks"}, "spec": {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}
+    malformed = {"metadata": {"name": "malformed"},
+                 "spec": {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": "two"}}}]}}
+    cpu = {"metadata": {"name": "cpu-only"}, "spec": {"containers": [{"name": "m", "resources": {"limits": {"cpu": "2"}}}]}}
+    on_cpu = {"metadata": {"name": "on-cpu"}, "spec": {"nodeName": "cpu", "containers": [{"name": "m"}]}}
+    no_spec = {"metadata": {"name": "no-spec"}}
+    assert [p["metadata"]["name"] for p in _pods(asks, malformed, cpu, on_cpu, no_spec)] == ["asks", "malformed"]
+
+
+def test_gke_read_errors_keep_only_the_failed_reads_shortened():
+    gke = {"cluster": {"name": "c"}, "nics": None, "node_pools": None,
+           "read_errors": {"gke.cluster": "an old message", "gke.nics": "x" * 400, "gke.node_pools": ""}}
+    built = snap.build_kubernetes("c", [], [], [], [], [], [], [], gke=gke)
+    assert built["read_errors"] == {"gke.nics": "x" * 300}
+    assert built["gke"] == {"cluster": {"name": "c"}, "nics": None, "node_pools": None}
+
+
+def test_the_view_has_gpu_nodes_and_pods_on_nodes():
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "gpu", "containers": []}}
+    view = snap.View(snap.build_kubernetes("c", [GPU_NODE, CPU_NODE], [], [pod], cluster_policies=None))
+    assert view.has("kubernetes.nodes") is True and view.has("kubernetes.cluster_policies") is False
+    assert [snap.node_name(n) for n in view.gpu_nodes()] == ["gpu"]
+    assert [p["metadata"]["name"] for p in view.pods_on(["gpu"])] == ["p"]
+    assert view.pods_on(["cpu"]) == [] and view.pods_on([]) == []
+    assert snap.snapshot_problems(["not", "a", "mapping"]) == ["a snapshot is a mapping, got list"]
+    assert snap.snapshot_problems(snap.build_host("h", {})) == []
+
+
+PARTED = {"version": "v1", "mig-configs": {"custom": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 7}}]}}
+
+
+def _config_map(data):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mig", "namespace": "gpu-operator"}, "data": data}
+
+
+def test_the_mig_parted_config_is_read_from_its_configmap_or_taken_as_it_is():
+    import yaml
+    assert snap.mig_parted(_config_map({"config.yaml": yaml.safe_dump(PARTED)})) == (
+        dict(source="ConfigMap gpu-operator/mig", config=PARTED), None)
+    assert snap.mig_parted(PARTED) == (dict(source="the mig-parted config", config=PARTED), None)
+    assert snap.mig_parted(_config_map({"other": "x"})) == (None, "ConfigMap gpu-operator/mig has no config.yaml key")
+    found, why = snap.mig_parted(_config_map({"config.yaml": "mig-configs: [x"}))
+    assert found is None and why.startswith("ConfigMap gpu-operator/mig: config.yaml is not YAML: ")
+    for bad in ({"version": "v2", "mig-configs": {}}, {"version": "v1", "mig-configs": []}, {"version": "v1"}, ["v1"]):
+        assert snap.mig_parted(bad) == (None, "the mig-parted config is not a mig-parted config (version: v1 with mig-configs)")
+    assert snap.mig_parted(_config_map({"config.yaml": "version: v2\n"}))[1] == (
+        "ConfigMap gpu-operator/mig is not a mig-parted config (version: v1 with mig-configs)")
+    built = snap.build_kubernetes("c", [], [], [], [], [], [], [], mig_parted_config=_config_map({"other": "x"}))
+    assert built["mig_parted"] is None
+    assert built["read_errors"] == {"mig_parted": "ConfigMap gpu-operator/mig has no config.yaml key"}
+    built = snap.build_kubernetes("c", [], [], [], [], [], [], [], mig_parted_config=PARTED)
+    assert built["mig_parted"]["config"] == PARTED and built["mig_parted"]["config"] is not PARTED
+    assert "read_errors" not in built
