@@ -54,7 +54,8 @@ PERFORMANCE_NOTE = [
     "the captured outputs kept in the snapshot: floors from the GPUDirect catalog (`NCCL_BANDWIDTH_THRESHOLDS`,",
     "`NCCL_LARGE_MESSAGE_FLOORS`) and the `rdma_test` role's threshold, lowered by `validate_performance_tolerance` (stated in",
     "every result); the transport from NCCL's `NCCL INFO Using network <plugin>` line (NVIDIA/nccl `src/init.cc`), expected",
-    "`NCCL_NET_PLUGINS` (GPUDirectTCPX, FasTrak, gIB), `Socket` or `IB` being NCCL's own fallback. A missing, truncated or",
+    "`NCCL_NET_PLUGINS` (GPUDirectTCPX, FasTrak) or the RDMA profiles' `NCCL_NET` (gIB), `Socket` or `IB` being NCCL's own",
+    "fallback. A missing, truncated or",
     "timed-out output, or a probe that could not run, is `other`.", ""]
 
 

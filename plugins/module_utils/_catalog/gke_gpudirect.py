@@ -198,13 +198,12 @@ NCCL_BANDWIDTH_THRESHOLDS = {"tcpx": 25.0, "tcpxo": 30.0, "rdma": 100.0, "rdma-a
 NCCL_LARGE_MESSAGE_FLOORS = {"tcpx": (512 * 2 ** 20, 50.0), "tcpxo": (2 ** 30, 100.0), "rdma": (8 * 2 ** 30, 200.0),
                              "rdma-a4x": (8 * 2 ** 30, 100.0)}
 
-# The NCCL net plugin each profile loads, as NCCL core names it at NCCL_DEBUG=INFO ("NCCL INFO Using network <name>",
-# NVIDIA/nccl src/init.cc, INFO(NCCL_INIT, "Using network %s", ...)); <name> is the plugin's ncclNet_t name:
-# tcpx "GPUDirectTCPX_v7" (google/nccl-plugin-gpudirecttcpx src/nccl_plugin.cc @4b8ea7f2), tcpxo "FasTrak" (TCPXO
-# plugin, closed source: Google's A3 Mega logs "Using network FasTrak"), rdma "gIB" (Google Cloud A3 Ultra / A4 docs,
-# "NCCL log format": "NCCL INFO Using network gIB"). A name starting with the prefix matches (plugin API suffixes).
-# NCCL's own fallbacks are "Socket" (src/transport/net_socket.cc) and "IB" (src/transport/net_ib).
-NCCL_NET_PLUGINS = {"tcpx": "GPUDirectTCPX", "tcpxo": "FasTrak", "rdma": "gIB", "rdma-a4x": "gIB"}
+# The NCCL net plugin the TCPX / TCPXO profiles load, as NCCL core names it at NCCL_DEBUG=INFO ("NCCL INFO Using network
+# <name>", NVIDIA/nccl src/init.cc; _nccl_tests.networks_in reads it); <name> is the plugin's ncclNet_t name: tcpx
+# "GPUDirectTCPX_v7" (google/nccl-plugin-gpudirecttcpx src/nccl_plugin.cc @4b8ea7f2; a name starting with it matches),
+# tcpxo "FasTrak" (closed-source plugin; public A3 Mega logs read "Using network FasTrak"). The RDMA profiles' plugin is
+# their NCCL_NET (gIB) in _catalog/nccl.py. NCCL's own transports are "Socket" and "IB" (src/transport/).
+NCCL_NET_PLUGINS = {"tcpx": "GPUDirectTCPX", "tcpxo": "FasTrak"}
 NCCL_FALLBACK_NETS = ("Socket", "IB")
 
 # --------------------------------------------------------------------------------------------

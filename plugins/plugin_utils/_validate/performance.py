@@ -16,8 +16,9 @@ Snapshot shape (the validate role writes it; any key may be null when the probe 
       ib_write_bw: {output, stderr, rc, error, threshold_gbps, link_rate_gbps, device, nodes, skipped, error}
 
 ``skipped`` (a reason) when the probe was not asked for; ``error`` when it could not run (its checks end as other).
-The floors are the catalog's (``_catalog/gke_gpudirect.py`` NCCL_BANDWIDTH_THRESHOLDS, NCCL_LARGE_MESSAGE_FLOORS and
-NCCL_NET_PLUGINS; the rdma_test role's threshold, from the hosts' link rate) - never copied here. An output that is
+The floors and plugin names are the catalogs' (``_catalog/gke_gpudirect.py`` NCCL_BANDWIDTH_THRESHOLDS,
+NCCL_LARGE_MESSAGE_FLOORS and NCCL_NET_PLUGINS, ``_catalog/nccl.py``'s NCCL_NET of the RDMA profiles) and the rdma_test
+role's threshold (from the hosts' link rate) - never copied here. An output that is
 missing, truncated (no result table, no ``# Avg bus bandwidth`` line) or from a probe that errored or timed out is
 ``other``, never a pass.
 """
@@ -27,12 +28,11 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _nccl_tests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _perftest
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, register
 
-# NVIDIA/nccl src/init.cc: INFO(NCCL_INIT, "Using network %s", ...) - printed by every rank at NCCL_DEBUG=INFO
-_USING_NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
 _NET_SOCKET = re.compile(r"NET/Socket\b")
 
 _NCCL_FIX = dict(role="gpudirect_installer", variable="gpudirect_installer_gpudirect",
@@ -111,6 +111,13 @@ def _nccl_runs(view):
     return profile, section, judged
 
 
+def expected_network(profile):
+    """The net plugin NCCL must show for a GPUDirect profile: its NCCL_NET (RDMA: gIB, _catalog/nccl.py), else the
+    plugin name of gke_gpudirect.NCCL_NET_PLUGINS (TCPX, TCPXO); None for an unknown profile."""
+    env = (nccl.NCCL_ENVS.get(profile) or {}).get("default") or {}
+    return env.get("NCCL_NET") or gke_gpudirect.NCCL_NET_PLUGINS.get(profile)
+
+
 def _floor(value, tolerance):
     return value * (1.0 - tolerance)
 
@@ -177,7 +184,7 @@ def nccl_large_busbw(view):
 def nccl_transport(view):
     section = _section(view, "nccl")
     profile = section.get("profile")
-    expected = gke_gpudirect.NCCL_NET_PLUGINS.get(profile)
+    expected = expected_network(profile)
     if expected is None:
         raise ValueError("performance.nccl.profile %r has no net plugin in the catalog" % (profile,))
     runs = section.get("runs") or []
@@ -189,7 +196,7 @@ def nccl_transport(view):
         if run.get("error") and not run.get("output"):
             raise Missing("performance.nccl.runs[%s]" % name, "the run could not complete: %s" % " ".join(str(run["error"]).split())[:300])
         text = "%s\n%s" % (run.get("output") or "", run.get("stderr") or "")
-        used = _USING_NETWORK.findall(text)
+        used = _nccl_tests.networks_in(text)
         if not used:
             raise Missing("performance.nccl.runs[%s].output" % name, "no 'NCCL INFO Using network' line: the probe ran "
                           "without NCCL_DEBUG=INFO or its log is truncated")
