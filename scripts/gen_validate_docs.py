@@ -45,6 +45,20 @@ def _cell(text):
     return str(text).replace("|", "\\|")
 
 
+PERFORMANCE_NOTE = [
+    "Off unless `validate_phases` lists `performance`. On a live cluster it runs short-lived probes - the `nccl_test` role's",
+    "collectives between two nodes with `NCCL_DEBUG=INFO` (`validate_performance_nccl`: the GPUDirect profile) and the `rdma_test`",
+    "role's `ib_write_bw` between two bare-metal nodes (`validate_performance_rdma`) - labelled",
+    "`app.kubernetes.io/managed-by=gpu_ops.cluster`, named `vperf-<run id>-...`, and removed again also when a probe fails",
+    "(`validate_performance_probes: false` turns them off). Rights: `roles/validate/files/performance-role.yaml`. The checks judge",
+    "the captured outputs kept in the snapshot: floors from the GPUDirect catalog (`NCCL_BANDWIDTH_THRESHOLDS`,",
+    "`NCCL_LARGE_MESSAGE_FLOORS`) and the `rdma_test` role's threshold, lowered by `validate_performance_tolerance` (stated in",
+    "every result); the transport from NCCL's `NCCL INFO Using network <plugin>` line (NVIDIA/nccl `src/init.cc`), expected",
+    "`NCCL_NET_PLUGINS` (GPUDirectTCPX, FasTrak) or the RDMA profiles' `NCCL_NET` (gIB), `Socket` or `IB` being NCCL's own",
+    "fallback. A missing, truncated or",
+    "timed-out output, or a probe that could not run, is `other`.", ""]
+
+
 def render_checks():
     """The text of docs/validate-checks.md."""
     suite, _report = _engine()
@@ -61,7 +75,8 @@ def render_checks():
     lines.append("%d checks: %s." % (len(checks), ", ".join("%d %s" % (sum(1 for c in checks if c["phase"] == p), p) for p in phases)))
     lines.append("")
     for phase in phases:
-        lines += ["## %s" % phase, "", "| id | check | reads | cause of a failure | fix |", "| --- | --- | --- | --- | --- |"]
+        lines += ["## %s" % phase, ""] + (PERFORMANCE_NOTE if phase == "performance" else [])
+        lines += ["| id | check | reads | cause of a failure | fix |", "| --- | --- | --- | --- | --- |"]
         for check in (c for c in checks if c["phase"] == phase):
             reads = ", ".join("`%s`" % r for r in check["reads"])
             lines.append("| `%s` | %s | %s | %s | %s |" % (check["id"], _cell(check["title"]), reads, _cell(check["cause"]), _cell(check["fix"])))

@@ -278,6 +278,11 @@ def parse(text):
     return runs[0]
 
 
+def networks_in(text):
+    """The networks NCCL's ``NCCL INFO Using network NAME`` lines in ``text`` name, one per line (a log without a table too)."""
+    return _USING_NETWORK.findall(str(text or ""))
+
+
 def transport_reasons(run, network):
     """Why a run does not show that NCCL used ``network`` (a plugin such as gIB): [] when every ``Using network``
     line names it; a reason when another network (a fallback such as Socket) or none is shown."""

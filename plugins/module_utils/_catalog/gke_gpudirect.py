@@ -211,6 +211,22 @@ NATIVE_SIDECAR_MIN_GKE = "1.29"
 # nccl_test_threshold_gbps once a run of your own machines gives a better floor.
 NCCL_BANDWIDTH_THRESHOLDS = {"tcpx": 25.0, "tcpxo": 30.0, "rdma": 100.0, "rdma-a4x": 50.0}
 
+# Large-message floors of the same two-node all_gather / all_reduce runs: (message size in bytes, bus bandwidth GB/s at
+# that size or above). The size is the top of the nccl_test role's range for the profile (512M, 1G, 8G); the floor is
+# derived, not published: half the nodes' GPU NIC line rate (A3 High 4 x 200 Gbit/s = 100 GB/s, A3 Mega 8 x 200 Gbit/s =
+# 200 GB/s, A3 Ultra / A4 8 x 400 Gbit/s = 400 GB/s, A4X 4 x 400 Gbit/s = 200 GB/s). The guide's published A3 High and A3 Mega
+# tables reach 71 and 122 GB/s there; a socket fallback stays at a few GB/s (validate's performance phase judges it).
+NCCL_LARGE_MESSAGE_FLOORS = {"tcpx": (512 * 2 ** 20, 50.0), "tcpxo": (2 ** 30, 100.0), "rdma": (8 * 2 ** 30, 200.0),
+                             "rdma-a4x": (8 * 2 ** 30, 100.0)}
+
+# The NCCL net plugin the TCPX / TCPXO profiles load, as NCCL core names it at NCCL_DEBUG=INFO ("NCCL INFO Using network
+# <name>", NVIDIA/nccl src/init.cc; _nccl_tests.networks_in reads it); <name> is the plugin's ncclNet_t name: tcpx
+# "GPUDirectTCPX_v7" (google/nccl-plugin-gpudirecttcpx src/nccl_plugin.cc @4b8ea7f2; a name starting with it matches),
+# tcpxo "FasTrak" (closed-source plugin; public A3 Mega logs read "Using network FasTrak"). The RDMA profiles' plugin is
+# their NCCL_NET (gIB) in _catalog/nccl.py. NCCL's own transports are "Socket" and "IB" (src/transport/).
+NCCL_NET_PLUGINS = {"tcpx": "GPUDirectTCPX", "tcpxo": "FasTrak"}
+NCCL_FALLBACK_NETS = ("Socket", "IB")
+
 # --------------------------------------------------------------------------------------------
 # Images
 # --------------------------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-"""The whole validation suite: every registered check (GKE GPUDirect, operators and MIG, bare-metal hosts) run over
-one snapshot, with the counts and the exit status; and the list of checks the docs are generated from.
+"""The whole validation suite: every registered check (GKE GPUDirect, operators and MIG, bare-metal hosts, and the
+performance probes' outputs) run over one snapshot, with the counts and the exit status; and the list of checks the docs are generated from.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from __future__ import annotations
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import gke as _gke
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import host as _host
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import operators as _operators
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import performance as _performance
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import sharing as _sharing
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import CHECKS, PHASES, exit_status, run_checks, summary
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import View
 
-CHECK_MODULES = (_gke, _operators, _sharing, _host)
+CHECK_MODULES = (_gke, _operators, _sharing, _host, _performance)
 CHECKS_BY_ID = dict((c.id, c) for c in CHECKS)
 
 

@@ -287,3 +287,10 @@ def test_each_run_keeps_its_own_networks():
     text = _with_networks("Socket") + "\n" + _with_networks("gIB")
     first, second = nt.parse_all(text)
     assert (first["networks"], second["networks"]) == (["Socket"], ["gIB"])
+
+
+def test_networks_in_reads_every_using_network_line_also_without_a_table():
+    text = ("[1,0]<stdout>:gpu-0:81:81 [0] NCCL INFO Using network gIB\n"
+            "gpu-1:82:82 [0] NCCL INFO Using network Socket\nNCCL INFO NET/Socket : Using [0]eth0\n")
+    assert nt.networks_in(text) == ["gIB", "Socket"]
+    assert nt.networks_in("") == [] and nt.networks_in(None) == []

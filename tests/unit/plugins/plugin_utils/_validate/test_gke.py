@@ -533,6 +533,8 @@ def test_a_tcpxo_cluster_skips_the_rdma_checks(load_raw, build_snapshot):
     by_id = dict((r["id"], r) for r in suite.validate(build_snapshot(load_raw("gke-tcpxo")))["results"])
     for check_id in ("gpudirect.rdma_networks", "gpudirect.rdma_conflicts"):
         assert by_id[check_id]["status"] == "skipped" and "no GPUDirect-RDMA node" in by_id[check_id]["message"]
+
+
 # ----------------------------------------------------------------------------- cases the mutation check showed missing
 
 def _by_id(build_snapshot, data):

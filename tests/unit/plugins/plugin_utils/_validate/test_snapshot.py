@@ -156,7 +156,10 @@ def test_the_gke_network_objects_keep_their_spec_and_status_only():
         "spec": {"vpc": "net", "vpcSubnet": "sub", "deviceMode": "RDMA"}, "status": {"conditions": []}}]
     assert built["kubernetes"]["networks"] is None
     assert built["read_errors"] == {"kubernetes.networks": "no such kind Network"}
+
+
 # ----------------------------------------------------------------------------- cases the mutation check showed missing
+
 GPU_NODE = {"metadata": {"name": "gpu", "labels": {"nvidia.com/gpu.present": "true"}}, "status": {}}
 CPU_NODE = {"metadata": {"name": "cpu", "labels": {}}, "status": {}}
 

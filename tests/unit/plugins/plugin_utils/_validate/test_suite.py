@@ -28,10 +28,11 @@ def test_healthy_targets_have_no_failure(load_raw, build_snapshot, name):
 
 
 def test_every_check_passes_on_a_healthy_target(load_raw, build_snapshot):
+    """(The performance checks pass on captured probe outputs: test_performance.py.)"""
     passed = set()
     for name in HEALTHY:
         passed.update(r["id"] for r in suite.validate(build_snapshot(load_raw(name)))["results"] if r["status"] == "passed")
-    assert passed == set(suite.CHECKS_BY_ID)
+    assert passed == set(c.id for c in suite.CHECKS if c.phase != "performance")
 
 
 @pytest.mark.parametrize("name", HEALTHY)
@@ -66,8 +67,9 @@ def test_every_check_documents_itself():
     assert len(listed) == len(suite.CHECKS_BY_ID) >= 30
     for entry in listed:
         assert entry["reads"] and entry["cause"].endswith(".") and entry["fix"] and entry["title"]
-        assert entry["phase"] in ("preflight", "deployment", "conformance")
-    assert [e["phase"] for e in listed] == sorted((e["phase"] for e in listed), key=("preflight", "deployment", "conformance").index)
+        assert entry["phase"] in ("preflight", "deployment", "conformance", "performance")
+    assert [e["phase"] for e in listed] == sorted((e["phase"] for e in listed),
+                                                  key=("preflight", "deployment", "conformance", "performance").index)
 
 
 def test_a_missing_collection_makes_its_checks_other(load_raw, build_snapshot):

@@ -1,0 +1,293 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The performance checks (plugins/plugin_utils/_validate/performance.py) on captured probe outputs: the guide's
+nccl-tests tables (A3 High TCPX, A3 Mega TCPXO) with NCCL INFO lines, written-out tables, and the guide's ib_write_bw
+output. Floors are written here as numbers (25 / 30 GB/s average, 50 / 100 GB/s at 512M / 1G), not read from the catalog.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import snapshot as snap
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "module_utils", "fixtures")
+PERF_IDS = ["perf.nccl_avg_busbw", "perf.nccl_large_busbw", "perf.nccl_transport", "perf.ib_write_bw"]
+
+
+def _fixture(*parts):
+    with open(os.path.join(FIXTURES, *parts), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _info(net, ranks=2):
+    lines = ["gpu-0:606:642 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>"]
+    lines += ["gpu-%d:606:642 [0] NCCL INFO Using network %s" % (r, net) for r in range(ranks)]
+    return "\n".join(lines) + "\n"
+
+
+def _table(rows, avg, finished=True):
+    """An nccl-tests all_reduce table: rows of (size, busbw) (algbw and time are filler)."""
+    out = ["#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong",
+           "#  (B)  (elements)  (us)  (GB/s)  (GB/s)  (us)  (GB/s)  (GB/s)"]
+    out += ["%d  %d  float  sum  -1  100.0  %.2f  %.2f  0  100.0  %.2f  %.2f  0" % (s, s // 4, b, b, b, b) for s, b in rows]
+    if finished:
+        out += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : %s" % avg, "#"]
+    return "\n".join(out) + "\n"
+
+
+GUIDE_TCPX = _fixture("nccl_tests", "guide_tcpx_all_gather.txt")     # avg 29.83 GB/s, 70.87 GB/s at 512M
+GUIDE_TCPXO = _fixture("nccl_tests", "guide_tcpxo_all_gather.txt")   # avg 22.45 GB/s, 122.14 GB/s at 1G
+GUIDE_IB = _fixture("perftest", "guide_ib_write_bw_dmabuf.txt")       # 92.39 Gb/s at the largest size
+
+
+def _snapshot(nccl=None, ib=None, tolerance=0.0, kind="kubernetes"):
+    empty = {"resources": []}
+    base = snap.build_host("h", {}) if kind == "host" else snap.build_kubernetes("c", empty, empty, empty, empty, empty)
+    base["performance"] = dict(tolerance=tolerance, nccl=nccl, ib_write_bw=ib)
+    return base
+
+
+def _nccl(profile="tcpx", runs=None):
+    if runs is None:
+        runs = [dict(benchmark="all_gather", output=_info("GPUDirectTCPX_v7") + GUIDE_TCPX, stderr="", rc=0, error="")]
+    return dict(profile=profile, nodes=["gpu-0", "gpu-1"], runs=runs)
+
+
+def _ib(output=GUIDE_IB, rc=0, threshold=80.0, **extra):
+    return dict(dict(output=output, stderr="", rc=rc, error="", threshold_gbps=threshold, link_rate_gbps=100.0, device="mlx5_0",
+                     nodes=["bm-0", "bm-1"]), **extra)
+
+
+def _results(snapshot):
+    result = suite.validate(snapshot, phases=["performance"])
+    return result, dict((r["id"], r) for r in result["results"])
+
+
+def test_the_performance_checks_are_registered_in_the_performance_phase_only():
+    ids = [c["id"] for c in suite.checks() if c["phase"] == "performance"]
+    assert sorted(ids) == sorted(PERF_IDS)
+    # not run unless asked for: the default phases leave the performance phase out
+    default = suite.validate(_snapshot(_nccl(), _ib()))
+    assert not [r for r in default["results"] if r["phase"] == "performance"]
+
+
+def test_the_guide_tcpx_run_and_ib_write_bw_pass():
+    result, by_id = _results(_snapshot(_nccl(), _ib()))
+    assert [by_id[i]["status"] for i in PERF_IDS] == ["passed"] * 4, by_id
+    assert result["exit_status"] == 0
+    assert "all_gather: average bus bandwidth 29.8293 GB/s over 10 sizes, floor 25.0 GB/s (tcpx)" in by_id["perf.nccl_avg_busbw"]["evidence"][0]
+    assert "536870912 B bus bandwidth 70.87 GB/s, floor 50.0 GB/s" in by_id["perf.nccl_large_busbw"]["evidence"][0]
+    assert "Using network GPUDirectTCPX_v7 (2 rank line(s))" in by_id["perf.nccl_transport"]["evidence"][0]
+    assert "BW average 92.39 Gb/s at 8388608 B, floor 80.0 Gb/s" in by_id["perf.ib_write_bw"]["evidence"][0]
+
+
+def test_the_guide_tcpxo_run_fails_the_average_floor_with_cause_and_fix_but_passes_the_large_message_floor():
+    runs = [dict(benchmark="all_gather", output=_info("FasTrak") + GUIDE_TCPXO, rc=0)]
+    result, by_id = _results(_snapshot(_nccl("tcpxo", runs), _ib()))
+    avg = by_id["perf.nccl_avg_busbw"]
+    assert avg["status"] == "failed"
+    assert "average bus bandwidth 22.45 GB/s is below the 30 GB/s threshold" in avg["message"]
+    assert avg["cause"] == suite.CHECKS_BY_ID["perf.nccl_avg_busbw"].cause
+    assert avg["fix"].startswith("role gpu_ops.cluster.gpudirect_installer, variable gpudirect_installer_gpudirect")
+    assert by_id["perf.nccl_large_busbw"]["status"] == "passed"   # 122.14 GB/s at 1G >= 100
+    assert by_id["perf.nccl_transport"]["status"] == "passed"
+    assert result["exit_status"] == 8
+
+
+@pytest.mark.parametrize("busbw, status", [(99.9, "failed"), (100.0, "passed"), (100.1, "passed")])
+def test_the_large_message_floor_is_inclusive_and_judged_at_the_profile_size(busbw, status):
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 29, 90.0), (2 ** 30, busbw)], avg=40.0)
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
+    check = by_id["perf.nccl_large_busbw"]
+    assert check["status"] == status, check
+    if status == "failed":
+        assert "bus bandwidth 99.9 GB/s at 1073741824 B is below the 100.0 GB/s large-message floor" in check["message"]
+        assert check["cause"] and check["fix"]
+
+
+@pytest.mark.parametrize("avg, status", [(29.99, "failed"), (30.0, "passed")])
+def test_the_average_floor_is_inclusive(avg, status):
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 30, 120.0)], avg=avg)
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
+    assert by_id["perf.nccl_avg_busbw"]["status"] == status
+
+
+def test_the_stated_tolerance_lowers_every_floor_and_is_shown():
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 30, 96.0)], avg=28.6)
+    nccl = _nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])
+    ib = _ib(threshold=96.0)   # 92.39 Gb/s measured
+    _result, strict = _results(_snapshot(copy.deepcopy(nccl), copy.deepcopy(ib)))
+    assert [strict[i]["status"] for i in ("perf.nccl_avg_busbw", "perf.nccl_large_busbw", "perf.ib_write_bw")] == ["failed"] * 3
+    _result, tolerant = _results(_snapshot(nccl, ib, tolerance=0.05))
+    assert [tolerant[i]["status"] for i in ("perf.nccl_avg_busbw", "perf.nccl_large_busbw", "perf.ib_write_bw")] == ["passed"] * 3
+    assert "5% tolerance" in tolerant["perf.nccl_avg_busbw"]["evidence"][0]
+    assert "5% tolerance" in tolerant["perf.ib_write_bw"]["evidence"][0]
+
+
+@pytest.mark.parametrize("net", ["Socket", "IB"])
+def test_a_fallback_to_ncc_own_transport_fails_the_transport_check(net):
+    runs = [dict(benchmark="all_gather", output=_info(net) + "gpu-0 NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n" + GUIDE_TCPX, rc=0)]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    check = by_id["perf.nccl_transport"]
+    assert check["status"] == "failed"
+    assert "all_gather: NCCL used %s instead of the GPUDirectTCPX plugin (a fallback of NCCL itself)" % net in check["message"]
+    assert check["cause"] == suite.CHECKS_BY_ID["perf.nccl_transport"].cause and check["fix"]
+
+
+def test_one_rank_on_sockets_fails_the_transport_check_even_when_the_other_loaded_the_plugin():
+    output = "r0 NCCL INFO Using network gIB\nr1 NCCL INFO Using network Socket\n" + GUIDE_TCPX
+    _result, by_id = _results(_snapshot(_nccl("rdma", [dict(benchmark="all_gather", output=output, rc=0)])))
+    assert by_id["perf.nccl_transport"]["status"] == "failed"
+    assert "NCCL used Socket instead of the gIB plugin" in by_id["perf.nccl_transport"]["message"]
+
+
+def test_the_wrong_plugin_for_the_profile_fails():
+    runs = [dict(benchmark="all_gather", output=_info("GPUDirectTCPX_v7") + GUIDE_TCPXO, rc=0)]
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", runs)))
+    assert by_id["perf.nccl_transport"]["status"] == "failed"
+    assert "NCCL used GPUDirectTCPX_v7 instead of the FasTrak plugin" in by_id["perf.nccl_transport"]["message"]
+
+
+# ---- never a pass: missing, truncated, errored, timed out --------------------------------------------------
+
+TRUNCATED = _info("GPUDirectTCPX_v7") + GUIDE_TCPX.split("# Out of bounds")[0]
+
+
+@pytest.mark.parametrize("run, text", [
+    (dict(output="", rc=None, error=""), "no output was captured"),
+    (dict(output=None, rc=None, error="Failed to execute on pod nccl-test-host-1"), "the run could not complete: Failed to execute"),
+    (dict(output=TRUNCATED, rc=137, error=""), "truncated: no '# Avg bus bandwidth' line"),
+    (dict(output=_info("GPUDirectTCPX_v7") + "NCCL WARN NET/Socket : no interface found\n", rc=1, error=""), "no nccl-tests result table"),
+    (dict(output=_info("GPUDirectTCPX_v7") + GUIDE_TCPX, rc=124, error=""), "nccl-tests exited with code 124"),
+])
+def test_a_missing_truncated_or_failed_nccl_run_is_other_never_a_pass(run, text):
+    run = dict(run, benchmark="all_gather")
+    result, by_id = _results(_snapshot(_nccl("tcpx", [run])))
+    for check_id in ("perf.nccl_avg_busbw", "perf.nccl_large_busbw"):
+        assert by_id[check_id]["status"] == "other", by_id[check_id]
+        assert text in by_id[check_id]["message"], by_id[check_id]["message"]
+    assert by_id["perf.nccl_transport"]["status"] != "passed" or run["output"]
+    assert result["exit_status"] == 9 and not result["summary"]["ok"]
+
+
+def test_a_log_without_nccl_info_lines_cannot_show_the_transport():
+    runs = [dict(benchmark="all_gather", output=GUIDE_TCPX, rc=0)]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    assert by_id["perf.nccl_transport"]["status"] == "other"
+    assert "no 'NCCL INFO Using network' line" in by_id["perf.nccl_transport"]["message"]
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "passed"
+
+
+def test_a_run_below_the_large_message_size_is_other():
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 29, 150.0)], avg=95.0)
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
+    assert by_id["perf.nccl_large_busbw"]["status"] == "other"
+    assert "largest message is 536870912 B, below the 1073741824 B" in by_id["perf.nccl_large_busbw"]["message"]
+
+
+@pytest.mark.parametrize("ib, text", [
+    (_ib(output="", rc=None, error=""), "no output was captured"),
+    (_ib(output="Couldn't connect to 10.0.0.3:18515\n", rc=1), "no ib_write_bw result table"),
+    (_ib(rc=137), "ib_write_bw exited with code 137"),
+    (_ib(threshold=None), "no floor was recorded"),
+    (dict(error="Pod rdma-test-server is not ready after 600 s"), "the probe could not run: Pod rdma-test-server is not ready"),
+])
+def test_a_missing_or_failed_ib_write_bw_is_other(ib, text):
+    result, by_id = _results(_snapshot(None, ib))
+    assert by_id["perf.ib_write_bw"]["status"] == "other"
+    assert text in by_id["perf.ib_write_bw"]["message"], by_id["perf.ib_write_bw"]["message"]
+    assert result["exit_status"] in (8, 9) and result["exit_status"] != 0
+
+
+def test_ib_write_bw_below_the_floor_fails_with_cause_and_fix():
+    _result, by_id = _results(_snapshot(None, _ib(threshold=93.0)))
+    check = by_id["perf.ib_write_bw"]
+    assert check["status"] == "failed"
+    assert "BW average 92.39 Gb/s at 8388608 B is below the 93.0 Gb/s floor" in check["message"]
+    assert check["fix"].startswith("role gpu_ops.cluster.gpu_operator, variable gpu_operator_rdma")
+
+
+def test_no_captured_performance_output_is_other_and_a_probe_not_asked_for_is_skipped_with_its_reason():
+    bare = snap.build_kubernetes("c", {"resources": []}, {"resources": []}, {"resources": []}, {"resources": []}, {"resources": []})
+    _result, by_id = _results(bare)
+    assert set(r["status"] for r in by_id.values()) == {"other"}
+    reason = "validate_performance_nccl is empty: no NCCL probe was asked for"
+    _result, by_id = _results(_snapshot(dict(skipped=reason), _ib()))
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "skipped" and reason in by_id["perf.nccl_avg_busbw"]["message"]
+    assert by_id["perf.ib_write_bw"]["status"] == "passed"
+    # a probe that could not run (pods never ready, refused) is other, with its message
+    _result, by_id = _results(_snapshot(dict(error="Step nccl: Pod default/x is not ready after 30 s"), None))
+    assert by_id["perf.nccl_transport"]["status"] == "other"
+    assert "the probe could not run: Step nccl: Pod default/x is not ready" in by_id["perf.nccl_transport"]["message"]
+    assert by_id["perf.ib_write_bw"]["status"] == "other"
+
+
+def test_a_host_target_skips_the_performance_checks_with_the_reason():
+    _result, by_id = _results(_snapshot(_nccl(), _ib(), kind="host"))
+    assert set(r["status"] for r in by_id.values()) == {"skipped"}
+    assert "the performance probes run on a Kubernetes cluster's nodes" in by_id["perf.ib_write_bw"]["message"]
+
+
+@pytest.mark.parametrize("tolerance", [-0.1, 1.0, "5%", True])
+def test_a_bad_tolerance_is_other(tolerance):
+    _result, by_id = _results(_snapshot(_nccl(), _ib(), tolerance=tolerance))
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "other"
+    assert "performance.tolerance must be a fraction" in by_id["perf.nccl_avg_busbw"]["message"]
+
+
+def test_numbers_recorded_as_text_by_templated_facts_are_read():
+    runs = [dict(benchmark="all_gather", output=_info("GPUDirectTCPX_v7") + GUIDE_TCPX, rc="0", error="")]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs), _ib(rc="0", threshold="80.0")))
+    assert [by_id[i]["status"] for i in PERF_IDS] == ["passed"] * 4
+    _result, by_id = _results(_snapshot(None, _ib(rc="137", threshold="80.0")))
+    assert by_id["perf.ib_write_bw"]["status"] == "other" and "exited with code 137" in by_id["perf.ib_write_bw"]["message"]
+
+
+@pytest.mark.parametrize("threshold, status", [(92.39, "passed"), (92.4, "failed")])
+def test_the_ib_write_bw_floor_is_inclusive(threshold, status):
+    _result, by_id = _results(_snapshot(None, _ib(threshold=threshold)))
+    assert by_id["perf.ib_write_bw"]["status"] == status
+
+
+def test_a_large_message_failure_within_a_tolerance_says_so():
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 30, 80.0)], avg=40.0)
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)]), tolerance=0.1))
+    assert by_id["perf.nccl_large_busbw"]["status"] == "failed"
+    assert "below the 100.0 GB/s large-message floor (10% tolerance)" in by_id["perf.nccl_large_busbw"]["message"]
+
+
+def test_the_in_place_bus_bandwidth_stands_in_when_out_of_place_is_n_a():
+    table = _table([(2 ** 20, 40.0), (2 ** 30, 120.0)], avg=40.0)
+    rows = table.splitlines()
+    cells = rows[-4].split()
+    cells[7] = "N/A"   # the out-of-place busbw of the 1G row
+    rows[-4] = "  ".join(cells)
+    output = _info("FasTrak") + "\n".join(rows) + "\n"
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
+    assert by_id["perf.nccl_large_busbw"]["status"] == "passed", by_id["perf.nccl_large_busbw"]
+    assert "1073741824 B bus bandwidth 120.0 GB/s" in by_id["perf.nccl_large_busbw"]["evidence"][-1]
+
+
+def test_a_table_cut_before_its_average_line_is_other():
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 30, 120.0)], avg=40.0).split("# Avg bus", maxsplit=1)[0]
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "other"
+    assert "truncated" in by_id["perf.nccl_avg_busbw"]["message"]
+
+
+def test_the_transport_of_a_run_that_could_not_complete_is_other_with_its_message():
+    runs = [dict(benchmark="all_gather", output=_info("GPUDirectTCPX_v7"), rc=None, error="exec timed out after 1200 s")]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    # its log shows which plugin NCCL loaded, so the transport is judged; its bandwidth is not
+    assert by_id["perf.nccl_transport"]["status"] == "passed"
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "other"
+    runs = [dict(benchmark="all_gather", output="", rc=None, error="exec timed out after 1200 s")]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    assert by_id["perf.nccl_transport"]["status"] == "other"
+    assert "the run could not complete: exec timed out after 1200 s" in by_id["perf.nccl_transport"]["message"]
