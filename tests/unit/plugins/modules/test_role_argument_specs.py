@@ -46,6 +46,7 @@ FREE_FORM = {
     "mps_ack_exempt_labels": "labels, checked by the names rule",
     "mig_manager_node_selector": "labels, checked by the names rule",
     "mig_manager_parted_config": "a mig-parted document (or a mig_profile result), checked by mig_manager_problems",
+    "validate_mig_parted_config": "a mig-parted ConfigMap or document, checked by the snapshot's mig_parted reader",
     "gpu_operator_values": "chart values, checked against the chart version's keys",
     "gpu_operator_mig.config": "a mig-parted document, checked by gpu_operator_plan",
     "gpu_operator_driver_pools.node_selector": "labels, checked by the names rule in gpu_operator_plan",
