@@ -10,6 +10,7 @@ lines); without performance in validate_phases nothing is written even with a pr
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -163,6 +164,33 @@ def test_a_probe_whose_run_cannot_complete_is_other_and_removed(run_playbook, k8
         assert tests[check_id]["status"] == "other", tests[check_id]
     assert "could not complete" in tests["perf.nccl_avg_busbw"]["message"]
     _assert_labelled_and_gone(k8s_double)
+
+
+def test_the_probes_an_interrupted_run_left_are_removed_by_the_next_run(run_playbook, k8s_double, tmp_path):
+    """A run killed before its roles' always leaves its vperf-* objects; the next performance run deletes them (only
+    objects named vperf-*, managed by gpu_ops.cluster and older than the probe timeout) before it starts its own probes."""
+    _seed(k8s_double)
+    managed = {"app.kubernetes.io/managed-by": "gpu_ops.cluster"}
+    pod = {"containers": [{"name": "c", "image": "busybox:1.36"}]}
+    k8s_double.put({"apiVersion": "v1", "kind": "Pod", "spec": pod, "metadata": {
+        "name": "vperf-0000abcd-test-host-0", "namespace": "default", "labels": dict(managed, **{"app.kubernetes.io/instance": "vperf-0000abcd-test"})}})
+    k8s_double.put({"apiVersion": "v1", "kind": "ConfigMap", "data": {"hostfile": "x"}, "metadata": {
+        "name": "vperf-0000abcd-test-hostfile", "namespace": "default", "labels": managed}})
+    # not the validator's: another gpu_ops.cluster workload, and a vperf-named pod nobody labelled
+    k8s_double.put({"apiVersion": "v1", "kind": "Pod", "spec": pod, "metadata": {"name": "trainer", "namespace": "default", "labels": managed}})
+    k8s_double.put({"apiVersion": "v1", "kind": "Pod", "spec": pod, "metadata": {"name": "vperf-users-own", "namespace": "default"}})
+    # a run that started 60 s ago may still be in flight (another controller): its probe stays
+    in_flight = "vperf-%08x-test-host-0" % (int(time.time()) - 60)
+    k8s_double.put({"apiVersion": "v1", "kind": "Pod", "spec": pod, "metadata": {"name": in_flight, "namespace": "default", "labels": managed}})
+    k8s_double.script_exec(r"^vperf-[0-9a-f]{8}-test-host-1$", RUN, stdout=INFO % ("GPUDirectTCPX_v7", "GPUDirectTCPX_v7") + GUIDE_TCPX)
+    _run(run_playbook, k8s_double, tmp_path / "out").assert_ok()
+    deleted = [(w.kind, w.name) for w in k8s_double.writes() if w.verb == "delete"]
+    assert ("Pod", "vperf-0000abcd-test-host-0") in deleted and ("ConfigMap", "vperf-0000abcd-test-hostfile") in deleted
+    # the leftovers went before this run created anything
+    first_create = min(i for i, w in enumerate(k8s_double.writes()) if w.verb == "create" and not w.subresource)
+    assert [i for i, w in enumerate(k8s_double.writes()) if (w.kind, w.name) == ("Pod", "vperf-0000abcd-test-host-0")][0] < first_create
+    assert sorted(p["metadata"]["name"] for p in k8s_double.list("Pod", "default")) == sorted(["trainer", "vperf-users-own", in_flight])
+    assert [c["metadata"]["name"] for c in k8s_double.list("ConfigMap", "default") if c["metadata"]["name"].startswith("vperf-")] == []
 
 
 def test_without_the_performance_phase_nothing_is_written_even_with_a_probe_configured(run_playbook, k8s_double, tmp_path):
