@@ -195,6 +195,9 @@ PROFILES = {
 PROFILE_NAMES = sorted(PROFILES)
 
 # Interface naming in GKE multi-network pods.
+# the Kubernetes objects of GKE multi-networking (GKENetworkParamSet, Network) and a NIC's default device mode
+NETWORK_API_GROUP = "networking.gke.io"
+DEFAULT_DEVICE_MODE = "NetDevice"
 INTERFACE_PREFIX = "eth"
 CONTROL_INTERFACE = "eth0"
 DEFAULT_NETWORK = "default"

@@ -58,9 +58,9 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter impor
 NETWORK = "network"
 SUBNETWORK = "subnetwork"
 FIREWALL = "firewall"
-API_GROUP = "networking.gke.io"
+API_GROUP = gpudirect.NETWORK_API_GROUP
 API_VERSION = API_GROUP + "/v1"
-DEFAULT_DEVICE_MODE = "NetDevice"
+DEFAULT_DEVICE_MODE = gpudirect.DEFAULT_DEVICE_MODE
 # GPU NIC profiles this module builds (the catalog's, each with its fabric layout)
 NETDEVICE_PROFILES = tuple(n for n in gpudirect.PROFILE_NAMES if gpudirect.PROFILES[n]["layout"] == "vpc-per-nic")
 RDMA_PROFILES = tuple(n for n in gpudirect.PROFILE_NAMES if gpudirect.PROFILES[n]["layout"] == "rdma")

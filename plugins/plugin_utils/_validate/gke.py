@@ -10,7 +10,8 @@ A node's profile is the catalog profile whose machine types hold its instance ty
 ``rdma-a4x`` (A4X) are told apart, so each is held to its own NIC count, installer image and interfaces.
 Every fact (machines, GPUs per node, version gates, releases, DaemonSet names, annotations, volumes, NCCL
 environment, MTU, the RDMA Network names and device modes) is read from ``_catalog/gke_gpudirect.py``,
-``_catalog/nccl.py`` and the fabric engine ``_gcp/multinetwork.py``; the TCPX/TCPXO settings an RDMA workload
+``_catalog/nccl.py`` (not from the fabric engine: the filter that loads this file would import the cloud clients
+with it, in every worker that templates a filter of the collection); the TCPX/TCPXO settings an RDMA workload
 refuses from ``_gpudirect_workload.rdma_conflicts`` (the ``gpudirect_conflicts`` filter); nothing is copied.
 """
 
@@ -21,7 +22,6 @@ import json
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gd
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import GPU_RESOURCE, MIG_CONFIG_LABEL
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpudirect_workload as workload
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpu_sharing import pod_gpu_requests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, register
@@ -334,7 +334,7 @@ def rdma_networks(view):
     networks = _by_object_name(view.kubernetes("networks"))
     evidence, problems = [], []
     for profile in profiles:
-        wanted = [(gd.RDMA_GVNIC_NETWORK, multinetwork.DEFAULT_DEVICE_MODE)]
+        wanted = [(gd.RDMA_GVNIC_NETWORK, gd.DEFAULT_DEVICE_MODE)]
         wanted += [(name, gd.PROFILES[profile]["device_mode"]) for name in gd.rdma_network_names(profile)]
         for name, mode in wanted:
             params, network = param_sets.get(name), networks.get(name)
@@ -348,7 +348,7 @@ def rdma_networks(view):
             ref = ((network or {}).get("spec") or {}).get("parametersRef") or {}
             if network is None:
                 problems.append("Network %s not found (%s needs it)" % (name, profile))
-            elif (ref.get("group"), ref.get("kind"), ref.get("name")) != (multinetwork.API_GROUP, "GKENetworkParamSet", name):
+            elif (ref.get("group"), ref.get("kind"), ref.get("name")) != (gd.NETWORK_API_GROUP, "GKENetworkParamSet", name):
                 problems.append("Network %s does not refer to GKENetworkParamSet %s (parametersRef %s)" % (
                     name, name, json.dumps(ref, sort_keys=True)))
     return evidence, sorted(set(problems), key=problems.index)

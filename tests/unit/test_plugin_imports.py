@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What loading the collection's filter plugins costs a worker (issue #22).
+
+The first template of a task that names any ``gpu_ops.cluster`` filter makes ansible-core load every filter file of
+the collection, in the forked worker that runs the task. A filter file that imports a cloud or Kubernetes client
+makes each such worker pay that import (about 0.1-0.2 s here); the filters need none of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ansible_collections.gpu_ops.cluster.plugins.filter import validate as validate_filter
+
+FILTERS = Path(validate_filter.__file__).parent
+# the folder that holds ansible_collections/ (not resolved: the collection may be a symlink into it)
+HOLDER = Path(validate_filter.__file__).parents[5]
+# client libraries the modules and engines use; none is a filter's business
+HEAVY = ("requests", "urllib3", "google.auth", "google.oauth2", "cryptography", "kubernetes", "azure")
+
+PROBE = """
+import importlib, json, sys
+for name in sys.argv[1:]:
+    importlib.import_module("ansible_collections.gpu_ops.cluster.plugins.filter." + name)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def loaded_modules(names):
+    """The modules a fresh interpreter holds after importing the filter files ``names``."""
+    proc = subprocess.run([sys.executable, "-c", PROBE] + list(names), capture_output=True, text=True, check=False,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(HOLDER)))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def heavy_of(modules):
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_loading_every_filter_file_imports_no_client_library():
+    names = sorted(p.stem for p in FILTERS.glob("*.py") if p.stem != "__init__")
+    assert "validate" in names and len(names) > 5
+    assert heavy_of(loaded_modules(names)) == []
+
+
+def test_the_probe_sees_a_client_library_when_one_is_imported():
+    # the check above would pass on a probe that saw nothing: the same probe sees the fabric engine's clients
+    proc = subprocess.run([sys.executable, "-c", PROBE.replace(
+        '"ansible_collections.gpu_ops.cluster.plugins.filter." + name', "name"),
+        "ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.multinetwork"],
+        capture_output=True, text=True, check=False, timeout=120, env=dict(os.environ, PYTHONPATH=str(HOLDER)))
+    assert proc.returncode == 0, proc.stderr
+    assert "requests" in heavy_of(json.loads(proc.stdout))
