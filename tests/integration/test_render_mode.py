@@ -69,9 +69,9 @@ def _run_from_repository_copy(tmp_path, *args):
 
 
 def _outputs(result):
-    """The task results a user reads: every result but the skipped ones and the role argument checks."""
-    return [r for r in result.results if r["status"] != "skipped" and r["action"] != "ansible.builtin.validate_argument_spec"
-            and r["action"] != "validate_argument_spec"]
+    """The task results a user reads: every result but the skipped ones, the role argument checks and the includes."""
+    return [r for r in result.results if r["status"] != "skipped" and r["action"].rsplit(".", 1)[-1] not in (
+        "validate_argument_spec", "include_tasks", "include_role")]
 
 
 # ------------------------------------------------------------------ (a) not without -e gpu_ops_render_dir
