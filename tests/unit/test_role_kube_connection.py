@@ -43,7 +43,7 @@ def _tasks(node):
 
 # the preflight's two templated includes, followed by hand (roles/preflight/README.md): a role's tasks/preflight.yml
 # includes roles/preflight/tasks/check.yml, which includes a read-only tasks file of the calling role
-PREFLIGHT_CHECK = "{{ role_path }}/../preflight/tasks/check.yml"
+PREFLIGHT_CHECK = "../../preflight/tasks/check.yml"
 PREFLIGHT_ROLE_TASKS = "{{ role_path }}/tasks/{{ preflight_tasks }}"
 
 
