@@ -65,11 +65,34 @@ def _secrets(value):
     return [value] if isinstance(value, str) and len(value) >= 4 else []
 
 
+def credential_strings(auth):
+    """The credentials among the connection options: api_key, password, proxy_headers and, of a kubeconfig given as a
+    dict, what its users hold (token, client key and certificate data, passwords, exec and auth-provider settings)."""
+    found = [s for key in ("api_key", "password", "proxy_headers") for s in _secrets(auth.get(key))]
+    kubeconfig = auth.get("kubeconfig")
+    if isinstance(kubeconfig, dict):
+        for user in kubeconfig.get("users") or []:
+            found.extend(_secrets(user.get("user") if isinstance(user, dict) else None))
+    return found
+
+
 def _scrub(text, secrets):
     text = to_text(text)
     for secret in sorted(set(secrets), key=len, reverse=True):
         text = text.replace(secret, "********")
     return text
+
+
+def same_python(interpreter, executable):
+    """Whether ``interpreter`` runs as ``executable``: the same binary in the same folder once links are resolved (a
+    virtual environment's python is a link to the base binary; its folder is what makes it that environment)."""
+    if not interpreter or not os.path.isabs(interpreter):
+        return False
+    try:
+        return (os.path.realpath(interpreter) == os.path.realpath(executable)
+                and os.path.realpath(os.path.dirname(interpreter)) == os.path.realpath(os.path.dirname(executable)))
+    except OSError:  # pragma: no cover
+        return False
 
 
 def _query(raw, index):
@@ -136,8 +159,7 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="k8s_objects_info: %s" % to_text(exc.message if hasattr(exc, "message") else exc))
             return result
 
-        secrets = [s for key, value in auth.items() if key in ("kubeconfig", "api_key", "password", "proxy_headers")
-                   for s in _secrets(value)]
+        secrets = credential_strings(auth)
         why_not = self._why_not_in_worker(task_vars)
         if why_not:
             result["in_worker"] = False
@@ -181,7 +203,7 @@ class ActionModule(ActionBase):
         interpreter = task_vars.get("ansible_python_interpreter")
         if interpreter is not None:
             interpreter = self._templar.template(interpreter)
-        if not isinstance(interpreter, str) or os.path.abspath(interpreter) != os.path.abspath(sys.executable):
+        if not isinstance(interpreter, str) or not same_python(interpreter, sys.executable):
             return "the interpreter is not the controller's Python (%s)" % sys.executable
         return ""
 

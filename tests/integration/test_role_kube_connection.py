@@ -167,3 +167,62 @@ def test_nvidia_device_plugin_helm_release_uses_the_role_connection(run_playbook
     assert helm["changed"]  # the context reaches helm as HELM_KUBECONTEXT, the kubeconfig as KUBECONFIG
     assert [s for s in helm_k8s.list("Secret", "nvidia-device-plugin") if s.get("type") == "helm.sh/release.v1"]
     assert helm_k8s.get("DaemonSet", "nvidia-device-plugin", "nvidia-device-plugin") is not None
+
+
+# ---------------------------------------------------------------- the reads in the worker (gpu_ops.cluster.k8s_objects_info)
+def _read_in_worker(result):
+    record = [r for r in result.results if r["task"].endswith("Read the objects of step 10-connection to skip those already in place")]
+    assert len(record) == 1, result.output
+    return record[0]["result"]
+
+
+def _in_place(result):
+    """Whether the step's kubernetes.core.k8s call was skipped (every object in place)."""
+    [call] = [r for r in result.results if r["action"] == "kubernetes.core.k8s"]
+    return all(item.get("skipped") for item in call["result"]["results"])
+
+
+def test_the_read_in_the_worker_uses_the_same_connection_as_kubernetes_core(run_playbook, k8s_double, tmp_path):
+    """apply_kubeconfig + apply_context, a play's module_defaults and K8S_AUTH_* all reach the double from the worker."""
+    kubeconfig = _two_contexts(k8s_double, tmp_path)
+    env = _no_default_cluster(tmp_path)
+    run_playbook(_apply(kubeconfig, "gpu"), env=env).assert_ok()
+
+    k8s_double.clear_requests()
+    result = run_playbook(_apply(kubeconfig, "gpu"), env=env, verbosity=3).assert_ok()
+    read = _read_in_worker(result)
+    assert read["in_worker"] and _in_place(result)
+    assert [(r.verb, r.kind) for r in k8s_double.requests() if r.verb != "discovery"] == [("get", "Namespace"), ("get", "ConfigMap")]
+    assert k8s_double.token not in result.stdout + result.stderr
+
+    # module_defaults of group/kubernetes.core.k8s (kubeconfig) and of kubernetes.core.k8s_info (context)
+    defaults = {"group/kubernetes.core.k8s": {"kubeconfig": kubeconfig}, "kubernetes.core.k8s_info": {"context": "gpu"},
+                "kubernetes.core.k8s": {"context": "gpu"}}
+    result = run_playbook(_play("apply", {"apply_step": "10-connection", "apply_manifests": CONFIGMAP},
+                                tasks_from="manifests", module_defaults=defaults), env=env).assert_ok()
+    assert _read_in_worker(result)["in_worker"] and _in_place(result)
+
+    # the K8S_AUTH_* environment, as kubernetes.core reads it
+    result = run_playbook(_apply(), env=_no_default_cluster(tmp_path, K8S_AUTH_KUBECONFIG=kubeconfig,
+                                                             K8S_AUTH_CONTEXT="gpu")).assert_ok()
+    assert _read_in_worker(result)["in_worker"] and _in_place(result)
+
+
+def test_a_wrong_context_fails_the_read_with_a_clear_message_and_no_secret(run_playbook, k8s_double, tmp_path):
+    kubeconfig = _two_contexts(k8s_double, tmp_path)
+    env = _no_default_cluster(tmp_path)
+
+    result = run_playbook(_apply(kubeconfig, "no-such-context"), env=env, verbosity=3).assert_failed()
+
+    [failed] = result.failed
+    assert failed["task"].endswith("Read the objects of step 10-connection to skip those already in place")
+    message = failed["result"]["msg"]
+    assert message.startswith("k8s_objects_info: Could not create API client:") and "no-such-context" in message, message
+    assert k8s_double.token not in result.stdout + result.stderr
+    assert k8s_double.requests() == []
+    # as a dict: the kubeconfig's contents (its token) appear nowhere either
+    with open(kubeconfig, encoding="utf-8") as handle:
+        as_dict = yaml.safe_load(handle)
+    result = run_playbook(_apply(as_dict, "no-such-context"), env=env, verbosity=3).assert_failed()
+    assert "no-such-context" in result.failed[0]["result"]["msg"]
+    assert k8s_double.token not in result.stdout + result.stderr
