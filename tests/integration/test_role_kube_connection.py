@@ -171,7 +171,7 @@ def test_nvidia_device_plugin_helm_release_uses_the_role_connection(run_playbook
 
 # ---------------------------------------------------------------- the reads in the worker (gpu_ops.cluster.k8s_objects_info)
 def _read_in_worker(result):
-    record = [r for r in result.results if r["task"].endswith("Read the objects of step 10-connection to skip those already in place")]
+    record = [r for r in result.results if r["task"].endswith("Read the objects to skip those already in place in step 10-connection")]
     assert len(record) == 1, result.output
     return record[0]["result"]
 
@@ -203,8 +203,8 @@ def test_the_read_in_the_worker_uses_the_same_connection_as_kubernetes_core(run_
     assert _read_in_worker(result)["in_worker"] and _in_place(result)
 
     # the K8S_AUTH_* environment, as kubernetes.core reads it
-    result = run_playbook(_apply(), env=_no_default_cluster(tmp_path, K8S_AUTH_KUBECONFIG=kubeconfig,
-                                                             K8S_AUTH_CONTEXT="gpu")).assert_ok()
+    auth_env = _no_default_cluster(tmp_path, K8S_AUTH_KUBECONFIG=kubeconfig, K8S_AUTH_CONTEXT="gpu")
+    result = run_playbook(_apply(), env=auth_env).assert_ok()
     assert _read_in_worker(result)["in_worker"] and _in_place(result)
 
 
@@ -215,7 +215,7 @@ def test_a_wrong_context_fails_the_read_with_a_clear_message_and_no_secret(run_p
     result = run_playbook(_apply(kubeconfig, "no-such-context"), env=env, verbosity=3).assert_failed()
 
     [failed] = result.failed
-    assert failed["task"].endswith("Read the objects of step 10-connection to skip those already in place")
+    assert failed["task"].endswith("Read the objects to skip those already in place in step 10-connection")
     message = failed["result"]["msg"]
     assert message.startswith("k8s_objects_info: Could not create API client:") and "no-such-context" in message, message
     assert k8s_double.token not in result.stdout + result.stderr
