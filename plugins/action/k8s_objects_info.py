@@ -37,6 +37,7 @@ try:
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.service import K8sService
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.waiter import get_waiter
+    from kubernetes.config import kube_config as _kube_config
     from kubernetes.dynamic.exceptions import ResourceNotFoundError, ResourceNotUniqueError
     from kubernetes.dynamic.resource import ResourceInstance
     IMPORT_ERROR = None
@@ -127,6 +128,12 @@ def _query(raw, index):
     return query
 
 
+def _remove_temp_files():
+    cleanup = getattr(_kube_config, "_cleanup_temp_files", None)
+    if cleanup is not None:
+        cleanup()
+
+
 def _module_condition(condition):
     """The wait_condition as kubernetes.core.k8s's argument spec hands it to its waiter (status defaults to True)."""
     if not condition:
@@ -194,6 +201,8 @@ class ActionModule(ActionBase):
     def _why_not_in_worker(self, task_vars):
         if IMPORT_ERROR is not None:
             return "the controller cannot import the kubernetes client: %s" % IMPORT_ERROR
+        if _with_defaults is None:  # pragma: no cover - every supported ansible-core line has it
+            return "this ansible-core cannot resolve the module_defaults of %s" % INFO_MODULE
         if self._connection.transport != "local":
             return "connection %s is not local" % self._connection.transport
         if self._task.delegate_to:
@@ -236,6 +245,9 @@ class ActionModule(ActionBase):
         finally:
             os.environ.clear()
             os.environ.update(saved)
+            # the client writes a kubeconfig's certificate and key data to temporary files, removed at exit by atexit;
+            # an Ansible worker leaves through os._exit, which runs no atexit handler: remove them here
+            _remove_temp_files()
         return self._finish(result, results)
 
     @staticmethod

@@ -14,7 +14,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT
+from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT, K8sDouble
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import chart_path
 
 NAMESPACE = "kube-connection"
@@ -226,3 +226,19 @@ def test_a_wrong_context_fails_the_read_with_a_clear_message_and_no_secret(run_p
     result = run_playbook(_apply(as_dict, "no-such-context"), env=env, verbosity=3).assert_failed()
     assert "no-such-context" in result.failed[0]["result"]["msg"]
     assert k8s_double.token not in result.stdout + result.stderr
+
+
+def test_the_read_in_the_worker_leaves_no_certificate_file_behind(run_playbook, tmp_path):
+    """The kubernetes client writes a kubeconfig's certificate data to temporary files and removes them at exit through
+    atexit, which an Ansible worker (os._exit) never runs: the read removes them itself."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    with K8sDouble(tls=True) as double:
+        kubeconfig = double.write_kubeconfig(str(tmp_path / "tls.yaml"), context="gpu")
+        result = run_playbook(_apply(kubeconfig, "gpu"), env=_no_default_cluster(tmp_path, TMPDIR=str(temp))).assert_ok()
+        assert _read_in_worker(result)["in_worker"]
+        assert double.get("ConfigMap", "reached", NAMESPACE) is not None
+        with open(double.ca_file, encoding="ascii") as handle:
+            ca = handle.read().strip()
+    left = [str(p) for p in temp.rglob("*") if p.is_file() and ca in p.read_text(errors="replace")]
+    assert left == [], "certificate data left in temporary files"
