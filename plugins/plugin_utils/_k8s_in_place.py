@@ -15,7 +15,7 @@ result that kubernetes.core.k8s would have returned for it (the objects as read)
 An object is in place only when (conservative: anything else is applied as today)
 - it exists;
 - its ``kubectl.kubernetes.io/last-applied-configuration`` annotation (what kubernetes.core's client-side
-  apply writes: the JSON of the manifest it sent, plugins/module_utils/apply.py ``annotate``) decodes to a
+  apply writes: the JSON of the manifest it sent, ``annotate`` in kubernetes.core 6.2.0 module_utils apply) decodes to a
   document equal to the desired manifest (``same``: strict types, so 1, 1.0, "1" and true all differ);
 - every field of the desired manifest is in the live object with an equal value (``covers``: dicts key by
   key, recursively, extra live keys allowed; lists element by element and of the same length);

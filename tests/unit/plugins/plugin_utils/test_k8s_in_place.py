@@ -26,7 +26,7 @@ NETWORK = {"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": 
 
 def _applied(desired, **extra):
     """The object as kubernetes.core's client-side apply leaves it (independent of the engine: the annotation is
-    json.dumps with separators=(",", ":") and sort_keys, as kubernetes.core 6.2.0 plugins/module_utils/apply.py writes)."""
+    json.dumps with separators=(",", ":") and sort_keys, as ``annotate`` of kubernetes.core 6.2.0 (its module_utils apply) writes)."""
     live = copy.deepcopy(desired)
     meta = live.setdefault("metadata", {})
     meta.update(uid="u-1", resourceVersion="7", creationTimestamp="2026-11-26T00:00:00Z")
