@@ -65,7 +65,8 @@ def _result(obj, live, ready=None):
 ])
 def test_same_is_strict(left, right, expected):
     assert _k8s_in_place.same(left, right) is expected
-    assert _k8s_in_place.same(right, left) is expected
+    swapped = (right, left)  # either way round
+    assert _k8s_in_place.same(*swapped) is expected
 
 
 @pytest.mark.parametrize("desired, live, expected", [
