@@ -5,13 +5,15 @@
 parsed as gpu_nodepool parses them (plugins/module_utils/_core/problems.py).
 
 Documentation: plugins/filter/k8s_name_problems.yml, k8s_manifest_problems.yml, k8s_objects.yml,
-k8s_apply_batches.yml, node_taint_tolerations.yml, k8s_not_ready.yml, k8s_wait_failure.yml.
+k8s_apply_batches.yml, node_taint_tolerations.yml, k8s_not_ready.yml, k8s_wait_failure.yml,
+k8s_apply_reads.yml, k8s_apply_in_place.yml (plugins/plugin_utils/_k8s_in_place.py).
 """
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_in_place
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_wait
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core import problems as _problems
@@ -42,6 +44,17 @@ def k8s_apply_batches(objects, wait_condition=None, wait_condition_kinds=(), lea
     """The kubernetes.core.k8s calls (list ``definition``, ``wait_condition``, ``label``) that send ``objects`` in order."""
     return filtered(AnsibleFilterError, "k8s_apply_batches", _k8s_names.apply_batches, plain(objects),
                     plain(wait_condition), plain(wait_condition_kinds), plain(leave_out))
+
+
+def k8s_apply_reads(batches, wait=False):
+    """The k8s_objects_info queries (one named read per object) for the calls of ``k8s_apply_batches``."""
+    return filtered(AnsibleFilterError, "k8s_apply_reads", _k8s_in_place.reads, plain(batches), bool(wait))
+
+
+def k8s_apply_in_place(batches, results, wait=False):
+    """The calls of ``k8s_apply_batches`` marked ``in_place`` (with the ``standin`` result) from the objects read."""
+    return filtered(AnsibleFilterError, "k8s_apply_in_place", _k8s_in_place.in_place, plain(batches), plain(results),
+                    bool(wait))
 
 
 def k8s_not_ready(obj):
@@ -85,6 +98,8 @@ class FilterModule:
             "k8s_manifest_problems": k8s_manifest_problems,
             "k8s_objects": k8s_objects,
             "k8s_apply_batches": k8s_apply_batches,
+            "k8s_apply_reads": k8s_apply_reads,
+            "k8s_apply_in_place": k8s_apply_in_place,
             "k8s_not_ready": k8s_not_ready,
             "k8s_wait_failure": k8s_wait_failure,
             "node_taint_tolerations": node_taint_tolerations,

@@ -139,6 +139,16 @@ def test_live_against_the_doubles(run_playbook, gcp_double, k8s_double):
         assert second.task("Read the DaemonSet " + daemonset)["status"] == "skipped"
         assert second.task("Wait for the GPU nodes of DaemonSet " + daemonset)["status"] == "skipped"
     assert [r.verb for r in k8s_double.requests(kind="Pod")] == ["list", "list"]
+    # every apply step finds its objects in place - one GET each, read in the Ansible worker - and skips its
+    # kubernetes.core.k8s call (before: one module process per step and a no-op patch per DaemonSet)
+    applies = second.tasks("Apply the manifests of step", action="kubernetes.core.k8s")
+    assert len(applies) == 3 and all(call.get("skipped") for task in applies for call in task["result"]["results"])
+    assert not [r for r in k8s_double.requests() if r.verb == "patch"]
+    objects = [(kind, o["metadata"]["name"]) for kind in ("GKENetworkParamSet", "Network") for o in k8s_double.list(kind)]
+    objects += [("DaemonSet", "nccl-tcpxo-installer"), ("DaemonSet", "device-injector")]
+    assert sorted((r.kind, r.name) for r in k8s_double.requests() if r.verb == "get") == sorted(objects)
+    reads = [t for t in second.tasks(action="gpu_ops.cluster.k8s_objects_info") if t["status"] == "ok"]
+    assert len(reads) == 6 and all(t["result"]["in_worker"] for t in reads)
 
     gcp_double.clear_log()
     down = run_playbook(TEARDOWN, extra_vars=extra, extra_args=("-i", INVENTORY), verbosity=3)

@@ -127,28 +127,132 @@ def test_creates_every_object_in_list_order(run_playbook, k8s_double):
     assert daemonset["status"]["desiredNumberScheduled"] == 1
 
 
-def test_rerun_changes_nothing_and_writes_nothing(run_playbook, k8s_double):
+# the play of PLAYBOOK, and what the role left in apply_result (what later tasks of a role read)
+SHOW_RESULT = [dict(PLAYBOOK[0], tasks=PLAYBOOK[0]["tasks"] + [
+    {"name": "Show apply_result", "ansible.builtin.debug": {"var": "apply_result"}}])]
+
+
+def _preread(result):
+    return result.task("Read the objects to skip those already in place in step 10-test")
+
+
+def _reads(double):
+    """The requests of a run, discovery aside."""
+    return [(r.verb, r.kind, r.name) for r in double.requests() if r.verb != "discovery"]
+
+
+def test_rerun_reads_each_object_once_skips_the_apply_and_writes_nothing(run_playbook, k8s_double):
     _gpu_node(k8s_double)
     _apply(run_playbook, k8s_double).assert_ok()
     before = _live(k8s_double)
     k8s_double.clear_requests()
 
-    result = _apply(run_playbook, k8s_double).assert_ok()
+    result = run_playbook(SHOW_RESULT, extra_vars={"test_manifests": MANIFESTS}, env=k8s_double.env()).assert_ok()
 
     assert not result.changed, [r["task"] for r in result.changed]
-    results = _object_results(result)
-    assert list(results) == KINDS and not any(r["changed"] for r in results.values())
-    requests = [r for r in k8s_double.requests() if r.verb != "discovery"]
-    assert requests, "the role did not contact the API double"
-    assert not [r for r in requests if r.verb in ("create", "update", "delete", "deletecollection")]
-    # kubernetes.core's client-side apply sends a merge patch only for objects holding lists
-    # (here the DaemonSet); it leaves the stored object untouched
-    patches = [r for r in requests if r.verb == "patch"]
-    assert [p.kind for p in patches] == ["DaemonSet"]
-    assert not any(p.changed for p in patches)
-    assert not k8s_double.writes() or all(not w.changed for w in k8s_double.writes())
+    # one GET per object, read in the worker; no kubernetes.core.k8s call (before: one call, a no-op patch)
+    assert _reads(k8s_double) == [("get", m["kind"], m["metadata"]["name"]) for m in MANIFESTS]
+    assert not k8s_double.writes() and not [r for r in k8s_double.requests() if r.verb == "patch"]
+    assert _preread(result)["result"]["in_worker"] is True
+    assert [c["status"] if "status" in c else ("skipped" if c.get("skipped") else "ran") for c in _calls(result)] == ["skipped"]
+    # apply_result holds what kubernetes.core.k8s would have returned: the objects as read
+    shown = result.task("Show apply_result")["result"]["apply_result"]
+    [call] = shown["results"]
+    assert call["in_place"] and not call["changed"] and [r["method"] for r in call["result"]["results"]] == ["apply"] * 5
+    assert [r["result"] for r in call["result"]["results"]] == _live(k8s_double)
     assert [o["metadata"]["resourceVersion"] for o in _live(k8s_double)] == \
         [o["metadata"]["resourceVersion"] for o in before]
+
+
+def test_rerun_with_a_satisfied_wait_condition_is_skipped_too(run_playbook, k8s_double):
+    _gpu_node(k8s_double)
+    waits = dict(test_wait=True, test_wait_timeout=30, test_wait_condition={"type": "Ready", "status": "True"},
+                 test_wait_condition_kinds=["Network", "GKENetworkParamSet"])
+    _apply(run_playbook, k8s_double, **waits).assert_ok()
+    k8s_double.clear_requests()
+
+    result = _apply(run_playbook, k8s_double, **waits).assert_ok()
+
+    # kubernetes.core's readiness checks hold on the objects read (the DaemonSet's ready counts, the Ready conditions)
+    assert [r.get("ready") for r in _preread(result)["result"]["results"]] == [True] * 5
+    assert all(c.get("skipped") for c in _calls(result)) and len(_calls(result)) == 2
+    assert _reads(k8s_double) == [("get", m["kind"], m["metadata"]["name"]) for m in MANIFESTS]
+
+
+def test_a_wait_condition_that_does_not_hold_yet_runs_the_apply(run_playbook, k8s_double):
+    _gpu_node(k8s_double)
+    _apply(run_playbook, k8s_double).assert_ok()
+
+    # same manifests, every object in place, but the Network's Ready condition never has this reason
+    result = _apply(run_playbook, k8s_double, test_wait=True, test_wait_timeout=2,
+                    test_wait_condition={"type": "Ready", "status": "True", "reason": "NotThisReason"},
+                    test_wait_condition_kinds=["Network"]).assert_failed()
+
+    ready = [r.get("ready") for r in _preread(result)["result"]["results"]]
+    assert ready == [True, True, True, True, False]
+    message = result.failed[0]["result"]["msg"]
+    assert message.startswith("Step 10-test: Network vpc1 is not ready after 2 s"), message
+    calls = _calls(result)
+    assert calls[0].get("skipped") and not calls[1].get("skipped"), "only the Network's call ran"
+
+
+def test_a_daemonset_that_is_not_ready_runs_the_apply_and_its_wait(run_playbook, k8s_double):
+    _gpu_node(k8s_double, "gke-a3-pool-0")
+    _apply(run_playbook, k8s_double, manifests=MANIFESTS[:3], test_wait=True, test_wait_timeout=10).assert_ok()
+    _gpu_node(k8s_double, "gke-a3-pool-1")
+    k8s_double.never_ready("gke-a3-pool-1")
+
+    result = _apply(run_playbook, k8s_double, manifests=MANIFESTS[:3], test_wait=True, test_wait_timeout=2).assert_failed()
+
+    assert [r.get("ready") for r in _preread(result)["result"]["results"]] == [True, True, False]
+    assert "DaemonSet %s/nic-installer is not ready after 2 s: 1 of 2 pods ready" % NAMESPACE in result.failed[0]["result"]["msg"]
+
+
+def test_a_missing_object_is_created_and_only_its_call_runs(run_playbook, k8s_double):
+    _gpu_node(k8s_double)
+    waits = dict(test_wait_condition={"type": "Ready", "status": "True"}, test_wait_condition_kinds=["Network"])
+    _apply(run_playbook, k8s_double, **waits).assert_ok()
+    k8s_double.remove("ConfigMap", "nccl-env", NAMESPACE)
+    k8s_double.clear_requests()
+
+    result = _apply(run_playbook, k8s_double, **waits).assert_ok()
+
+    assert [(w.verb, w.kind) for w in k8s_double.writes() if w.changed] == [("create", "ConfigMap")]
+    calls = _calls(result)
+    assert not calls[0].get("skipped") and calls[1].get("skipped")
+    assert calls[0]["item"]["not_in_place"] == ["ConfigMap/%s/nccl-env: absent" % NAMESPACE]
+    assert k8s_double.get("ConfigMap", "nccl-env", NAMESPACE)["data"]["NCCL_DEBUG"] == "INFO"
+
+
+def test_a_changed_manifest_is_applied_even_when_the_live_object_already_has_it(run_playbook, k8s_double):
+    _apply(run_playbook, k8s_double).assert_ok()
+    k8s_double.modify("ConfigMap", "nccl-env", lambda o: o["data"].update(NCCL_DEBUG="WARN"), NAMESPACE)
+    manifests = copy.deepcopy(MANIFESTS)
+    manifests[1]["data"]["NCCL_DEBUG"] = "WARN"
+
+    result = _apply(run_playbook, k8s_double, manifests=manifests).assert_ok()
+
+    assert not _calls(result)[0].get("skipped")
+    assert _calls(result)[0]["item"]["not_in_place"] == [
+        "ConfigMap/%s/nccl-env: the manifest differs from the last applied one" % NAMESPACE]
+    annotation = k8s_double.get("ConfigMap", "nccl-env", NAMESPACE)["metadata"]["annotations"][LAST_APPLIED]
+    assert yaml.safe_load(annotation)["data"]["NCCL_DEBUG"] == "WARN"
+
+
+def test_patch_absent_and_check_mode_keep_the_module_path(run_playbook, k8s_double):
+    _gpu_node(k8s_double)
+    _apply(run_playbook, k8s_double).assert_ok()
+    patch_play = copy.deepcopy(PLAYBOOK)
+    patch_play[0]["tasks"][0]["vars"]["apply_patch"] = True
+
+    patched = run_playbook(patch_play, extra_vars={"test_manifests": MANIFESTS[1:2]}, env=k8s_double.env()).assert_ok()
+    check = run_playbook(PLAYBOOK, extra_vars={"test_manifests": MANIFESTS}, env=k8s_double.env(), check=True).assert_ok()
+    absent = _apply(run_playbook, k8s_double, test_state="absent").assert_ok()
+
+    for result in (patched, check, absent):
+        assert _preread(result)["status"] == "skipped"
+        assert not any(c.get("skipped") for c in _calls(result))
+    assert _live(k8s_double) == [None] * len(MANIFESTS)
 
 
 def test_drift_is_corrected_and_only_drifted_objects_change(run_playbook, k8s_double):
@@ -337,8 +441,8 @@ def test_invalid_manifest_is_rejected_before_anything_after_it(run_playbook, k8s
     assert "deviceMode" in result.output and "RDMA-X" in result.output
     assert k8s_double.get("GKENetworkParamSet", "vpc1") is None
     assert k8s_double.get("ConfigMap", "nccl-env", NAMESPACE) is not None
-    # stop at the first failure: the Network after it is never sent
-    assert not [r for r in k8s_double.requests(kind="Network") if r.verb != "discovery"]
+    # stop at the first failure: the Network after it is never sent (only read, by the step's pre-read)
+    assert not [r for r in k8s_double.requests(kind="Network") if r.verb not in ("discovery", "get")]
 
 
 @pytest.mark.parametrize("code, wait_kinds", [(429, []), (500, ["Network"])])

@@ -14,7 +14,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT
+from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT, K8sDouble
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import chart_path
 
 NAMESPACE = "kube-connection"
@@ -167,3 +167,77 @@ def test_nvidia_device_plugin_helm_release_uses_the_role_connection(run_playbook
     assert helm["changed"]  # the context reaches helm as HELM_KUBECONTEXT, the kubeconfig as KUBECONFIG
     assert [s for s in helm_k8s.list("Secret", "nvidia-device-plugin") if s.get("type") == "helm.sh/release.v1"]
     assert helm_k8s.get("DaemonSet", "nvidia-device-plugin", "nvidia-device-plugin") is not None
+
+
+# ---------------------------------------------------------------- the reads in the worker (gpu_ops.cluster.k8s_objects_info)
+def _read_in_worker(result):
+    record = [r for r in result.results if r["task"].endswith("Read the objects to skip those already in place in step 10-connection")]
+    assert len(record) == 1, result.output
+    return record[0]["result"]
+
+
+def _in_place(result):
+    """Whether the step's kubernetes.core.k8s call was skipped (every object in place)."""
+    [call] = [r for r in result.results if r["action"] == "kubernetes.core.k8s"]
+    return all(item.get("skipped") for item in call["result"]["results"])
+
+
+def test_the_read_in_the_worker_uses_the_same_connection_as_kubernetes_core(run_playbook, k8s_double, tmp_path):
+    """apply_kubeconfig + apply_context, a play's module_defaults and K8S_AUTH_* all reach the double from the worker."""
+    kubeconfig = _two_contexts(k8s_double, tmp_path)
+    env = _no_default_cluster(tmp_path)
+    run_playbook(_apply(kubeconfig, "gpu"), env=env).assert_ok()
+
+    k8s_double.clear_requests()
+    result = run_playbook(_apply(kubeconfig, "gpu"), env=env, verbosity=3).assert_ok()
+    read = _read_in_worker(result)
+    assert read["in_worker"] and _in_place(result)
+    assert [(r.verb, r.kind) for r in k8s_double.requests() if r.verb != "discovery"] == [("get", "Namespace"), ("get", "ConfigMap")]
+    assert k8s_double.token not in result.stdout + result.stderr
+
+    # module_defaults of group/kubernetes.core.k8s (kubeconfig) and of kubernetes.core.k8s_info (context)
+    defaults = {"group/kubernetes.core.k8s": {"kubeconfig": kubeconfig}, "kubernetes.core.k8s_info": {"context": "gpu"},
+                "kubernetes.core.k8s": {"context": "gpu"}}
+    result = run_playbook(_play("apply", {"apply_step": "10-connection", "apply_manifests": CONFIGMAP},
+                                tasks_from="manifests", module_defaults=defaults), env=env).assert_ok()
+    assert _read_in_worker(result)["in_worker"] and _in_place(result)
+
+    # the K8S_AUTH_* environment, as kubernetes.core reads it
+    auth_env = _no_default_cluster(tmp_path, K8S_AUTH_KUBECONFIG=kubeconfig, K8S_AUTH_CONTEXT="gpu")
+    result = run_playbook(_apply(), env=auth_env).assert_ok()
+    assert _read_in_worker(result)["in_worker"] and _in_place(result)
+
+
+def test_a_wrong_context_fails_with_a_clear_message_and_no_secret(run_playbook, k8s_double, tmp_path):
+    kubeconfig = _two_contexts(k8s_double, tmp_path)
+    env = _no_default_cluster(tmp_path)
+    with open(kubeconfig, encoding="utf-8") as handle:
+        as_dict = yaml.safe_load(handle)
+
+    # a path and a dict: the read in the worker says why (and skips nothing), the apply then fails with kubernetes.core's
+    # own message; neither shows the kubeconfig's token
+    for given in (kubeconfig, as_dict):
+        result = run_playbook(_apply(given, "no-such-context"), env=env, verbosity=3).assert_failed()
+        read = _read_in_worker(result)
+        assert read["msg"].startswith("k8s_objects_info: Could not create API client:") and "no-such-context" in read["msg"]
+        assert "resources" not in read
+        [failed] = result.failed
+        assert failed["action"] == "kubernetes.core.k8s" and "no-such-context" in result.stdout
+        assert k8s_double.token not in result.stdout + result.stderr
+    assert k8s_double.requests() == []
+
+
+def test_the_read_in_the_worker_leaves_no_certificate_file_behind(run_playbook, tmp_path):
+    """The kubernetes client writes a kubeconfig's certificate data to temporary files and removes them at exit through
+    atexit, which an Ansible worker (os._exit) never runs: the read removes them itself."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    with K8sDouble(tls=True) as double:
+        kubeconfig = double.write_kubeconfig(str(tmp_path / "tls.yaml"), context="gpu")
+        result = run_playbook(_apply(kubeconfig, "gpu"), env=_no_default_cluster(tmp_path, TMPDIR=str(temp))).assert_ok()
+        assert _read_in_worker(result)["in_worker"]
+        assert double.get("ConfigMap", "reached", NAMESPACE) is not None
+        with open(double.ca_file, encoding="ascii") as handle:
+            ca = handle.read().strip()
+    left = [str(p) for p in temp.rglob("*") if p.is_file() and ca in p.read_text(errors="replace")]
+    assert left == [], "certificate data left in temporary files"

@@ -58,6 +58,9 @@ def _reach(role, name, seen=None):
         for key, value in task.items():
             if key.startswith("kubernetes.core."):
                 modules.add(key)
+            elif key == "gpu_ops.cluster.k8s_objects_info":
+                # reads with kubernetes.core.k8s_info's connection options (its module_defaults), in the worker or through it
+                modules.add("kubernetes.core.k8s_info")
             elif key in INCLUDE_TASKS:
                 target = value["file"] if isinstance(value, dict) else value
                 if target == PREFLIGHT_CHECK:
