@@ -21,9 +21,8 @@ import re
 
 import yaml
 
-from ansible.plugins.action.normal import ActionModule as NormalAction
-
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _render_plan
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._inprocess import InProcessAction
 
 COLLECTION = "gpu_ops.cluster"
 RUNTIME = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "meta",
@@ -76,8 +75,9 @@ def origin_note(message, args, sources, template):
     return " (%s)" % "; ".join(named) if named else ""
 
 
-class CloudDefaultsAction(NormalAction):
-    """Runs the module as ``normal`` does; a failure names the options that came from module_defaults.
+class CloudDefaultsAction(InProcessAction):
+    """Runs the module as ``normal`` does (in the worker where that is the same: ``_inprocess.py``); a failure names
+    the options that came from module_defaults.
 
     In render mode it also takes the module's ``render_files`` out of the result and records them as the
     inventory host's in the render folder's host index (``_render_plan.record``), for the plan summary."""
