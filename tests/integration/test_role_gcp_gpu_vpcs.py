@@ -99,3 +99,32 @@ def test_rdma_a4x_fabric_converges_applies_rdma_objects_and_tears_down(run_playb
     assert k8s_double.get("GKENetworkParamSet", "rdma-0") is None
     state = gcp_double.state(GCP_PROJECT)
     assert (len(state["networks"]), len(state["subnetworks"]), len(state["firewalls"])) == (0, 0, 0)
+
+
+def test_background_converge_starts_only_when_the_plan_has_changes(run_playbook, gcp_double, gcp_defaults, tmp_path):
+    # the playbooks' way: the role with gcp_gpu_vpcs_background, then the await entry point only for a started job
+    await_job = {"name": "await", "when": "gcp_gpu_vpcs_fabric_job | default({}) | length > 0",
+                 "ansible.builtin.include_role": {"name": "gpu_ops.cluster.gcp_gpu_vpcs", "tasks_from": "await"},
+                 "vars": {"gcp_gpu_vpcs_background_delay": 1}}
+    role_vars = dict(ROLE_VARS, gcp_gpu_vpcs_background=True)
+    first = run_playbook(play(gcp_defaults, role_vars, [await_job, publish(tmp_path / "first.json")])).assert_ok()
+    assert first.task("Remember the background converge")["status"] == "ok"
+    assert [r["status"] for r in first.tasks(action="async_status")][-1] == "ok"
+    assert len(gcp_double.mutating_requests()) == 12
+
+    # nothing to do: one read per resource, no write, no background job, no status file to poll or remove
+    gcp_double.clear_log()
+    noop = run_playbook(play(gcp_defaults, role_vars, [await_job, publish(tmp_path / "noop.json")])).assert_ok()
+    assert gcp_double.mutating_requests() == []
+    reads = gcp_double.read_counts()
+    assert len(reads) == 3 * 4 and set(reads.values()) == {1}, reads
+    assert noop.tasks(action="async_status") == [] and [r["task"] for r in noop.changed] == ["publish"]
+    assert noop.task("Converge the GPU NIC fabric")["status"] == "skipped"
+    assert noop.task("Remember the background converge")["status"] == "skipped"
+    assert noop.task("await")["status"] == "skipped"
+
+    # the fabric it publishes is the one a converge in the foreground publishes
+    run_playbook(play(gcp_defaults, ROLE_VARS, [publish(tmp_path / "foreground.json")])).assert_ok()
+    published = json.loads((tmp_path / "noop.json").read_text())
+    assert published == json.loads((tmp_path / "foreground.json").read_text())
+    assert published == json.loads((tmp_path / "first.json").read_text())
