@@ -108,7 +108,8 @@ def test_background_converge_starts_only_when_the_plan_has_changes(run_playbook,
                  "vars": {"gcp_gpu_vpcs_background_delay": 1}}
     role_vars = dict(ROLE_VARS, gcp_gpu_vpcs_background=True)
     first = run_playbook(play(gcp_defaults, role_vars, [await_job, publish(tmp_path / "first.json")])).assert_ok()
-    assert first.task("Remember the background converge")["status"] == "ok"
+    job = first.task("Remember the background converge")["result"]["ansible_facts"]["gcp_gpu_vpcs_fabric_job"]
+    assert job["jid"] and job["cluster"] == "a3high" and job["timeout"] == 3600
     assert [r["status"] for r in first.tasks(action="async_status")][-1] == "ok"
     assert len(gcp_double.mutating_requests()) == 12
 
@@ -120,7 +121,7 @@ def test_background_converge_starts_only_when_the_plan_has_changes(run_playbook,
     assert len(reads) == 3 * 4 and set(reads.values()) == {1}, reads
     assert noop.tasks(action="async_status") == [] and [r["task"] for r in noop.changed] == ["publish"]
     assert noop.task("Converge the GPU NIC fabric")["status"] == "skipped"
-    assert noop.task("Remember the background converge")["status"] == "skipped"
+    assert noop.task("Remember the background converge")["result"]["ansible_facts"] == {"gcp_gpu_vpcs_fabric_job": {}}
     assert noop.task("await")["status"] == "skipped"
 
     # the fabric it publishes is the one a converge in the foreground publishes
