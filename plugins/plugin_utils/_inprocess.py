@@ -133,7 +133,8 @@ def run_main(main, module_args, environment=None, profile=PROFILE):
         try:
             try:
                 main()
-            except Exception as exc:  # pylint: disable=broad-except - the wrapper's own catch (not BaseException)
+            except Exception as exc:  # pylint: disable=broad-except
+                # the AnsiballZ wrapper's own catch (Exception, not BaseException: SystemExit is the module's exit)
                 if _handle_exception is None:
                     raise
                 _handle_exception(exc, profile)

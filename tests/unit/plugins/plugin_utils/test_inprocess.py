@@ -9,6 +9,7 @@ import json
 import os
 import sys
 
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._inprocess import (
@@ -48,22 +49,25 @@ def test_identity_needs_an_absolute_path_to_an_executable(tmp_path):
     assert interpreter_identity(sys.executable) is not None
 
 
+def _reason(**changes):
+    """subprocess_reason of a run that may go in the worker, with ``changes``."""
+    settings = dict(connection="ansible.builtin.local", interpreter=sys.executable, become=False, async_val=0,
+                    opted_in=True, environment={"GOOGLE_APPLICATION_CREDENTIALS": "/k.json"})
+    settings.update(changes)
+    return subprocess_reason(**settings)
+
+
 def test_reasons_for_a_module_process():
-    me = sys.executable
-    ok = dict(connection="ansible.builtin.local", interpreter=me, become=False, async_val=0, opted_in=True,
-              environment={"GOOGLE_APPLICATION_CREDENTIALS": "/k.json"})
-    assert subprocess_reason(**ok) is None
-    assert subprocess_reason(**dict(ok, connection="local")) is None
-    assert subprocess_reason(**dict(ok, opted_in=False)) == "gpu_ops_in_process is false"
-    assert subprocess_reason(**dict(ok, connection="ssh")) == "the connection is ssh, not local"
-    assert subprocess_reason(**dict(ok, connection="community.docker.docker")).startswith("the connection is")
-    assert subprocess_reason(**dict(ok, become=True)) == "the task uses become"
-    assert subprocess_reason(**dict(ok, async_val=30)) == "the task runs async"
-    assert subprocess_reason(**dict(ok, interpreter="/usr/bin/env python3")) == \
-        "the target's python interpreter is not this controller's"
-    assert subprocess_reason(**dict(ok, interpreter=None)) == "the target's python interpreter is not this controller's"
-    assert subprocess_reason(**dict(ok, environment={"PYTHONPATH": "/x"})) == \
-        "the task's environment sets a PYTHON* variable"
+    assert _reason() is None
+    assert _reason(connection="local") is None
+    assert _reason(opted_in=False) == "gpu_ops_in_process is false"
+    assert _reason(connection="ssh") == "the connection is ssh, not local"
+    assert _reason(connection="community.docker.docker").startswith("the connection is")
+    assert _reason(become=True) == "the task uses become"
+    assert _reason(async_val=30) == "the task runs async"
+    assert _reason(interpreter="/usr/bin/env python3") == "the target's python interpreter is not this controller's"
+    assert _reason(interpreter=None) == "the target's python interpreter is not this controller's"
+    assert _reason(environment={"PYTHONPATH": "/x"}) == "the task's environment sets a PYTHON* variable"
 
 
 def _module_main(**spec_kwargs):
@@ -102,14 +106,16 @@ def _printed(raw):
 
 def test_exit_prints_the_result_with_secrets_masked_and_the_environment_set():
     os.environ.pop("GPU_OPS_T", None)
+    before = (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE, os.getcwd())
     raw = run_main(_module_main(), _args(name="n1", token="s3cr3t-t0ken", _ansible_diff=True), {"GPU_OPS_T": 42})
     assert raw["rc"] == 0 and raw["stderr"] == "a warning on stderr\n"
     result = _printed(raw)
     assert result["changed"] is True and result["name"] == "n1" and result["env"] == "42" and result["diff_mode"]
     assert result["token_echo"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" and "s3cr3t-t0ken" not in raw["stdout"]
     assert result["invocation"]["module_args"]["token"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
-    # the worker's environment is as it was
+    # the worker's environment and module_utils' per-process state are as they were
     assert "GPU_OPS_T" not in os.environ
+    assert (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE, os.getcwd()) == before
 
 
 def test_check_mode_reaches_the_module():
