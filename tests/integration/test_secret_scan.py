@@ -148,8 +148,12 @@ class Scenario:
                      holds="ARM request failed: HTTP %d" % status)
 
 
-@pytest.fixture(scope="module")
-def scan(run_playbook_module, tmp_path_factory):
+# every case runs both ways our modules run: in the Ansible worker (plugin_utils/_inprocess.py) and as a module process
+WAYS = {"in the worker": True, "as a module process": False}
+
+
+@pytest.fixture(scope="module", params=sorted(WAYS))
+def scan(run_playbook_module, tmp_path_factory, request):
     from ansible_collections.gpu_ops.cluster.tests.doubles.arm import ArmDouble  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble  # pylint: disable=import-outside-toplevel
 
@@ -168,17 +172,18 @@ def scan(run_playbook_module, tmp_path_factory):
             container_endpoint=gcp.url, compute_endpoint=gcp.url)}
         tasks = [setup] + scenario.tasks + [{"name": "every registered result", "ansible.builtin.debug": {
             "var": "[%s]" % ", ".join("r_%d" % i for i in range(len(scenario.tasks)))}}]
-        play = [dict(name="secret scan", hosts="localhost", gather_facts=False, tasks=tasks)]
+        play = [dict(name="secret scan", hosts="localhost", gather_facts=False, tasks=tasks,
+                     vars={"gpu_ops_in_process": WAYS[request.param]})]
         env = {k: "" for k in os.environ if k.startswith(("AZURE_", "IDENTITY_", "MSI_", "GOOGLE_"))}
         env["REQUESTS_CA_BUNDLE"] = entra.ca_file
         result = run_playbook_module(play, extra_vars=scenario.variables, env=env, verbosity=3)
         with arm.lock:
             scenario.secrets.update(("arm token %d" % i, t) for i, t in enumerate(arm.tokens))
-        yield scenario, result
+        yield scenario, result, request.param
 
 
 def test_every_case_ran_and_ended_as_expected(scan):
-    scenario, result = scan
+    scenario, result, dummy = scan
     assert result.rc == 0, result.output
     by_name = {r["task"]: r for r in result.results}
     for case, (expect, holds, lacks) in scenario.cases.items():  # failed under ignore_errors is "ignored"
@@ -193,7 +198,7 @@ def test_every_case_ran_and_ended_as_expected(scan):
 
 
 def test_no_secret_in_any_form_anywhere(scan):
-    scenario, result = scan
+    scenario, result, way = scan
     searched = {"stdout": result.stdout, "stderr": result.stderr,
                 "registered results": json.dumps([r["result"] for r in result.results])}
     leaks = []
@@ -201,6 +206,9 @@ def test_no_secret_in_any_form_anywhere(scan):
         for form in forms(secret):
             leaks.extend("%s (%r) in %s" % (name, form[:24], where) for where, text in searched.items() if form in text)
     assert not leaks, "\n".join(leaks[:40])
-    # the scan searched something real: -vvv output and every case's result
-    assert "ESTABLISH LOCAL CONNECTION" in result.stdout
+    # the scan searched something real: -vvv output of the way the modules ran, and every case's result
+    if way == "in the worker":
+        assert "runs in the worker" in result.stdout and "runs as a module process" not in result.stdout
+    else:
+        assert "ESTABLISH LOCAL CONNECTION" in result.stdout and "runs in the worker" not in result.stdout
     assert len(result.results) == len(scenario.cases) + 2
