@@ -23,7 +23,10 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport im
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 5))
 PLUGINS = os.path.join(ROOT, "plugins")
-MODULES = sorted(name[:-3] for name in os.listdir(os.path.join(PLUGINS, "modules")) if name.endswith(".py"))
+# action plugins whose module file only documents them (no engine; main() refuses to run alone)
+ACTION_ONLY = {"k8s_objects_info"}
+MODULES = sorted(name[:-3] for name in os.listdir(os.path.join(PLUGINS, "modules"))
+                 if name.endswith(".py") and name[:-3] not in ACTION_ONLY)
 ENDS = {"exit_json", "fail_json"}
 
 
@@ -50,6 +53,15 @@ def test_every_module_runs_its_engine_through_run_module(name):
     for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
         assert not [n for n in ast.walk(function) if isinstance(n, (ast.Import, ast.ImportFrom))], \
             "%s imports inside %s()" % (name, function.name)
+
+
+@pytest.mark.parametrize("name", sorted(ACTION_ONLY))
+def test_an_action_only_module_has_its_action_plugin_and_refuses_to_run_alone(name):
+    assert os.path.isfile(os.path.join(PLUGINS, "action", name + ".py"))
+    tree = _tree("modules", name + ".py")
+    main = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"][0]
+    assert _calls(main) & ENDS == {"fail_json"}, "%s: main() only refuses" % name
+    assert not [n for n in tree.body if isinstance(n, ast.ImportFrom) and "module_utils._" in (n.module or "")]
 
 
 def test_only_run_module_ends_a_module():
