@@ -33,7 +33,11 @@ from ansible.module_utils.common.json import Direction, get_module_encoder
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.utils.display import Display
-from ansible.vars.clean import remove_internal_keys
+
+try:  # what _execute_module does to a module process's result on ansible-core 2.19; later lines changed that step
+    from ansible.vars.clean import remove_internal_keys
+except ImportError:  # pragma: no cover - other ansible-core lines run every module as a subprocess
+    remove_internal_keys = None
 
 try:  # what the AnsiballZ wrapper prints for an exception a module does not handle (ansible-core 2.19+)
     from ansible.module_utils._internal._ansiballz._loader import _handle_exception
@@ -153,8 +157,12 @@ class InProcessAction(NormalAction):
 
     def _in_process_reason(self, module_name, task_vars, wrap_async, environment):
         """Why this run goes to a subprocess, or None; fills ``environment`` with the task's final environment."""
-        if self.IN_PROCESS_MODULE is None or _handle_exception is None:
+        if self.IN_PROCESS_MODULE is None:
             return "no in-process entry point"
+        if _handle_exception is None or remove_internal_keys is None:
+            # the steps a module process's result goes through differ on this ansible-core line (2.21 reads results
+            # through another path): only the 2.19 line's are reproduced here, so this line keeps the subprocess
+            return "this ansible-core line runs our modules as module processes"
         if module_name not in (None, self._task.action):
             return "not the task's own module"
         use_vars = task_vars or {}
