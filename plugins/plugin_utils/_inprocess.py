@@ -74,6 +74,11 @@ def interpreter_identity(path):
     return real, None
 
 
+def supported():
+    """Whether this ansible-core line has the steps an in-worker run reproduces (2.19; not 2.21)."""
+    return _handle_exception is not None and remove_internal_keys is not None
+
+
 def subprocess_reason(connection, interpreter, become, async_val, opted_in, environment, executable=None):
     """Why the module must run as a subprocess (a short phrase), or None when running it here is the same.
 
@@ -159,7 +164,7 @@ class InProcessAction(NormalAction):
         """Why this run goes to a subprocess, or None; fills ``environment`` with the task's final environment."""
         if self.IN_PROCESS_MODULE is None:
             return "no in-process entry point"
-        if _handle_exception is None or remove_internal_keys is None:
+        if not supported():
             # the steps a module process's result goes through differ on this ansible-core line (2.21 reads results
             # through another path): only the 2.19 line's are reproduced here, so this line keeps the subprocess
             return "this ansible-core line runs our modules as module processes"

@@ -21,6 +21,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _inprocess
 from ansible_collections.gpu_ops.cluster.tests.doubles.entra import EntraDouble
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import AZURE_CLUSTER, AZURE_RESOURCE_GROUP
 
@@ -207,7 +208,11 @@ def test_no_secret_in_any_form_anywhere(scan):
             leaks.extend("%s (%r) in %s" % (name, form[:24], where) for where, text in searched.items() if form in text)
     assert not leaks, "\n".join(leaks[:40])
     # the scan searched something real: -vvv output of the way the modules ran, and every case's result
-    if way == "in the worker":
+    if way == "in the worker" and not _inprocess.supported():
+        # an ansible-core line whose module result steps the worker does not reproduce (2.21): module processes
+        assert "runs as a module process: this ansible-core line" in result.stdout, result.output
+        assert "runs in the worker" not in result.stdout
+    elif way == "in the worker":
         assert "runs in the worker" in result.stdout and "runs as a module process" not in result.stdout
     else:
         assert "ESTABLISH LOCAL CONNECTION" in result.stdout and "runs in the worker" not in result.stdout
