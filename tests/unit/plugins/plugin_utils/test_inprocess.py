@@ -16,6 +16,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._inprocess import 
     interpreter_identity,
     run_main,
     subprocess_reason,
+    supported,
 )
 
 
@@ -112,7 +113,8 @@ def test_exit_prints_the_result_with_secrets_masked_and_the_environment_set():
     result = _printed(raw)
     assert result["changed"] is True and result["name"] == "n1" and result["env"] == "42" and result["diff_mode"]
     assert result["token_echo"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" and "s3cr3t-t0ken" not in raw["stdout"]
-    assert result["invocation"]["module_args"]["token"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+    if "invocation" in result or supported():  # ansible-core 2.21's modules return no invocation
+        assert result["invocation"]["module_args"]["token"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
     # the worker's environment and module_utils' per-process state are as they were
     assert "GPU_OPS_T" not in os.environ
     assert (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE, os.getcwd()) == before
