@@ -66,6 +66,12 @@ FILE_SECONDS = {
 FILE_SECONDS_UNKNOWN = 30
 
 
+def skipped_item(item_result):
+    """Whether one item of a looped task was skipped by its condition: ansible-core 2.19 marks it ``skipped: true``,
+    2.21 leaves that key out of the item and keeps ``skip_reason`` and ``false_condition``."""
+    return bool(item_result.get("skipped")) or "false_condition" in item_result
+
+
 def _file_seconds(item):
     return FILE_SECONDS.get(item.path.name, FILE_SECONDS_UNKNOWN)
 

@@ -20,7 +20,7 @@ import yaml
 
 from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
 from ansible_collections.gpu_ops.cluster.tests.contract.discovery import discovery
-from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT, REPO_ROOT
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT, REPO_ROOT, skipped_item
 
 PLAYBOOK = str(REPO_ROOT / "playbooks" / "gke_gpudirect.yml")
 TEARDOWN = str(REPO_ROOT / "playbooks" / "gke_gpudirect_teardown.yml")
@@ -142,7 +142,7 @@ def test_live_against_the_doubles(run_playbook, gcp_double, k8s_double):
     # every apply step finds its objects in place - one GET each, read in the Ansible worker - and skips its
     # kubernetes.core.k8s call (before: one module process per step and a no-op patch per DaemonSet)
     applies = second.tasks("Apply the manifests of step", action="kubernetes.core.k8s")
-    assert len(applies) == 3 and all(call.get("skipped") for task in applies for call in task["result"]["results"])
+    assert len(applies) == 3 and all(skipped_item(call) for task in applies for call in task["result"]["results"])
     assert not [r for r in k8s_double.requests() if r.verb == "patch"]
     objects = [(kind, o["metadata"]["name"]) for kind in ("GKENetworkParamSet", "Network") for o in k8s_double.list(kind)]
     objects += [("DaemonSet", "nccl-tcpxo-installer"), ("DaemonSet", "device-injector")]

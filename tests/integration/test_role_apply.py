@@ -13,6 +13,7 @@ import yaml
 
 from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT, K8sDouble
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import skipped_item
 
 NAMESPACE = "gpu-ops-test"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -154,7 +155,7 @@ def test_rerun_reads_each_object_once_skips_the_apply_and_writes_nothing(run_pla
     assert _reads(k8s_double) == [("get", m["kind"], m["metadata"]["name"]) for m in MANIFESTS]
     assert not k8s_double.writes() and not [r for r in k8s_double.requests() if r.verb == "patch"]
     assert _preread(result)["result"]["in_worker"] is True
-    assert [c["status"] if "status" in c else ("skipped" if c.get("skipped") else "ran") for c in _calls(result)] == ["skipped"]
+    assert [c["status"] if "status" in c else ("skipped" if skipped_item(c) else "ran") for c in _calls(result)] == ["skipped"]
     # apply_result holds what kubernetes.core.k8s would have returned: the objects as read
     shown = result.task("Show apply_result")["result"]["apply_result"]
     [call] = shown["results"]
@@ -175,7 +176,7 @@ def test_rerun_with_a_satisfied_wait_condition_is_skipped_too(run_playbook, k8s_
 
     # kubernetes.core's readiness checks hold on the objects read (the DaemonSet's ready counts, the Ready conditions)
     assert [r.get("ready") for r in _preread(result)["result"]["results"]] == [True] * 5
-    assert all(c.get("skipped") for c in _calls(result)) and len(_calls(result)) == 2
+    assert all(skipped_item(c) for c in _calls(result)) and len(_calls(result)) == 2
     assert _reads(k8s_double) == [("get", m["kind"], m["metadata"]["name"]) for m in MANIFESTS]
 
 
@@ -193,7 +194,7 @@ def test_a_wait_condition_that_does_not_hold_yet_runs_the_apply(run_playbook, k8
     message = result.failed[0]["result"]["msg"]
     assert message.startswith("Step 10-test: Network vpc1 is not ready after 2 s"), message
     calls = _calls(result)
-    assert calls[0].get("skipped") and not calls[1].get("skipped"), "only the Network's call ran"
+    assert skipped_item(calls[0]) and not skipped_item(calls[1]), "only the Network's call ran"
 
 
 def test_a_daemonset_that_is_not_ready_runs_the_apply_and_its_wait(run_playbook, k8s_double):
@@ -219,7 +220,7 @@ def test_a_missing_object_is_created_and_only_its_call_runs(run_playbook, k8s_do
 
     assert [(w.verb, w.kind) for w in k8s_double.writes() if w.changed] == [("create", "ConfigMap")]
     calls = _calls(result)
-    assert not calls[0].get("skipped") and calls[1].get("skipped")
+    assert not skipped_item(calls[0]) and skipped_item(calls[1])
     assert calls[0]["item"]["not_in_place"] == ["ConfigMap/%s/nccl-env: absent" % NAMESPACE]
     assert k8s_double.get("ConfigMap", "nccl-env", NAMESPACE)["data"]["NCCL_DEBUG"] == "INFO"
 
@@ -232,7 +233,7 @@ def test_a_changed_manifest_is_applied_even_when_the_live_object_already_has_it(
 
     result = _apply(run_playbook, k8s_double, manifests=manifests).assert_ok()
 
-    assert not _calls(result)[0].get("skipped")
+    assert not skipped_item(_calls(result)[0])
     assert _calls(result)[0]["item"]["not_in_place"] == [
         "ConfigMap/%s/nccl-env: the manifest differs from the last applied one" % NAMESPACE]
     annotation = k8s_double.get("ConfigMap", "nccl-env", NAMESPACE)["metadata"]["annotations"][LAST_APPLIED]
@@ -251,7 +252,7 @@ def test_patch_absent_and_check_mode_keep_the_module_path(run_playbook, k8s_doub
 
     for result in (patched, check, absent):
         assert _preread(result)["status"] == "skipped"
-        assert not any(c.get("skipped") for c in _calls(result))
+        assert not any(skipped_item(c) for c in _calls(result))
     assert _live(k8s_double) == [None] * len(MANIFESTS)
 
 
