@@ -45,6 +45,11 @@ except ImportError as exc:  # the worker cannot read: every query falls back to 
     AUTH_ARG_SPEC = {}
     IMPORT_ERROR = exc
 
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._workers import freeze_inherited_objects_in_workers
+
+# the clients imported above stay out of the garbage collection of every worker forked after this (issue #22)
+freeze_inherited_objects_in_workers()
+
 INFO_MODULE = "kubernetes.core.k8s_info"
 QUERY_KEYS = ("api_version", "kind", "name", "namespace", "label_selectors", "field_selectors", "wait", "wait_condition")
 SEPARATOR = ";" if sys.platform.startswith("win") else ":"

@@ -15,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _render_plan
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._workers import freeze_inherited_objects_in_workers
 
 
 def render_plan(render_dir, hosts=None):
@@ -37,7 +38,9 @@ def controller_preload(value):
     templates it. A worker is a fork of the controller made for one task, so each worker that templates a filter of
     this collection before the controller has loaded them loads them all again (about 0.1 s each, issue #22). The
     first task of every playbook (role render_notice, tasks/start.yml) names this filter in its task name, which the
-    controller templates before it forks the worker: from then on every worker inherits the loaded filters."""
+    controller templates before it forks the worker: from then on every worker inherits the loaded filters. It also
+    keeps every later worker's garbage collector off the objects inherited from the controller (plugin_utils/_workers.py)."""
+    freeze_inherited_objects_in_workers()
     return value
 
 

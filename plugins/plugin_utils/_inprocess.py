@@ -34,6 +34,8 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.utils.display import Display
 
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._workers import freeze_inherited_objects_in_workers
+
 try:  # what _execute_module does to a module process's result on ansible-core 2.19; later lines changed that step
     from ansible.vars.clean import remove_internal_keys
 except ImportError:  # pragma: no cover - other ansible-core lines run every module as a subprocess
@@ -45,6 +47,9 @@ except ImportError:  # pragma: no cover - other ansible-core lines run every mod
     _handle_exception = None
 
 display = Display()
+
+# the controller loads this with our action plugins, before it forks their workers
+freeze_inherited_objects_in_workers()
 
 OPT_OUT = "gpu_ops_in_process"
 # Our modules declare no METADATA, so ansible-core builds them with the "legacy" serialization profile

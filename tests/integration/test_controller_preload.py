@@ -17,6 +17,7 @@ import pytest
 COLLECTION_FILTER = "ansible_collections.gpu_ops.cluster.plugins.filter.gpudirect"
 
 PROBE = textwrap.dedent('''
+    import gc
     import sys
 
 
@@ -24,9 +25,13 @@ PROBE = textwrap.dedent('''
         return %r in sys.modules
 
 
+    def frozen(value):
+        return gc.get_freeze_count()
+
+
     class FilterModule:
         def filters(self):
-            return {"inherited": inherited}
+            return {"inherited": inherited, "frozen": frozen}
     ''' % COLLECTION_FILTER)
 
 FIRST_PLAY = """
@@ -51,6 +56,7 @@ PROBE_PLAY = """
     - name: Ask the worker what it inherited
       ansible.builtin.set_fact:
         probe_inherited: "{{ 'x' | inherited }}"
+        probe_frozen: "{{ 'x' | frozen }}"
 """
 
 
@@ -62,15 +68,19 @@ def probe_env(tmp_path):
     return {"ANSIBLE_FILTER_PLUGINS": str(folder)}
 
 
-def _inherited(result):
+def _probe(result):
     result.assert_ok()
-    return result.task("Ask the worker what it inherited")["result"]["ansible_facts"]["probe_inherited"]
+    facts = result.task("Ask the worker what it inherited")["result"]["ansible_facts"]
+    return facts["probe_inherited"], int(facts["probe_frozen"])
 
 
 def test_a_worker_inherits_the_filters_the_first_task_loaded(run_playbook, probe_env):
-    assert _inherited(run_playbook(FIRST_PLAY + PROBE_PLAY, env=probe_env)) is True
+    inherited, frozen = _probe(run_playbook(FIRST_PLAY + PROBE_PLAY, env=probe_env))
+    assert inherited is True
+    # and its garbage collector leaves the controller's objects alone (plugin_utils/_workers.py): tens of thousands
+    assert frozen > 10000
 
 
 def test_without_that_task_a_worker_has_not_loaded_them(run_playbook, probe_env):
     # the probe itself loads nothing of the collection: a playbook without the render notice leaves it False
-    assert _inherited(run_playbook(PROBE_PLAY, env=probe_env)) is False
+    assert _probe(run_playbook(PROBE_PLAY, env=probe_env)) == (False, 0)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import importlib.util
 import logging
 import threading
 import time
@@ -58,13 +59,21 @@ try:
 except ImportError:  # pragma: no cover - reported through missing_required_lib
     _SessionBase = object
 
-AZURE_IDENTITY_IMPORT_ERROR = None
+# azure-identity (and msal, about a hundred modules) is imported when a credential is built, not here: the controller
+# loads this engine with every gpu_nodepool task, GKE runs included, and each worker it forks pays for the memory
+# (issue #22). Whether it is installed is known without importing it.
 try:
-    import azure.core.exceptions
-    import azure.identity
-except ImportError as import_error:  # pragma: no cover - reported through missing_required_lib
-    AZURE_IDENTITY_IMPORT_ERROR = import_error
-HAS_AZURE_IDENTITY = AZURE_IDENTITY_IMPORT_ERROR is None
+    HAS_AZURE_IDENTITY = importlib.util.find_spec("azure.identity") is not None
+except (ImportError, ValueError):  # pragma: no cover - no azure namespace package at all
+    HAS_AZURE_IDENTITY = False
+AZURE_IDENTITY_IMPORT_ERROR = None if HAS_AZURE_IDENTITY else ImportError("No module named 'azure.identity'")
+
+
+def _azure_identity():
+    """The azure.identity module, imported on first use."""
+    import azure.identity  # pylint: disable=import-outside-toplevel
+
+    return azure.identity
 
 
 Cloud = collections.namedtuple("Cloud", ["arm_endpoint", "audience", "authority_host"])
@@ -230,14 +239,13 @@ def build_credential(cloud, tenant_id=None, client_id=None, client_secret=None, 
     extra = dict(disable_instance_discovery=True) if authority_host else {}
     try:
         if client_secret:
-            return azure.identity.ClientSecretCredential(tenant_id, client_id, client_secret, authority=authority,
-                                                         **extra)
+            return _azure_identity().ClientSecretCredential(tenant_id, client_id, client_secret, authority=authority, **extra)
         kwargs = dict(authority=authority, **extra)
         if client_id:
             kwargs.update(managed_identity_client_id=client_id, workload_identity_client_id=client_id)
         if tenant_id:
             kwargs.update(workload_identity_tenant_id=tenant_id)
-        return azure.identity.DefaultAzureCredential(**kwargs)
+        return _azure_identity().DefaultAzureCredential(**kwargs)
     except (ValueError, TypeError) as exc:
         raise CredentialsError("could not set up the Azure credential: %s" % scrub(exc, [client_secret])) from None
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
+import azure.identity
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
@@ -119,8 +122,8 @@ def test_credentials_use_the_authority_of_the_cloud(cloud, monkeypatch):
         pass
 
     # Microsoft Entra ID cannot be reached from here: record what azure-identity would be given
-    monkeypatch.setattr(_arm.azure.identity, "ClientSecretCredential", ClientSecretCredential)
-    monkeypatch.setattr(_arm.azure.identity, "DefaultAzureCredential", DefaultAzureCredential)
+    monkeypatch.setattr(azure.identity, "ClientSecretCredential", ClientSecretCredential)
+    monkeypatch.setattr(azure.identity, "DefaultAzureCredential", DefaultAzureCredential)
     ArmSession("sub", cloud=cloud, tenant_id="t", client_id="c", client_secret="s3cr3t-value")
     ArmSession("sub", cloud=cloud, client_id="mi-client")
     ArmSession("sub", cloud=cloud)
@@ -444,3 +447,16 @@ def test_from_module_secret_without_tenant(capsys):
     result = _failure(dict(subscription_id="s", client_id="c", client_secret="s3cr3t-value"), capsys)
     assert "tenant_id" in result["msg"]
     assert "s3cr3t-value" not in json.dumps(result)
+
+
+def test_loading_the_engine_leaves_azure_identity_unimported():
+    """The controller loads the AKS engine with every gpu_nodepool task, GKE runs included (issue #22): azure-identity
+    and msal are imported when a credential is built, not before."""
+    script = ("import sys; sys.path[:0] = %r\n"
+              "from ansible_collections.gpu_ops.cluster.plugins.action import gpu_nodepool\n"
+              "from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import session\n"
+              "print(session.HAS_AZURE_IDENTITY, sorted(m for m in sys.modules if m.startswith(('azure.identity', 'msal'))))\n"
+              "session.build_credential('public', 'tenant', 'client', 'not-a-real-secret')\n"
+              "print('azure.identity' in sys.modules)\n" % [p for p in sys.path if p])
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120).stdout
+    assert out.splitlines() == ["True []", "True"]

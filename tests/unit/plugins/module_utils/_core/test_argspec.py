@@ -10,6 +10,7 @@ import json
 import os
 import time
 
+import azure.identity
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from azure.core.credentials import AccessToken
@@ -109,7 +110,7 @@ def test_awx_azure_credential_makes_a_service_principal_of_its_cloud(environment
             return AccessToken("token-from-entra", int(time.time()) + 3600)
 
     # Microsoft Entra ID cannot be reached from here: record what azure-identity would be given
-    monkeypatch.setattr(_arm.azure.identity, "ClientSecretCredential", ClientSecretCredential)
+    monkeypatch.setattr(azure.identity, "ClientSecretCredential", ClientSecretCredential)
     session = ArmSession.from_module(_Module(validated(AZURE_COMMON_SPEC, {})))
     assert made == [(("tenant-id", "app-id", "s3cr3t-from-awx"), dict(authority=CLOUDS["usgovernment"].authority_host))]
     assert session.subscription_id == AWX_AZURE["AZURE_SUBSCRIPTION_ID"]
