@@ -26,9 +26,17 @@ INCLUDE_ROLE = ("ansible.builtin.include_role", "ansible.builtin.import_role", "
 
 
 def _load(role, name):
-    path = os.path.join(ROOT, "roles", role, "tasks", name)
+    path = os.path.normpath(os.path.join(ROOT, "roles", role, "tasks", name))
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle) or []
+
+
+def _resolve(role, name, target):
+    """A tasks file an include or import names, as ansible-core finds it: in the role's tasks/ folder, else beside the
+    file that names it (another role's file reached by a relative path, such as ../../preflight/tasks/check.yml)."""
+    if os.path.isfile(os.path.join(ROOT, "roles", role, "tasks", target)):
+        return target
+    return os.path.normpath(os.path.join(os.path.dirname(name), target))
 
 
 def _tasks(node):
@@ -41,10 +49,10 @@ def _tasks(node):
             yield from _tasks(task.get(key))
 
 
-# the preflight's two templated includes, followed by hand (roles/preflight/README.md): a role's tasks/preflight.yml
-# includes roles/preflight/tasks/check.yml, which includes a read-only tasks file of the calling role
-PREFLIGHT_CHECK = "../../preflight/tasks/check.yml"
+# the templated includes, followed by hand: roles/preflight/tasks/check.yml includes a read-only tasks file of the
+# calling role (roles/preflight/README.md); apply's manifests_steps.yml includes its render or its lookup tasks
 PREFLIGHT_ROLE_TASKS = "{{ role_path }}/tasks/{{ preflight_tasks }}"
+APPLY_RENDER_OR_LOOKUP = "{{ 'manifests_render.yml' if __apply_render | bool else 'manifests_lookup.yml' }}"
 
 
 def _reach(role, name, seen=None):
@@ -63,13 +71,14 @@ def _reach(role, name, seen=None):
                 modules.add("kubernetes.core.k8s_info")
             elif key in INCLUDE_TASKS:
                 target = value["file"] if isinstance(value, dict) else value
-                if target == PREFLIGHT_CHECK:
-                    modules |= _reach("preflight", "check.yml", seen)
-                    continue
-                if (role, target) == ("preflight", PREFLIGHT_ROLE_TASKS):
+                if target == PREFLIGHT_ROLE_TASKS:
                     continue  # the calling role's read-only checks (mps validate.yml, ...): scanned as that role's files
+                if target == APPLY_RENDER_OR_LOOKUP:
+                    for part in ("manifests_render.yml", "manifests_lookup.yml"):
+                        modules |= _reach(role, _resolve(role, name, part), seen)
+                    continue
                 assert "{{" not in target, "%s/%s: templated include %s (follow it by hand)" % (role, name, target)
-                modules |= _reach(role, target, seen)
+                modules |= _reach(role, _resolve(role, name, target), seen)
             elif key in INCLUDE_ROLE and value["name"].startswith("gpu_ops.cluster."):
                 other = value["name"].split(".")[-1]
                 modules |= _reach(other, value.get("tasks_from", "main") + ".yml", seen)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session imp
     ArmSession,
     CredentialsError,
     LroError,
+    build_credential,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError, RenderSession
 from ansible_collections.gpu_ops.cluster.tests.contract.arm_models import API_VERSION
@@ -132,6 +134,25 @@ def test_credentials_use_the_authority_of_the_cloud(cloud, monkeypatch):
     assert made[1] == ("DefaultAzureCredential", (), dict(
         authority=authority, managed_identity_client_id="mi-client", workload_identity_client_id="mi-client"))
     assert made[2] == ("DefaultAzureCredential", (), dict(authority=authority))
+
+
+def test_an_authority_of_ones_own_skips_instance_discovery_and_azure_logs_stay_quiet(monkeypatch):
+    made = []
+
+    def record(*args, **kwargs):
+        made.append(kwargs)
+
+    monkeypatch.setattr(azure.identity, "ClientSecretCredential", record)
+    monkeypatch.setattr(azure.identity, "DefaultAzureCredential", record)
+    for name in ("azure.identity", "msal"):
+        monkeypatch.setattr(logging.getLogger(name), "propagate", True)
+    build_credential("public", "t", "c", "s3cr3t-value", authority_host="login.example.test")
+    build_credential("public", authority_host="login.example.test")
+    build_credential("public")
+    # Microsoft's instance discovery does not know an authority of one's own; the public one keeps it
+    assert [m.get("disable_instance_discovery") for m in made] == [True, True, None]
+    # azure-identity's own WARNING of a failed get_token (the server's answer, unscrubbed) reaches no handler of the root
+    assert [logging.getLogger(name).propagate for name in ("azure.identity", "msal")] == [False, False]
 
 
 def test_client_secret_without_tenant_is_refused_without_echoing_it():
