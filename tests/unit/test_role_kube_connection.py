@@ -6,9 +6,10 @@
 Which entry points reach Kubernetes is found from the tasks themselves: each entry point's tasks file is followed
 through include_tasks/import_tasks and include_role/import_role (of this collection's roles) to every kubernetes.core
 module it can run. Such an entry point must declare both options in meta/argument_specs.yml, and its tasks file must
-be the wrapper that hands them on: a block whose module_defaults give every kubernetes.core module the roles use the
-role's ``__<role>_k8s_auth`` (built in vars/main.yml from the two options). A new role, entry point or kubernetes.core
-module cannot forget them.
+hand them on: one include of ``<entry>_auth.yml`` when ``__<role>_k8s_auth`` (built in vars/main.yml from the two
+options) is set, else of the steps; ``<entry>_auth.yml`` is a block around the same steps whose module_defaults give
+every kubernetes.core module the roles use that value. A new role, entry point or kubernetes.core module cannot forget
+them.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def _tasks(node):
 # calling role (roles/preflight/README.md); apply's manifests_steps.yml includes its render or its lookup tasks
 PREFLIGHT_ROLE_TASKS = "{{ role_path }}/tasks/{{ preflight_tasks }}"
 APPLY_RENDER_OR_LOOKUP = "{{ 'manifests_render.yml' if __apply_render | bool else 'manifests_lookup.yml' }}"
+# an entry point's one task: its kubeconfig wrapper (<entry>_auth.yml) when the role's auth is set, else its steps
+ENTRY_CHOICE = re.compile(r"\{\{ '(?P<auth>\w+_auth\.yml)' if __(?P<role>\w+)_k8s_auth \| length > 0 else '(?P<steps>\w+\.yml)' \}\}")
 
 
 def _reach(role, name, seen=None):
@@ -75,6 +78,11 @@ def _reach(role, name, seen=None):
                     continue  # the calling role's read-only checks (mps validate.yml, ...): scanned as that role's files
                 if target == APPLY_RENDER_OR_LOOKUP:
                     for part in ("manifests_render.yml", "manifests_lookup.yml"):
+                        modules |= _reach(role, _resolve(role, name, part), seen)
+                    continue
+                choice = ENTRY_CHOICE.fullmatch(target)
+                if choice:  # an entry point: its wrapper or its steps
+                    for part in (choice["auth"], choice["steps"]):
                         modules |= _reach(role, _resolve(role, name, part), seen)
                     continue
                 assert "{{" not in target, "%s/%s: templated include %s (follow it by hand)" % (role, name, target)
@@ -125,8 +133,16 @@ def test_kubernetes_entry_points_declare_kubeconfig_and_context(role, entry, opt
 @pytest.mark.parametrize("role, entry, options", KUBERNETES_ENTRY_POINTS, ids=lambda v: v if isinstance(v, str) else "")
 def test_kubernetes_entry_points_hand_them_to_every_kubernetes_core_module(role, entry, options):
     auth = "__%s_k8s_auth" % role
-    blocks = [t for t in _load(role, entry + ".yml") if "block" in t and "module_defaults" in t]
-    assert len(blocks) == 1, "%s/tasks/%s.yml: wrap the entry point in one block with module_defaults" % (role, entry)
+    # the entry point is one include: <entry>_auth.yml when the role's own kubeconfig or context is set, else the steps
+    [task] = _load(role, entry + ".yml")
+    choice = ENTRY_CHOICE.fullmatch(task["ansible.builtin.include_tasks"])
+    assert choice and choice["role"] == role and choice["auth"] == entry + "_auth.yml", task
+    # the wrapper is one block, around the same steps
+    [wrapper] = _load(role, choice["auth"])
+    blocks = [wrapper] if "block" in wrapper and "module_defaults" in wrapper else []
+    assert len(blocks) == 1, "%s/tasks/%s: wrap the steps in one block with module_defaults" % (role, choice["auth"])
+    assert [t.get("ansible.builtin.include_tasks") for t in wrapper["block"]] == [choice["steps"]]
+    assert "when" not in wrapper
     defaults = blocks[0]["module_defaults"]
     assert set(defaults) >= MODULES, "module_defaults of %s/%s lack %s" % (role, entry, sorted(MODULES - set(defaults)))
     assert {defaults[m] for m in MODULES} == {"{{ %s }}" % auth}
