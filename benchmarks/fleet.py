@@ -27,6 +27,7 @@ import os
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -195,6 +196,23 @@ def timed(folder, inventory, forks, count, gcp=None, clusters=None, extra=None, 
     return best
 
 
+def alternating_pairs(folder, inventory, host, gcp, clusters, extra, pairs):
+    """``pairs`` one-task ping plays, each followed at once by one cluster's run (checked to be a no-op when live):
+    the medians and their ratio. The machine's speed drifts by tens of percent between minutes; a pair is measured
+    at one moment, so the ratio of the medians is steadier than that of a ping and a run minutes apart."""
+    path = os.path.join(folder, "ping.yml")
+    ping, run = [], []
+    for dummy in range(pairs):
+        ping.append(playbook(folder, inventory, 1, limit=host, path=path))
+        row = timed(folder, inventory, 1, 1, gcp, clusters, extra, limit=host)
+        run.append((row["wall_s"], row["playbook_cpu_s"]))
+    ping_wall, ping_cpu = statistics.median(w for w, c in ping), statistics.median(c for w, c in ping)
+    run_wall, run_cpu = statistics.median(w for w, c in run), statistics.median(c for w, c in run)
+    return dict(pairs=pairs, ping_wall_s=round(ping_wall, 2), ping_cpu_s=round(ping_cpu, 2), run_wall_s=round(run_wall, 2),
+                run_cpu_s=round(run_cpu, 2), vs_ping_wall=round(run_wall / ping_wall, 2),
+                vs_ping_cpu=round(run_cpu / max(ping_cpu, 0.01), 2))
+
+
 def summarize_profile(document, top=25):
     """The per-task profile of one run: totals, executions per action, the ``top`` tasks by wall time."""
     tasks = document["tasks"]
@@ -246,7 +264,7 @@ def _wait_for(path):
         time.sleep(5)
 
 
-def measure(count, forks_list, repeat, mode, wait_for=None, partial=None):
+def measure(count, forks_list, repeat, mode, wait_for=None, partial=None, pairs=0):
     """The benchmark's result; ``partial(result)`` is called after each timed run (a long run killed keeps its rows)."""
     folder = tempfile.mkdtemp(prefix="gpo-fleet-")
     fleet = clusters_of(count)
@@ -277,6 +295,10 @@ def measure(count, forks_list, repeat, mode, wait_for=None, partial=None):
         result["single"]["vs_ping_cpu"] = round(result["single"]["playbook_cpu_s"] / max(result["ping"]["playbook_cpu_s"], 0.01), 1)
         _progress("one-task ping play: %s; one cluster alone = %sx its wall, %sx its CPU" % (
             json.dumps(result["ping"]), result["single"]["vs_ping_wall"], result["single"]["vs_ping_cpu"]))
+        if pairs:
+            result["pairs"] = alternating_pairs(folder, inventory, fleet[0][0], gcp,
+                                                clusters and {fleet[0][0]: clusters[fleet[0][0]]}, extra, pairs)
+            _progress("%d alternating pairs (ping play, one cluster), medians: %s" % (pairs, json.dumps(result["pairs"])))
         result["profile"] = profile_single(folder, inventory, fleet[0][0], gcp, clusters, extra)
         _progress(profile_table(result["profile"]))
         for forks in forks_list:
@@ -306,6 +328,11 @@ def table(result):
     if result.get("ping"):
         lines.append("one-task ping play: %.2f s wall, %.2f s CPU; one cluster alone = %.1fx its wall, %.1fx its CPU" % (
             result["ping"]["wall_s"], result["ping"]["playbook_cpu_s"], single["vs_ping_wall"], single["vs_ping_cpu"]))
+    if result.get("pairs"):
+        pairs = result["pairs"]
+        lines.append("%d alternating pairs, medians: ping play %.2f s wall / %.2f s CPU, one cluster %.2f s / %.2f s = %.1fx its "
+                     "wall, %.1fx its CPU" % (pairs["pairs"], pairs["ping_wall_s"], pairs["ping_cpu_s"], pairs["run_wall_s"],
+                                              pairs["run_cpu_s"], pairs["vs_ping_wall"], pairs["vs_ping_cpu"]))
     lines.append("%6s %9s %13s %20s %14s %16s %15s %12s" % ("forks", "wall s", "s / cluster", "per cluster / single",
                                                             "/ ping wall", "playbook CPU s", "doubles CPU s", "reads / cl."))
     for row in result["runs"]:
@@ -321,6 +348,8 @@ def main(argv=None):
     parser.add_argument("--forks", default="5,10,25,50", help="comma-separated fork counts")
     parser.add_argument("--repeat", type=int, default=1, help="runs per setting; the fastest counts")
     parser.add_argument("--mode", choices=("live", "render"), default="live")
+    parser.add_argument("--pairs", type=int, default=0,
+                        help="also time this many alternating pairs of a ping play and one cluster's run (their medians)")
     parser.add_argument("--output", help="JSON file (default benchmarks/results/fleet-<time>.json)")
     parser.add_argument("--wait-for", metavar="FILE",
                         help="after the first converge, wait until FILE exists before the timed runs")
@@ -328,7 +357,7 @@ def main(argv=None):
     _paths.setup()
     output = args.output or os.path.join(_paths.RESULTS, "fleet-%s.json" % time.strftime("%Y%m%d-%H%M%S"))
     result = measure(args.clusters, [int(f) for f in args.forks.split(",") if f], max(1, args.repeat), args.mode,
-                     args.wait_for, lambda partial: _paths.save(partial, "fleet", output))
+                     args.wait_for, lambda partial: _paths.save(partial, "fleet", output), max(0, args.pairs))
     print(table(result))
     print("\nJSON: %s" % os.path.relpath(_paths.save(result, "fleet", output)))
     return 0

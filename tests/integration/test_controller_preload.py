@@ -82,5 +82,8 @@ def test_a_worker_inherits_the_filters_the_first_task_loaded(run_playbook, probe
 
 
 def test_without_that_task_a_worker_has_not_loaded_them(run_playbook, probe_env):
-    # the probe itself loads nothing of the collection: a playbook without the render notice leaves it False
-    assert _probe(run_playbook(PROBE_PLAY, env=probe_env)) == (False, 0)
+    # the probe itself loads nothing of the collection: a playbook without the render notice leaves it False, and the
+    # worker's collector walks what it inherited (only what the interpreter froze at start-up is frozen: none on Python
+    # 3.11, a few hundred objects on 3.12)
+    inherited, frozen = _probe(run_playbook(PROBE_PLAY, env=probe_env))
+    assert inherited is False and frozen < 1000

@@ -16,6 +16,8 @@ import pytest
 # each scenario runs in a fresh interpreter: the at-fork hook cannot be unregistered from the test process
 SCENARIO = textwrap.dedent("""
     import gc, json, os, sys
+    # what the interpreter itself froze at start-up (Python 3.12 freezes a few hundred objects; 3.11 none)
+    baseline = gc.get_freeze_count()
     sys.path[:0] = %(paths)r
     from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _workers
 
@@ -33,8 +35,8 @@ SCENARIO = textwrap.dedent("""
     os.close(write)
     child = json.loads(os.read(read, 1000).decode())
     os.waitpid(pid, 0)
-    print(json.dumps({"calls": calls, "child": child, "controller_frozen": gc.get_freeze_count(),
-                      "held": len(held)}))
+    print(json.dumps({"calls": calls, "child": [n - baseline for n in child],
+                      "controller_frozen": gc.get_freeze_count() - baseline, "held": len(held)}))
 """)
 
 
@@ -54,7 +56,7 @@ def test_a_worker_freezes_what_it_inherits_and_the_controller_does_not():
     assert inherited_frozen >= found["held"]
     # a collection in the worker does not thaw them
     assert after_collect == inherited_frozen
-    # the controller's own collector still sees all of its objects
+    # the controller's own collector still sees all of its objects (beyond what the interpreter froze itself)
     assert found["controller_frozen"] == 0
 
 
