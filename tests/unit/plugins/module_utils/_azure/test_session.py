@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import azure.identity
 import pytest
@@ -470,6 +471,10 @@ def test_from_module_secret_without_tenant(capsys):
     assert "s3cr3t-value" not in json.dumps(result)
 
 
+# the folder that holds ansible_collections/gpu_ops/cluster
+COLLECTIONS_ROOT = str(Path(_arm.__file__).resolve().parents[6])
+
+
 def test_loading_the_engine_leaves_azure_identity_unimported():
     """The controller loads the AKS engine with every gpu_nodepool task, GKE runs included (issue #22): azure-identity
     and msal are imported when a credential is built, not before."""
@@ -478,6 +483,10 @@ def test_loading_the_engine_leaves_azure_identity_unimported():
               "from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import session\n"
               "print(session.HAS_AZURE_IDENTITY, sorted(m for m in sys.modules if m.startswith(('azure.identity', 'msal'))))\n"
               "session.build_credential('public', 'tenant', 'client', 'not-a-real-secret')\n"
-              "print('azure.identity' in sys.modules)\n" % [p for p in sys.path if p])
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120).stdout
-    assert out.splitlines() == ["True []", "True"]
+              "print('azure.identity' in sys.modules)\n" % [COLLECTIONS_ROOT])
+    # a fresh interpreter with its own site-packages and this checkout's collections (not the test runner's path:
+    # ansible-test puts a stub ansible package first there, in sys.path and PYTHONPATH)
+    env = dict((k, v) for k, v in os.environ.items() if k != "PYTHONPATH")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == ["True []", "True"]
