@@ -7,9 +7,9 @@
 
 ansible-playbook forks one worker per task and host. A worker inherits the controller's whole heap (ansible-core,
 the parsed playbook and roles, and the Kubernetes and cloud clients our action plugins import once in the
-controller), and the first full collection of its garbage collector walks every one of those objects: with a
-playbook of a hundred tasks that is most of a worker's own CPU, plus a copy-on-write page fault for every page it
-touches (issue #22, about 0.9 s of a 6 s no-op run of gke_gpudirect.yml on a 2-core machine).
+controller), and the first full collection of its garbage collector walks every one of those objects, paying CPU
+and a copy-on-write page fault for every page it touches (issue #22: 0.5-0.9 s of a 6 s no-op run of gke_gpudirect.yml
+on a 2-core machine, in runs with and without this).
 
 ``os.register_at_fork(after_in_child=gc.freeze)`` moves the inherited objects into the collector's permanent
 generation the moment a worker starts (O(1): the generation lists are spliced, no object is visited), so the
