@@ -180,8 +180,8 @@ def test_installer_create_then_noop_rerun(run_playbook, k8s_double, variant):
     release = _gpudirect.release(variant, "1.33.5")
     assert _images(daemonset["spec"]["template"]["spec"])[name].endswith(":" + release["installer"]["tag"])
     assert [w.verb for w in k8s_double.writes(kind="DaemonSet")] == ["create"]
-    report = first.task("Record the nodes where the DaemonSet is ready")["result"]["ansible_facts"][
-        "gpudirect_installer_wait_result"]
+    report = first.task("Wait for a ready pod of DaemonSet kube-system/" + name, action="k8s_daemonset_wait")["result"]
+    assert report["daemonset"] == "kube-system/" + name
     assert [(n["node"], n["ready"]) for n in report["nodes"]] == [("gpu-0", True), ("gpu-1", True)]
     pods = [p for p in k8s_double.list("Pod", "kube-system") if p["metadata"]["name"].startswith(name)]
     assert sorted(p["spec"]["nodeName"] for p in pods) == ["gpu-0", "gpu-1"]  # not on the CPU node
@@ -194,6 +194,13 @@ def test_installer_create_then_noop_rerun(run_playbook, k8s_double, variant):
     assert k8s_double.get("DaemonSet", name, "kube-system")["metadata"]["resourceVersion"] == resource_version
 
 
+def _daemonset_reads_after_its_apply(k8s_double):
+    """The DaemonSet reads sent after the apply step's last request for it (the apply reads it before it writes)."""
+    log = k8s_double.requests(kind="DaemonSet")
+    last_write = max(i for i, r in enumerate(log) if r.mutating)
+    return [r for r in log[last_write + 1:] if r.verb in ("get", "list")]
+
+
 def test_installer_wait_takes_the_recorded_nodes_and_the_applied_daemonset(run_playbook, k8s_double):
     """Issue #22: the nodes gke_gpu_cluster recorded (when enough carry the label) and the DaemonSet the apply returned
     are not read again; too few recorded nodes are read and waited for as before."""
@@ -202,20 +209,21 @@ def test_installer_wait_takes_the_recorded_nodes_and_the_applied_daemonset(run_p
     name = _gpudirect.INSTALLERS["tcpx"]["name"]
     recorded = [k8s_double.get("Node", n) for n in ("gpu-0", "gpu-1", "cpu-0")]
     result = run_playbook(play, env=k8s_double.env(), extra_vars={"gke_gpu_cluster_result": {"gpu_nodes": recorded}})
-    report = result.assert_ok().task("Record the nodes where the DaemonSet is ready")["result"]["ansible_facts"][
-        "gpudirect_installer_wait_result"]
+    report = result.assert_ok().task("Wait for a ready pod of DaemonSet kube-system/" + name,
+                                     action="k8s_daemonset_wait")["result"]
     # the recorded GPU nodes only (not the CPU node, not gpu-2 which was not recorded), none read
     assert [(n["node"], n["ready"]) for n in report["nodes"]] == [("gpu-0", True), ("gpu-1", True)]
     assert k8s_double.requests(kind="Node") == []
-    assert result.task("Read the DaemonSet kube-system/" + name)["status"] == "skipped"
+    assert _daemonset_reads_after_its_apply(k8s_double) == []  # the wait takes the applied one
 
     k8s_double.clear_requests()
     result = run_playbook(play, env=k8s_double.env(), extra_vars={"gke_gpu_cluster_result": {"gpu_nodes": recorded[:1]}})
-    report = result.assert_ok().task("Record the nodes where the DaemonSet is ready")["result"]["ansible_facts"][
-        "gpudirect_installer_wait_result"]
+    report = result.assert_ok().task("Wait for a ready pod of DaemonSet kube-system/" + name,
+                                     action="k8s_daemonset_wait")["result"]
     assert [n["node"] for n in report["nodes"]] == ["gpu-0", "gpu-1", "gpu-2"]
     assert [r.verb for r in k8s_double.requests(kind="Node")] == ["list"]
-    assert result.task("Read the DaemonSet kube-system/" + name)["status"] == "skipped"
+    # in place: the apply step's one read, whose object the wait takes
+    assert [r.verb for r in k8s_double.requests(kind="DaemonSet")] == ["get"]
 
 
 def test_installer_picks_the_release_of_the_nodes_gke_version(run_playbook):
@@ -255,12 +263,16 @@ def test_installer_never_ready_names_the_node(run_playbook, k8s_double):
     _gpu_nodes(k8s_double, "tcpxo", names=("gpu-0", "gpu-1", "gpu-2"))
     k8s_double.never_ready("gpu-1")
     result = run_playbook(_play("tcpxo_installer", _installer_vars("tcpxo")), env=k8s_double.env()).assert_failed()
-    failure = result.task("Check that the DaemonSet is ready on every GPU node - kube-system/nccl-tcpxo-installer")["result"]["msg"]
+    failure = result.task("Wait for a ready pod of DaemonSet kube-system/nccl-tcpxo-installer",
+                          action="k8s_daemonset_wait")["result"]["msg"]
     assert failure.startswith("DaemonSet kube-system/nccl-tcpxo-installer is not ready on 1 of 3 GPU nodes after 4 s: gpu-1 (pod nccl-tcpxo-installer-")
     assert "not ready" in failure and "gpu-0" not in failure and "gpu-2" not in failure
-    # while it waits, it names the DaemonSet and the nodes; the failure is the one short message, no object dump before it
-    assert ("FAILED - RETRYING: [localhost]: Wait for a ready pod of DaemonSet kube-system/nccl-tcpxo-installer on "
-            "gpu-0, gpu-1, gpu-2 (") in result.retry_lines()
+    # while it waits, it says before each retry which nodes it waits for (delay 1 s, timeout 4 s: 4 retries);
+    # the failure is the one short message, no object dump before it
+    waiting = [line for line in result.stdout.splitlines() if line.startswith("WAITING: [localhost]: ")]
+    assert len(waiting) == 4 and all("gpu-1" in line for line in waiting), result.stdout
+    assert waiting[-1] == ("WAITING: [localhost]: a ready pod of DaemonSet kube-system/nccl-tcpxo-installer on gpu-1 "
+                           "(1 retries left, next read in 1 s)"), result.stdout
     first, printed = _first_failure(result)
     assert first["result"]["msg"] == failure and len(printed.encode()) < 1024, printed
     assert printed.count("fatal:") == 1 and "resourceVersion" not in result.stdout

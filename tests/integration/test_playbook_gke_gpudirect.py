@@ -135,9 +135,13 @@ def test_live_against_the_doubles(run_playbook, gcp_double, k8s_double):
     # issue #22: the GPU nodes are listed once (the pool's check; the DaemonSet waits reuse them), each DaemonSet is
     # not read again after its apply (the wait takes the object the apply returned) and its pods are listed once
     assert [r.verb for r in k8s_double.requests(kind="Node")] == ["list"]
+    # one read per DaemonSet: its apply step's, whose object the wait takes
+    assert [(r.verb, r.name) for r in k8s_double.requests(kind="DaemonSet")] == [
+        ("get", "nccl-tcpxo-installer"), ("get", "device-injector")]
     for daemonset in ("kube-system/nccl-tcpxo-installer", "kube-system/device-injector"):
-        assert second.task("Read the DaemonSet " + daemonset)["status"] == "skipped"
-        assert second.task("Wait for the GPU nodes of DaemonSet " + daemonset)["status"] == "skipped"
+        wait = second.task("Wait for a ready pod of DaemonSet " + daemonset, action="k8s_daemonset_wait")
+        assert wait["status"] == "ok" and wait["result"]["in_worker"] and wait["result"]["daemonset"] == daemonset
+        assert [n["ready"] for n in wait["result"]["nodes"]] == [True, True]
     assert [r.verb for r in k8s_double.requests(kind="Pod")] == ["list", "list"]
     # every apply step finds its objects in place - one GET each, read in the Ansible worker - and skips its
     # kubernetes.core.k8s call (before: one module process per step and a no-op patch per DaemonSet)
@@ -148,7 +152,8 @@ def test_live_against_the_doubles(run_playbook, gcp_double, k8s_double):
     objects += [("DaemonSet", "nccl-tcpxo-installer"), ("DaemonSet", "device-injector")]
     assert sorted((r.kind, r.name) for r in k8s_double.requests() if r.verb == "get") == sorted(objects)
     reads = [t for t in second.tasks(action="gpu_ops.cluster.k8s_objects_info") if t["status"] == "ok"]
-    assert len(reads) == 6 and all(t["result"]["in_worker"] for t in reads)
+    reads += second.tasks(action="gpu_ops.cluster.k8s_daemonset_wait")
+    assert len(reads) == 6 and all(t["status"] == "ok" and t["result"]["in_worker"] for t in reads)
 
     gcp_double.clear_log()
     down = run_playbook(TEARDOWN, extra_vars=extra, extra_args=("-i", INVENTORY), verbosity=3)

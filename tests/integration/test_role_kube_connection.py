@@ -127,7 +127,8 @@ def test_nri_device_injector_and_the_roles_it_includes_use_its_connection(run_pl
     result = run_playbook(_play("nri_device_injector", dict(
         fast, nri_device_injector_kubeconfig=kubeconfig, nri_device_injector_context="gpu")), env=env).assert_ok()
     assert k8s_double.get("DaemonSet", "device-injector", "kube-system") is not None
-    assert _named(result, "Record the nodes where the DaemonSet is ready") == "ok", "gpudirect_installer's wait ran"
+    [wait] = result.tasks("Wait for a ready pod of DaemonSet kube-system/device-injector", action="k8s_daemonset_wait")
+    assert wait["status"] == "ok" and wait["result"]["in_worker"], "gpudirect_installer's wait ran"
 
     # a play's group default (the kubeconfig) and the role's context combine option by option
     group = {"group/kubernetes.core.k8s": {"kubeconfig": kubeconfig}}

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""daemonset_node_report: per-node readiness of a DaemonSet, with the reason where it is not ready.
+"""plugin_utils/_daemonset.py, through its filter daemonset_node_report and action k8s_daemonset_wait: per-node
+readiness of a DaemonSet, with the reason where it is not ready.
 
 The pods, nodes and DaemonSets come from the Kubernetes API double's controllers (in process, no
 HTTP), so they carry what a real cluster returns: owner references, template-generation labels,
@@ -18,6 +19,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.filter.daemonset import FilterModule, daemonset_node_report
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _daemonset as engine
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT, K8sDouble
 
 GPU = {"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"}
@@ -181,3 +183,14 @@ def test_bad_input_is_a_filter_error():
     with pytest.raises(AnsibleFilterError, match="must be a DaemonSet object"):
         daemonset_node_report([], [], {"kind": "Deployment"})
     assert FilterModule().filters() == {"daemonset_node_report": daemonset_node_report}
+
+
+@pytest.mark.parametrize("pods, nodes, daemonset, message", [
+    ({}, [], {}, "pods and nodes must be lists"),
+    ([], [], "ds", "must be a DaemonSet object"),
+    ([], [], {"kind": "Deployment"}, "must be a DaemonSet object"),
+    (["pod"], [], {}, r"pods\[0\]: must be a Kubernetes object"),
+])
+def test_the_engine_refuses_what_is_not_kubernetes_objects(pods, nodes, daemonset, message):
+    with pytest.raises(ValueError, match=message):
+        engine.node_report(pods, nodes, daemonset)
