@@ -194,3 +194,67 @@ def test_bad_input_is_a_filter_error():
 def test_the_engine_refuses_what_is_not_kubernetes_objects(pods, nodes, daemonset, message):
     with pytest.raises(ValueError, match=message):
         engine.node_report(pods, nodes, daemonset)
+
+
+def _plain_daemonset(uid="uid-1"):
+    return {"kind": "DaemonSet", "metadata": {"name": "installer", "namespace": "kube-system", "uid": uid},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "img:1"}]}}}}
+
+
+def _plain_pod(name, node, owners=None, ready=True, statuses=None, init_statuses=None):
+    meta = {"name": name}
+    if owners is not None:
+        meta["ownerReferences"] = owners
+    status = {"phase": "Running" if ready else "Pending", "conditions": [{"type": "Ready", "status": str(ready)}]}
+    if statuses is not None:
+        status["containerStatuses"] = statuses
+    if init_statuses is not None:
+        status["initContainerStatuses"] = init_statuses
+    return {"kind": "Pod", "metadata": meta, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "img:1"}]},
+            "status": status}
+
+
+def _plain_node(name):
+    return {"kind": "Node", "metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+@pytest.mark.parametrize("owners, counted", [
+    (None, True),  # no owner recorded: the selector decides
+    ([], True),
+    ([{"kind": "DaemonSet", "name": "installer", "uid": "uid-1"}], True),
+    ([{"kind": "DaemonSet", "name": "installer"}], True),  # an owner without uid: the name decides
+    ([{"kind": "DaemonSet", "name": "installer", "uid": "uid-0"}], False),  # the DaemonSet was recreated
+    ([{"kind": "DaemonSet", "name": "other"}], False),
+    ([{"kind": "ReplicaSet", "name": "installer"}], False),
+    ([{"kind": "ReplicaSet", "name": "x"}, {"kind": "DaemonSet", "name": "installer", "uid": "uid-1"}], True),
+])
+def test_only_pods_of_this_daemonset_count(owners, counted):
+    report = engine.node_report([_plain_pod("p0", "gpu-0", owners)], [_plain_node("gpu-0")], _plain_daemonset())
+    assert report[0]["ready"] is counted and report[0]["pod"] == ("p0" if counted else None)
+    # a DaemonSet read without a uid takes the owner's name
+    report = engine.node_report([_plain_pod("p0", "gpu-0", [{"kind": "DaemonSet", "name": "installer", "uid": "uid-0"}])],
+                                [_plain_node("gpu-0")], _plain_daemonset(uid=None))
+    assert report[0]["ready"]
+
+
+def test_the_reason_names_each_waiting_or_terminated_container():
+    pod = _plain_pod("p0", "gpu-0", ready=False, init_statuses=[
+        {"name": "done", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+        {"name": "boom", "state": {"terminated": {"exitCode": 2, "reason": "Error"}}},
+        {"name": "pull", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "not found"}}},
+    ], statuses=[
+        {"name": "c", "state": {"waiting": {}}},
+        {"name": "d", "state": {"terminated": {"exitCode": 0}}},
+    ])
+    [entry] = engine.node_report([pod], [_plain_node("gpu-0")], _plain_daemonset())
+    assert entry["reason"] == ("pod p0 is Pending, not ready: init container boom: failed Error (exit code 2); "
+                               "init container pull: ImagePullBackOff (not found); container c: Waiting; "
+                               "container d: terminated  (exit code 0)")
+
+
+def test_nodes_are_reported_by_name_and_the_first_ready_pod_by_name_wins():
+    pods = [_plain_pod("p-b", "gpu-0"), _plain_pod("p-a", "gpu-0"), _plain_pod("p-c", "gpu-1", ready=False),
+            _plain_pod("p-d", "gpu-1", ready=False)]
+    report = engine.node_report(pods, [_plain_node("gpu-1"), _plain_node("gpu-0")], _plain_daemonset())
+    assert [(e["node"], e["ready"], e["pod"]) for e in report] == [("gpu-0", True, "p-a"), ("gpu-1", False, "p-c")]
+    assert report[1]["reason"] == "pod p-c is Pending, not ready; pod p-d is Pending, not ready"
