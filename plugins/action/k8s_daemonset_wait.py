@@ -21,14 +21,14 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.utils.display import Display
 
 from ansible_collections.gpu_ops.cluster.plugins.action.k8s_objects_info import ActionModule as ObjectsInfoAction
-from ansible_collections.gpu_ops.cluster.plugins.action.k8s_objects_info import _auth_keys, credential_strings
+from ansible_collections.gpu_ops.cluster.plugins.action.k8s_objects_info import _auth_keys, _query, credential_strings
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core import waiter as _waiter
 from ansible_collections.gpu_ops.cluster.plugins.modules.k8s_daemonset_wait import WAIT_SPEC
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _daemonset
 
 display = Display()
 
 NAME = "k8s_daemonset_wait"
-SPEC = WAIT_SPEC
 
 
 class WaitFailed(Exception):
@@ -37,7 +37,7 @@ class WaitFailed(Exception):
 
 def options(raw):
     """The wait's own options, checked and converted (a bad one raises AnsibleError naming it)."""
-    validated = ArgumentSpecValidator(SPEC).validate(dict(raw))
+    validated = ArgumentSpecValidator(WAIT_SPEC).validate(dict(raw))
     if validated.error_messages:
         raise AnsibleError("; ".join(validated.error_messages))
     opts = validated.validated_parameters
@@ -106,7 +106,7 @@ class ActionModule(ObjectsInfoAction):
         result = super(ObjectsInfoAction, self).run(tmp, task_vars)  # ActionBase.run: the shared checks only
         result.update(changed=False)
         args = dict(self._task.args)
-        own = dict((key, args.pop(key)) for key in list(args) if key in SPEC)
+        own = dict((key, args.pop(key)) for key in list(args) if key in WAIT_SPEC)
         try:
             unknown = sorted(set(args) - _auth_keys())
             if unknown:
@@ -136,9 +136,7 @@ class ActionModule(ObjectsInfoAction):
     # ------------------------------------------------------------------ reads
     def _read_one(self, query, why_not):
         """One query, read where k8s_objects_info would read it: (resources, None) or (None, message)."""
-        full = dict(api_version="v1", label_selectors=[], field_selectors=[], wait=False, wait_condition={})
-        full.update(query)
-        queries = [full]
+        queries = [_query(query, 0)]  # k8s_objects_info's own normalisation (api_version v1, selectors as lists)
         if why_not:
             answer = self._on_target({}, queries, self._wait_auth, self._wait_vars, self._wait_secrets)
         else:
@@ -148,19 +146,24 @@ class ActionModule(ObjectsInfoAction):
         return answer["resources"], None
 
     def _until(self, read, done, opts, what):
-        """Read until ``done(value)`` holds or the attempts run out; the last value and error. Says what it waits for
-        before each retry, as ``until`` would."""
-        total = attempts(opts["timeout"], opts["delay"])
-        value, error = None, None
-        for attempt in range(1, total + 1):
-            value, error = read()
-            if error is None and done(value):
-                break
-            if attempt < total:
-                display.display("WAITING: [%s]: %s (%d retries left, next read in %d s)" % (
-                    self._task_host(), what(value, error), total - attempt, opts["delay"]))
-                time.sleep(opts["delay"])
-        return value, error
+        """Read until ``done(value)`` holds or the attempts run out (as ``until`` with timeout // delay retries); the last
+        value and error. The collection's one wait loop (module_utils/_core/waiter.py) polls; before each retry this
+        says what it still waits for."""
+        retries = attempts(opts["timeout"], opts["delay"]) - 1
+
+        def pause(last, attempt):
+            value, error = last
+            display.display("WAITING: [%s]: %s (%d retries left, next read in %d s)" % (
+                self._task_host(), what(value, error), retries - attempt, opts["delay"]))
+            return opts["delay"]
+
+        # the deadline only bounds slow reads; with prompt answers the retries end the wait, as before
+        waiter = _waiter.Waiter(sleep=time.sleep)
+        try:
+            return waiter.until(read, lambda last: last[1] is None and done(last[0]), opts["timeout"] + opts["delay"],
+                                pause, attempts=retries)
+        except _waiter.WaitTimeout as exc:
+            return exc.last
 
     def _task_host(self):
         return to_text(self._wait_vars.get("inventory_hostname", "?"))
