@@ -190,3 +190,11 @@ def test_options_are_checked_and_converted():
             action.options(raw)
     with pytest.raises(AnsibleError, match="node_label"):
         action.options(dict(name="ds", namespace="ns", node_values=["a"]))
+
+
+def test_a_timeout_no_longer_than_the_delay_still_retries_once(said):
+    # timeout 1 s, delay 1 s: the first read and one retry (the deadline, timeout + delay, only bounds slow reads)
+    plugin = Scripted({"Node": [[]]})
+    with pytest.raises(action.WaitFailed):
+        _wait(plugin, timeout=1, delay=1)
+    assert len(plugin.queries) == 2 and said.sleeps == [1]
