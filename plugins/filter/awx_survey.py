@@ -1,9 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""awx_survey_spec: an AWX job template survey generated from roles' argument specs.
+"""Filters of roles' argument specs: awx_survey_spec, an AWX job template survey generated from them, and
+argument_spec_errors, a role's variables checked against one (the preflight's check).
 
-Documentation: plugins/filter/awx_survey_spec.yml; the mapping rules: plugins/plugin_utils/_awx_survey.py.
+Documentation: plugins/filter/awx_survey_spec.yml and plugins/filter/argument_spec_errors.yml; the mapping rules:
+plugins/plugin_utils/_awx_survey.py; the check: plugins/plugin_utils/_role_spec.py.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _awx_survey as awx_survey
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _role_spec
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import plain
 
 
 def awx_survey_spec(sources, name, description="", role_specs=None):
@@ -34,8 +38,17 @@ def awx_survey_spec(sources, name, description="", role_specs=None):
         raise AnsibleFilterError("awx_survey_spec: %s" % exc)
 
 
+def argument_spec_errors(options, values, unset="__gpu_ops_unset__"):
+    """What ``values`` (option name -> value; ``unset`` marks a variable that is not defined) break in the argument
+    spec ``options`` of a role's entry point: validate_argument_spec's messages, [] when nothing."""
+    try:
+        return _role_spec.spec_errors(plain(options), plain(values), unset)
+    except ValueError as exc:
+        raise AnsibleFilterError("argument_spec_errors: %s" % exc)
+
+
 class FilterModule:
-    """AWX survey filters."""
+    """Filters of roles' argument specs."""
 
     def filters(self):
-        return {"awx_survey_spec": awx_survey_spec}
+        return {"awx_survey_spec": awx_survey_spec, "argument_spec_errors": argument_spec_errors}

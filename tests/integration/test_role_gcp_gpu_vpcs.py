@@ -108,8 +108,11 @@ def test_background_converge_starts_only_when_the_plan_has_changes(run_playbook,
                  "vars": {"gcp_gpu_vpcs_background_delay": 1}}
     role_vars = dict(ROLE_VARS, gcp_gpu_vpcs_background=True)
     first = run_playbook(play(gcp_defaults, role_vars, [await_job, publish(tmp_path / "first.json")])).assert_ok()
-    job = first.task("Remember the background converge")["result"]["ansible_facts"]["gcp_gpu_vpcs_fabric_job"]
+    remembered = first.task("Remember the background converge")["result"]["ansible_facts"]
+    job = remembered["gcp_gpu_vpcs_fabric_job"]
     assert job["jid"] and job["cluster"] == "a3high" and job["timeout"] == 3600
+    # a job started: the fabric is not published yet (await publishes it once the job ends)
+    assert "gcp_gpu_vpcs_fabric" not in remembered
     assert [r["status"] for r in first.tasks(action="async_status")][-1] == "ok"
     assert len(gcp_double.mutating_requests()) == 12
 
@@ -121,7 +124,10 @@ def test_background_converge_starts_only_when_the_plan_has_changes(run_playbook,
     assert len(reads) == 3 * 4 and set(reads.values()) == {1}, reads
     assert noop.tasks(action="async_status") == [] and [r["task"] for r in noop.changed] == ["publish"]
     assert noop.task("Converge the GPU NIC fabric")["status"] == "skipped"
-    assert noop.task("Remember the background converge")["result"]["ansible_facts"] == {"gcp_gpu_vpcs_fabric_job": {}}
+    # no job, and the plan is the fabric, published by the same task
+    remembered = noop.task("Remember the background converge")["result"]["ansible_facts"]
+    assert sorted(remembered) == ["gcp_gpu_vpcs_fabric", "gcp_gpu_vpcs_fabric_job"] and remembered["gcp_gpu_vpcs_fabric_job"] == {}
+    assert remembered["gcp_gpu_vpcs_fabric"]["cluster"] == "a3high" and len(remembered["gcp_gpu_vpcs_fabric"]["networks"]) == 4
     assert noop.task("await")["status"] == "skipped"
 
     # the fabric it publishes is the one a converge in the foreground publishes

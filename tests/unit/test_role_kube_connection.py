@@ -53,7 +53,8 @@ def _tasks(node):
 # the templated includes, followed by hand: roles/preflight/tasks/check.yml includes a read-only tasks file of the
 # calling role (roles/preflight/README.md); apply's manifests_steps.yml includes its render or its lookup tasks
 PREFLIGHT_ROLE_TASKS = "{{ role_path }}/tasks/{{ preflight_tasks }}"
-APPLY_RENDER_OR_LOOKUP = "{{ 'manifests_render.yml' if __apply_render | bool else 'manifests_lookup.yml' }}"
+APPLY_RENDER_OR_LOOKUP = ("{{ 'manifests_render.yml' if __apply_render | bool else 'manifests_lookup.yml' if __apply_lookup | bool"
+                          " else 'manifests_check.yml' }}")
 # an entry point's one task: its kubeconfig wrapper (<entry>_auth.yml) when the role's auth is set, else its steps
 ENTRY_CHOICE = re.compile(r"\{\{ '(?P<auth>\w+_auth\.yml)' if __(?P<role>\w+)_k8s_auth \| length > 0 else '(?P<steps>\w+\.yml)' \}\}")
 
@@ -76,8 +77,8 @@ def _reach(role, name, seen=None):
                 target = value["file"] if isinstance(value, dict) else value
                 if target == PREFLIGHT_ROLE_TASKS:
                     continue  # the calling role's read-only checks (mps validate.yml, ...): scanned as that role's files
-                if target == APPLY_RENDER_OR_LOOKUP:
-                    for part in ("manifests_render.yml", "manifests_lookup.yml"):
+                if " ".join(target.split()) == APPLY_RENDER_OR_LOOKUP:
+                    for part in ("manifests_render.yml", "manifests_lookup.yml", "manifests_check.yml"):
                         modules |= _reach(role, _resolve(role, name, part), seen)
                     continue
                 choice = ENTRY_CHOICE.fullmatch(target)
