@@ -20,7 +20,7 @@ import yaml
 
 from ansible_collections.gpu_ops.cluster.tests.contract import k8s_validation
 from ansible_collections.gpu_ops.cluster.tests.contract.discovery import discovery
-from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT, REPO_ROOT, skipped_item
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT, REPO_ROOT
 
 PLAYBOOK = str(REPO_ROOT / "playbooks" / "gke_gpudirect.yml")
 TEARDOWN = str(REPO_ROOT / "playbooks" / "gke_gpudirect_teardown.yml")
@@ -145,14 +145,16 @@ def test_live_against_the_doubles(run_playbook, gcp_double, k8s_double):
     assert [r.verb for r in k8s_double.requests(kind="Pod")] == ["list", "list"]
     # every apply step finds its objects in place - one GET each, read in the Ansible worker - and skips its
     # kubernetes.core.k8s call (before: one module process per step and a no-op patch per DaemonSet)
-    applies = second.tasks("Apply the manifests of step", action="kubernetes.core.k8s")
-    assert len(applies) == 3 and all(skipped_item(call) for task in applies for call in task["result"]["results"])
+    plans = second.tasks(action="gpu_ops.cluster.k8s_apply_plan")
+    assert len(plans) == 3 and all(t["result"]["in_place"] and t["result"]["in_worker"] for t in plans)
+    assert second.tasks(action="kubernetes.core.k8s") == []
+    assert [t["status"] for t in second.tasks("Send the manifests of step")] == ["skipped"] * 3
     assert not [r for r in k8s_double.requests() if r.verb == "patch"]
     objects = [(kind, o["metadata"]["name"]) for kind in ("GKENetworkParamSet", "Network") for o in k8s_double.list(kind)]
     objects += [("DaemonSet", "nccl-tcpxo-installer"), ("DaemonSet", "device-injector")]
     assert sorted((r.kind, r.name) for r in k8s_double.requests() if r.verb == "get") == sorted(objects)
     reads = [t for t in second.tasks(action="gpu_ops.cluster.k8s_objects_info") if t["status"] == "ok"]
-    reads += second.tasks(action="gpu_ops.cluster.k8s_daemonset_wait")
+    reads += second.tasks(action="gpu_ops.cluster.k8s_daemonset_wait") + plans
     assert len(reads) == 6 and all(t["status"] == "ok" and t["result"]["in_worker"] for t in reads)
 
     gcp_double.clear_log()

@@ -82,6 +82,17 @@ def _apply_task(result):
     return result.task("Apply the manifests of step 10-test", action="kubernetes.core.k8s")
 
 
+def _plan(result):
+    """What k8s_apply_plan registered for the step (the reads and which calls are in place)."""
+    return _preread(result)["result"]
+
+
+def _sent(result):
+    """Whether the step's calls were sent: the include of manifests_send.yml ran (a step whose calls are all in place
+    skips it, and with it the kubernetes.core.k8s task)."""
+    return result.task("Send the manifests of step 10-test")["status"] != "skipped"
+
+
 def _calls(result):
     """The kubernetes.core.k8s calls of the step: one per run of objects with the same wait condition."""
     return _apply_task(result)["result"]["results"]
@@ -154,8 +165,9 @@ def test_rerun_reads_each_object_once_skips_the_apply_and_writes_nothing(run_pla
     # one GET per object, read in the worker; no kubernetes.core.k8s call (before: one call, a no-op patch)
     assert _reads(k8s_double) == [("get", m["kind"], m["metadata"]["name"]) for m in MANIFESTS]
     assert not k8s_double.writes() and not [r for r in k8s_double.requests() if r.verb == "patch"]
-    assert _preread(result)["result"]["in_worker"] is True
-    assert [c["status"] if "status" in c else ("skipped" if skipped_item(c) else "ran") for c in _calls(result)] == ["skipped"]
+    assert _plan(result)["in_worker"] is True and _plan(result)["in_place"] is True
+    assert [b["in_place"] for b in _plan(result)["batches"]] == [True] and not _sent(result)
+    assert result.tasks(action="kubernetes.core.k8s") == []
     # apply_result holds what kubernetes.core.k8s would have returned: the objects as read
     shown = result.task("Show apply_result")["result"]["apply_result"]
     [call] = shown["results"]
@@ -175,8 +187,8 @@ def test_rerun_with_a_satisfied_wait_condition_is_skipped_too(run_playbook, k8s_
     result = _apply(run_playbook, k8s_double, **waits).assert_ok()
 
     # kubernetes.core's readiness checks hold on the objects read (the DaemonSet's ready counts, the Ready conditions)
-    assert [r.get("ready") for r in _preread(result)["result"]["results"]] == [True] * 5
-    assert all(skipped_item(c) for c in _calls(result)) and len(_calls(result)) == 2
+    assert [r.get("ready") for r in _plan(result)["reads"]] == [True] * 5
+    assert [b["in_place"] for b in _plan(result)["batches"]] == [True, True] and not _sent(result)
     assert _reads(k8s_double) == [("get", m["kind"], m["metadata"]["name"]) for m in MANIFESTS]
 
 
@@ -189,7 +201,7 @@ def test_a_wait_condition_that_does_not_hold_yet_runs_the_apply(run_playbook, k8
                     test_wait_condition={"type": "Ready", "status": "True", "reason": "NotThisReason"},
                     test_wait_condition_kinds=["Network"]).assert_failed()
 
-    ready = [r.get("ready") for r in _preread(result)["result"]["results"]]
+    ready = [r.get("ready") for r in _plan(result)["reads"]]
     assert ready == [True, True, True, True, False]
     message = result.failed[0]["result"]["msg"]
     assert message.startswith("Step 10-test: Network vpc1 is not ready after 2 s"), message
@@ -205,7 +217,7 @@ def test_a_daemonset_that_is_not_ready_runs_the_apply_and_its_wait(run_playbook,
 
     result = _apply(run_playbook, k8s_double, manifests=MANIFESTS[:3], test_wait=True, test_wait_timeout=2).assert_failed()
 
-    assert [r.get("ready") for r in _preread(result)["result"]["results"]] == [True, True, False]
+    assert [r.get("ready") for r in _plan(result)["reads"]] == [True, True, False]
     assert "DaemonSet %s/nic-installer is not ready after 2 s: 1 of 2 pods ready" % NAMESPACE in result.failed[0]["result"]["msg"]
 
 
@@ -307,7 +319,9 @@ def test_render_mode_writes_valid_manifests_and_contacts_nothing(run_playbook, k
 
     assert k8s_double.requests() == [], "render mode contacted the API server"
     assert all(r["status"] == "skipped" for r in result.tasks(action="kubernetes.core.k8s_info"))
-    assert _apply_task(result)["status"] == "skipped"
+    # neither the reads nor the calls: the live part is skipped whole
+    assert _preread(result)["status"] == "skipped" and not _sent(result)
+    assert result.tasks(action="kubernetes.core.k8s") == []
     step = render_dir / "manifests" / "10-test"
     assert sorted(os.listdir(step)) == [
         "01-namespace-gpu-ops-test.yaml", "02-configmap-nccl-env.yaml", "03-daemonset-nic-installer.yaml",

@@ -178,7 +178,7 @@ def test_nvidia_device_plugin_helm_release_uses_the_role_connection(run_playbook
     assert helm_k8s.get("DaemonSet", "nvidia-device-plugin", "nvidia-device-plugin") is not None
 
 
-# ---------------------------------------------------------------- the reads in the worker (gpu_ops.cluster.k8s_objects_info)
+# ---------------------------------------------------------------- the reads in the worker (gpu_ops.cluster.k8s_apply_plan)
 def _read_in_worker(result):
     record = [r for r in result.results if r["task"].endswith("Read the objects to skip those already in place in step 10-connection")]
     assert len(record) == 1, result.output
@@ -186,9 +186,8 @@ def _read_in_worker(result):
 
 
 def _in_place(result):
-    """Whether the step's kubernetes.core.k8s call was skipped (every object in place)."""
-    [call] = [r for r in result.results if r["action"] == "kubernetes.core.k8s"]
-    return all(item.get("skipped") for item in call["result"]["results"])
+    """Whether the step's calls were all in place: no kubernetes.core.k8s task ran (the include that sends was skipped)."""
+    return _read_in_worker(result)["in_place"] and not [r for r in result.results if r["action"] == "kubernetes.core.k8s"]
 
 
 def test_the_read_in_the_worker_uses_the_same_connection_as_kubernetes_core(run_playbook, k8s_double, tmp_path):
@@ -228,8 +227,9 @@ def test_a_wrong_context_fails_with_a_clear_message_and_no_secret(run_playbook, 
     for given in (kubeconfig, as_dict):
         result = run_playbook(_apply(given, "no-such-context"), env=env, verbosity=3).assert_failed()
         read = _read_in_worker(result)
-        assert read["msg"].startswith("k8s_objects_info: Could not create API client:") and "no-such-context" in read["msg"]
-        assert "resources" not in read
+        error = read["read_error"]
+        assert error.startswith("k8s_objects_info: Could not create API client:") and "no-such-context" in error
+        assert read["in_place"] is False and read["reads"] == [] and not read.get("failed")
         [failed] = result.failed
         assert failed["action"] == "kubernetes.core.k8s" and "no-such-context" in result.stdout
         assert k8s_double.token not in result.stdout + result.stderr

@@ -70,7 +70,7 @@ def _reach(role, name, seen=None):
         for key, value in task.items():
             if key.startswith("kubernetes.core."):
                 modules.add(key)
-            elif key in ("gpu_ops.cluster.k8s_objects_info", "gpu_ops.cluster.k8s_daemonset_wait"):
+            elif key in ("gpu_ops.cluster.k8s_objects_info", "gpu_ops.cluster.k8s_daemonset_wait", "gpu_ops.cluster.k8s_apply_plan"):
                 # reads with kubernetes.core.k8s_info's connection options (its module_defaults), in the worker or through it
                 modules.add("kubernetes.core.k8s_info")
             elif key in INCLUDE_TASKS:

@@ -50,6 +50,14 @@ def test_a_text_number_is_converted_as_the_spec_says_and_null_is_a_given_value()
     assert _role_spec.spec_errors(OPTIONS, _values(cluster=None), UNSET) == []
 
 
+def test_an_equal_mark_is_unset_too():
+    # the template's default= and the filter's mark are equal texts, not one object
+    mark = "".join(["__gpu_ops", "_unset__"])
+    assert mark is not UNSET
+    assert _role_spec.spec_errors(OPTIONS, {"cluster": "a3", "fabric": mark}, UNSET) == []
+    assert _role_spec.spec_errors(OPTIONS, {"cluster": mark}, UNSET) == ["missing required arguments: cluster"]
+
+
 def test_only_the_exact_mark_is_unset():
     # the mark inside a list, or another text, is a value like any other
     assert _role_spec.spec_errors(OPTIONS, _values(cluster="a3", zones=[UNSET]), UNSET) == []

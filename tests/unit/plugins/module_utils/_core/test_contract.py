@@ -24,7 +24,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport im
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 5))
 PLUGINS = os.path.join(ROOT, "plugins")
 # action plugins whose module file only documents them (no engine; main() refuses to run alone)
-ACTION_ONLY = {"k8s_objects_info", "k8s_daemonset_wait"}
+ACTION_ONLY = {"k8s_objects_info", "k8s_daemonset_wait", "k8s_apply_plan"}
 MODULES = sorted(name[:-3] for name in os.listdir(os.path.join(PLUGINS, "modules"))
                  if name.endswith(".py") and name[:-3] not in ACTION_ONLY)
 ENDS = {"exit_json", "fail_json"}
