@@ -15,7 +15,6 @@ kubernetes.core's own message.
 from __future__ import annotations
 
 from ansible.errors import AnsibleError
-from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpu_ops.cluster.plugins.action.k8s_objects_info import ActionModule as ObjectsInfoAction
@@ -48,16 +47,11 @@ def plan(batches, reads, wait):
 
 
 class ActionModule(ObjectsInfoAction):
-    """One GET per object of the calls, then which calls are in place."""
-
-    _SUPPORTS_CHECK_MODE = True
-    _SUPPORTS_ASYNC = False
+    """One GET per object of the calls, then which calls are in place (check mode: yes, async: no, as k8s_objects_info)."""
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
-        result = super(ObjectsInfoAction, self).run(tmp, task_vars)  # ActionBase.run: the shared checks only
-        result.update(changed=False)
-        args = dict(self._task.args)
+        result, args = self._start(tmp, task_vars)
         try:
             batches = plain(args.pop("batches", None))
             wait = boolean(args.pop("wait", False), strict=False)
@@ -67,8 +61,7 @@ class ActionModule(ObjectsInfoAction):
                 raise AnsibleError("unsupported options: %s" % ", ".join(unknown))
             auth = self._auth(args)
         except AnsibleError as exc:
-            result.update(failed=True, msg="%s: %s" % (NAME, to_text(exc.message if hasattr(exc, "message") else exc)))
-            return result
+            return self._refused(result, NAME, exc)
         reads = self._read_all(result, queries, auth, task_vars) if queries else []
         result.update(plan(batches, reads, wait))
         return result

@@ -96,16 +96,12 @@ def not_ready_message(name, report, timeout):
 
 
 class ActionModule(ObjectsInfoAction):
-    """The nodes, the DaemonSet and a Ready pod on each node, read until ready or the timeout."""
-
-    _SUPPORTS_CHECK_MODE = True
-    _SUPPORTS_ASYNC = False
+    """The nodes, the DaemonSet and a Ready pod on each node, read until ready or the timeout (check mode: yes, async:
+    no, as k8s_objects_info)."""
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
-        result = super(ObjectsInfoAction, self).run(tmp, task_vars)  # ActionBase.run: the shared checks only
-        result.update(changed=False)
-        args = dict(self._task.args)
+        result, args = self._start(tmp, task_vars)
         own = dict((key, args.pop(key)) for key in list(args) if key in WAIT_SPEC)
         try:
             unknown = sorted(set(args) - _auth_keys())
@@ -114,8 +110,7 @@ class ActionModule(ObjectsInfoAction):
             opts = options(own)
             auth = self._auth(args)
         except AnsibleError as exc:
-            result.update(failed=True, msg="%s: %s" % (NAME, to_text(exc.message if hasattr(exc, "message") else exc)))
-            return result
+            return self._refused(result, NAME, exc)
 
         self._wait_vars = task_vars
         self._wait_auth = auth

@@ -154,9 +154,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
-        result = super().run(tmp, task_vars)
-        result.update(changed=False)
-        args = dict(self._task.args)
+        result, args = self._start(tmp, task_vars)
         try:
             raw = args.pop("queries", None)
             if not isinstance(raw, list) or not raw:
@@ -168,8 +166,7 @@ class ActionModule(ActionBase):
                 raise AnsibleError("unsupported options: %s" % ", ".join(unknown))
             auth = self._auth(args)
         except AnsibleError as exc:
-            result.update(failed=True, msg="k8s_objects_info: %s" % to_text(exc.message if hasattr(exc, "message") else exc))
-            return result
+            return self._refused(result, "k8s_objects_info", exc)
 
         secrets = credential_strings(auth)
         why_not = self._why_not_in_worker(task_vars)
@@ -184,6 +181,19 @@ class ActionModule(ActionBase):
         return self._in_worker(result, queries, auth, secrets)
 
     # ------------------------------------------------------------------ options
+    def _start(self, tmp, task_vars):
+        """ActionBase.run's shared checks (this class's subclasses too), a result that changes nothing, and a copy of
+        the task's arguments."""
+        result = ActionBase.run(self, tmp, task_vars)
+        result.update(changed=False)
+        return result, dict(self._task.args)
+
+    @staticmethod
+    def _refused(result, name, exc):
+        """``result`` failed with the option error ``exc``, named after the action."""
+        result.update(failed=True, msg="%s: %s" % (name, to_text(exc.message if hasattr(exc, "message") else exc)))
+        return result
+
     def _auth(self, explicit):
         """The connection options kubernetes.core.k8s_info would run with: the task's own over its module_defaults
         (kubernetes.core.k8s_info and group/kubernetes.core.k8s), kubeconfig paths found as its action finds them."""
