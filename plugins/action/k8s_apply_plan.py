@@ -15,6 +15,7 @@ kubernetes.core's own message.
 from __future__ import annotations
 
 from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpu_ops.cluster.plugins.action.k8s_objects_info import ActionModule as ObjectsInfoAction
@@ -59,20 +60,25 @@ class ActionModule(ObjectsInfoAction):
             unknown = sorted(set(args) - _auth_keys())
             if unknown:
                 raise AnsibleError("unsupported options: %s" % ", ".join(unknown))
-            auth = self._auth(args)
         except AnsibleError as exc:
             return self._refused(result, NAME, exc)
-        reads = self._read_all(result, queries, auth, task_vars) if queries else []
+        reads = self._read_all(result, queries, args, task_vars) if queries else []
         result.update(plan(batches, reads, wait))
         return result
 
-    def _read_all(self, result, queries, auth, task_vars):
+    def _read_all(self, result, queries, connection, task_vars):
         """The per-query results of k8s_objects_info, or [] (nothing in place) when the worker cannot read them; why is
-        in ``in_worker_reason`` or ``read_error`` (credentials replaced)."""
+        in ``in_worker_reason`` or ``read_error`` (credentials replaced). ``connection``: the task's connection options,
+        which a kubeconfig that cannot be found or a bad one also leaves to kubernetes.core.k8s to refuse."""
         why_not = self._why_not_in_worker(task_vars)
         result["in_worker"] = not why_not
         if why_not:
             result["in_worker_reason"] = why_not
+            return []
+        try:
+            auth = self._auth(connection)
+        except AnsibleError as exc:
+            result["read_error"] = "%s: %s" % (NAME, to_text(exc.message if hasattr(exc, "message") else exc))
             return []
         read = self._in_worker({}, queries, auth, credential_strings(auth))
         if read.get("failed"):

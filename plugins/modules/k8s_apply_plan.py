@@ -18,8 +18,9 @@ description:
   - When every call is in place, RV(results) holds what the calls would have returned (their objects as read), so the
     result can be registered where the calls' results would be. The role C(gpu_ops.cluster.apply) registers it as
     C(apply_result) and skips the include that sends the objects.
-  - A read that cannot be made (not in the Ansible worker, credentials, an API error) makes no call in place; the reason
-    is returned, and the calls can run as before and fail, if they must, with kubernetes.core's own message.
+  - A read that cannot be made (not in the Ansible worker, a kubeconfig it cannot find or take, credentials, an API error)
+    makes no call in place; the reason is returned, and the calls can run as before and fail, if they must, with
+    kubernetes.core's own message. Only O(batches) that are not calls, and unknown options, fail the task.
   - Reads as M(gpu_ops.cluster.k8s_objects_info) reads, in the Ansible worker with the connection options of
     M(kubernetes.core.k8s_info) (this task's, over the C(module_defaults) of C(kubernetes.core.k8s_info) and
     C(group/kubernetes.core.k8s)); unlike it, it never runs M(kubernetes.core.k8s_info) on the target.

@@ -109,11 +109,16 @@ def test_no_call_is_in_place_with_nothing_to_send():
 class Reader(action.ActionModule):
     """The action with the worker's read scripted: why it cannot read, or what the read returns."""
 
-    def __init__(self, why_not="", answer=None):  # pylint: disable=super-init-not-called
-        self.why_not, self.answer, self.read_with = why_not, answer, None
+    def __init__(self, why_not="", answer=None, auth_error=None):  # pylint: disable=super-init-not-called
+        self.why_not, self.answer, self.auth_error, self.read_with = why_not, answer, auth_error, None
 
     def _why_not_in_worker(self, task_vars):
         return self.why_not
+
+    def _auth(self, explicit):
+        if self.auth_error:
+            raise AnsibleError(self.auth_error)
+        return dict(explicit)
 
     def _in_worker(self, result, queries, auth, secrets):
         self.read_with = (queries, auth, secrets)
@@ -142,6 +147,14 @@ def test_a_read_that_fails_reads_nothing_and_keeps_its_message():
     assert not result.get("failed")
 
 
+def test_a_kubeconfig_it_cannot_take_reads_nothing_and_leaves_the_refusal_to_kubernetes_core():
+    result = {}
+    reader = Reader(auth_error="kubeconfig must be a path or a dict, got int")
+    assert reader._read_all(result, ["q"], {"kubeconfig": 3}, {}) == []
+    assert result == {"in_worker": True, "read_error": "k8s_apply_plan: kubeconfig must be a path or a dict, got int"}
+    assert reader.read_with is None and not result.get("failed")
+
+
 def test_an_unreadable_step_plans_every_call_to_run():
     calls = [_call(PARAMS), _call(NETWORK)]
     fields = action.plan(calls, Reader(why_not="become is set")._read_all({}, action.queries_of(calls, False), {}, {}), False)
@@ -160,14 +173,11 @@ def test_run_refuses_an_unknown_option_and_bad_calls_before_reading(monkeypatch)
 
 
 class Planner(Reader):
-    """Reader that also notes the task vars it was handed and the auth it was given."""
+    """Reader that also notes the task vars it was handed."""
 
     def _why_not_in_worker(self, task_vars):
         self.task_vars = task_vars
         return self.why_not
-
-    def _auth(self, explicit):
-        return dict(explicit)
 
 
 def test_run_reads_the_calls_objects_and_registers_the_plan(monkeypatch):
