@@ -15,7 +15,6 @@ kubernetes.core's own message.
 from __future__ import annotations
 
 from ansible.errors import AnsibleError
-from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpu_ops.cluster.plugins.action.k8s_objects_info import ActionModule as ObjectsInfoAction
@@ -78,7 +77,7 @@ class ActionModule(ObjectsInfoAction):
         try:
             auth = self._auth(connection)
         except AnsibleError as exc:
-            result["read_error"] = "%s: %s" % (NAME, to_text(exc.message if hasattr(exc, "message") else exc))
+            result["read_error"] = self._named(NAME, exc)
             return []
         read = self._in_worker({}, queries, auth, credential_strings(auth))
         if read.get("failed"):

@@ -189,9 +189,13 @@ class ActionModule(ActionBase):
         return result, dict(self._task.args)
 
     @staticmethod
-    def _refused(result, name, exc):
+    def _named(name, exc):
+        """The message of the error ``exc``, named after the action."""
+        return "%s: %s" % (name, to_text(exc.message if hasattr(exc, "message") else exc))
+
+    def _refused(self, result, name, exc):
         """``result`` failed with the option error ``exc``, named after the action."""
-        result.update(failed=True, msg="%s: %s" % (name, to_text(exc.message if hasattr(exc, "message") else exc)))
+        result.update(failed=True, msg=self._named(name, exc))
         return result
 
     def _auth(self, explicit):
