@@ -34,6 +34,7 @@ import tempfile
 import time
 
 from benchmarks import _paths
+from benchmarks import _plain
 
 SLOW = True  # not part of a plain ``python -m benchmarks`` (make benchmark): name it
 PROJECT = "fleet-project"
@@ -213,6 +214,38 @@ def alternating_pairs(folder, inventory, host, gcp, clusters, extra, pairs):
                 vs_ping_cpu=round(run_cpu / max(ping_cpu, 0.01), 2))
 
 
+def plain_pairs(folder, inventory, host, gcp, clusters, extra, pairs):
+    """``pairs`` rounds of the ping play, the same no-op written the plain way (benchmarks/_plain.py) and one cluster's
+    run, one after the other: the medians and the ratios. The plain play is rendered from the collection's own render
+    of ``host``; a plain run that changes anything is reported, not refused (its apply may patch what ours leaves)."""
+    render_dir = os.path.join(folder, "plain-render")
+    playbook(folder, inventory, 1, dict(extra, gpu_ops_render_dir=render_dir), limit=host)
+    token = extra["gke_gpudirect_gcp"]["access_token"]
+    plain_path = _plain.write(folder, render_dir, gcp.url, token, clusters[host].kubeconfig)
+    ping_path = os.path.join(folder, "ping.yml")
+    ping, plain, ours, plain_writes = [], [], [], 0
+    for dummy in range(pairs):
+        ping.append(playbook(folder, inventory, 1, limit=host, path=ping_path))
+        _clear(gcp, clusters)
+        plain.append(playbook(folder, inventory, 1, limit=host, path=plain_path))
+        plain_writes = max(plain_writes, len([w for w in clusters[host].writes() if w.changed]) + len(gcp.mutating_requests()))
+        row = timed(folder, inventory, 1, 1, gcp, clusters, extra, limit=host)
+        ours.append((row["wall_s"], row["playbook_cpu_s"]))
+
+    def median(runs, index):
+        return statistics.median(run[index] for run in runs)
+
+    result = dict(pairs=pairs, plain_tasks=len(_plain.play(render_dir, gcp.url, token, "k")[0]["tasks"]),
+                  plain_changed_writes=plain_writes)
+    for name, runs in (("ping", ping), ("plain", plain), ("ours", ours)):
+        result["%s_wall_s" % name], result["%s_cpu_s" % name] = round(median(runs, 0), 2), round(median(runs, 1), 2)
+    result.update(ours_vs_ping_cpu=round(result["ours_cpu_s"] / max(result["ping_cpu_s"], 0.01), 2),
+                  ours_vs_plain_cpu=round(result["ours_cpu_s"] / max(result["plain_cpu_s"], 0.01), 2),
+                  ours_vs_plain_wall=round(result["ours_wall_s"] / max(result["plain_wall_s"], 0.01), 2),
+                  plain_vs_ping_cpu=round(result["plain_cpu_s"] / max(result["ping_cpu_s"], 0.01), 2))
+    return result
+
+
 def summarize_profile(document, top=25):
     """The per-task profile of one run: totals, executions per action, the ``top`` tasks by wall time."""
     tasks = document["tasks"]
@@ -264,7 +297,7 @@ def _wait_for(path):
         time.sleep(5)
 
 
-def measure(count, forks_list, repeat, mode, wait_for=None, partial=None, pairs=0):
+def measure(count, forks_list, repeat, mode, wait_for=None, partial=None, pairs=0, plain=0):
     """The benchmark's result; ``partial(result)`` is called after each timed run (a long run killed keeps its rows)."""
     folder = tempfile.mkdtemp(prefix="gpo-fleet-")
     fleet = clusters_of(count)
@@ -299,6 +332,10 @@ def measure(count, forks_list, repeat, mode, wait_for=None, partial=None, pairs=
             result["pairs"] = alternating_pairs(folder, inventory, fleet[0][0], gcp,
                                                 clusters and {fleet[0][0]: clusters[fleet[0][0]]}, extra, pairs)
             _progress("%d alternating pairs (ping play, one cluster), medians: %s" % (pairs, json.dumps(result["pairs"])))
+        if plain and gcp:
+            result["plain"] = plain_pairs(folder, inventory, fleet[0][0], gcp,
+                                          {fleet[0][0]: clusters[fleet[0][0]]}, extra, plain)
+            _progress("%d rounds (ping play, plain play, one cluster), medians: %s" % (plain, json.dumps(result["plain"])))
         result["profile"] = profile_single(folder, inventory, fleet[0][0], gcp, clusters, extra)
         _progress(profile_table(result["profile"]))
         for forks in forks_list:
@@ -333,6 +370,13 @@ def table(result):
         lines.append("%d alternating pairs, medians: ping play %.2f s wall / %.2f s CPU, one cluster %.2f s / %.2f s = %.1fx its "
                      "wall, %.1fx its CPU" % (pairs["pairs"], pairs["ping_wall_s"], pairs["ping_cpu_s"], pairs["run_wall_s"],
                                               pairs["run_cpu_s"], pairs["vs_ping_wall"], pairs["vs_ping_cpu"]))
+    if result.get("plain"):
+        plain = result["plain"]
+        lines.append("%d rounds, medians: ping play %.2f s CPU, plain play (%d tasks) %.2f s wall / %.2f s CPU, one cluster "
+                     "%.2f s / %.2f s = %.2fx the ping play's CPU, %.2fx the plain play's CPU (%.2fx its wall)" % (
+                         plain["pairs"], plain["ping_cpu_s"], plain["plain_tasks"], plain["plain_wall_s"], plain["plain_cpu_s"],
+                         plain["ours_wall_s"], plain["ours_cpu_s"], plain["ours_vs_ping_cpu"], plain["ours_vs_plain_cpu"],
+                         plain["ours_vs_plain_wall"]))
     lines.append("%6s %9s %13s %20s %14s %16s %15s %12s" % ("forks", "wall s", "s / cluster", "per cluster / single",
                                                             "/ ping wall", "playbook CPU s", "doubles CPU s", "reads / cl."))
     for row in result["runs"]:
@@ -350,6 +394,9 @@ def main(argv=None):
     parser.add_argument("--mode", choices=("live", "render"), default="live")
     parser.add_argument("--pairs", type=int, default=0,
                         help="also time this many alternating pairs of a ping play and one cluster's run (their medians)")
+    parser.add_argument("--plain", type=int, default=0,
+                        help="also time this many rounds of a ping play, the same no-op written the plain way "
+                             "(benchmarks/_plain.py) and one cluster's run (their medians); live mode only")
     parser.add_argument("--output", help="JSON file (default benchmarks/results/fleet-<time>.json)")
     parser.add_argument("--wait-for", metavar="FILE",
                         help="after the first converge, wait until FILE exists before the timed runs")
@@ -357,7 +404,8 @@ def main(argv=None):
     _paths.setup()
     output = args.output or os.path.join(_paths.RESULTS, "fleet-%s.json" % time.strftime("%Y%m%d-%H%M%S"))
     result = measure(args.clusters, [int(f) for f in args.forks.split(",") if f], max(1, args.repeat), args.mode,
-                     args.wait_for, lambda partial: _paths.save(partial, "fleet", output), max(0, args.pairs))
+                     args.wait_for, lambda partial: _paths.save(partial, "fleet", output), max(0, args.pairs),
+                     max(0, args.plain))
     print(table(result))
     print("\nJSON: %s" % os.path.relpath(_paths.save(result, "fleet", output)))
     return 0

@@ -1,12 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""CPU seconds of one of our module calls: in the Ansible worker, as a module process, against a debug task.
+"""CPU seconds of one of our module calls (a module process, as ansible-core runs every module) against a debug task.
 
 One play of ``--calls`` gke_multinetwork plans (check mode, against the GCP double: one read per resource)
-runs in the worker (the default on a local connection with the controller's Python, plugin_utils/_inprocess.py),
-then with ``gpu_ops_in_process: false`` (a module process each, as ansible-core runs modules), then as as many
-debug tasks. Reported: the CPU seconds of ansible-playbook and its workers (``RUSAGE_CHILDREN``), the fastest
+runs, then as many debug tasks. Reported: the CPU seconds of ansible-playbook and its workers (``RUSAGE_CHILDREN``), the fastest
 of ``--repeat`` runs each, and per call over the debug play.
 
 Usage: ``python -m benchmarks module_calls -- --calls 10 --repeat 3``.
@@ -31,12 +29,12 @@ FABRIC = dict(cluster="a3high", location="us-central1", gpudirect="tcpx")
 
 
 def play(kind, calls, defaults):
-    """A play of ``calls`` tasks: gke_multinetwork plans in the worker or as module processes, or debug tasks."""
+    """A play of ``calls`` tasks: gke_multinetwork plans (module processes) or debug tasks."""
     if kind == "debug":
         tasks = [{"name": "debug %d" % i, "ansible.builtin.debug": {"msg": "x"}} for i in range(calls)]
     else:
-        tasks = [{"name": "plan %d" % i, "gpu_ops.cluster.gke_multinetwork": dict(FABRIC), "check_mode": True,
-                  "vars": {"gpu_ops_in_process": kind == "worker"}} for i in range(calls)]
+        tasks = [{"name": "plan %d" % i, "gpu_ops.cluster.gke_multinetwork": dict(FABRIC), "check_mode": True}
+                 for i in range(calls)]
     return [dict(name="module calls", hosts="localhost", gather_facts=False, module_defaults=defaults, tasks=tasks)]
 
 
@@ -71,13 +69,13 @@ def measure(calls, repeat):
         defaults = {"group/gpu_ops.cluster.gcp": gcp.module_args(project=PROJECT)}
         best = {}
         for dummy in range(repeat):
-            for kind in ("debug", "worker", "process"):
+            for kind in ("debug", "process"):
                 wall, cpu = run(folder, play(kind, calls, defaults))
                 if kind not in best or cpu < best[kind]["cpu_s"]:
                     best[kind] = dict(wall_s=round(wall, 2), cpu_s=round(cpu, 2))
         if gcp.mutating_requests():
             raise SystemExit("a plan wrote to the GCP double")
-        for kind in ("worker", "process"):
+        for kind in ("process",):
             best[kind]["cpu_per_call_s"] = round((best[kind]["cpu_s"] - best["debug"]["cpu_s"]) / calls, 3)
         return dict(calls=calls, repeat=repeat, runs=best, gcp_reads=sum(gcp.read_counts().values()))
     finally:
@@ -93,7 +91,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     result = measure(args.calls, args.repeat)
     print("%-8s %8s %8s %14s" % ("kind", "wall s", "CPU s", "CPU s / call"))
-    for kind in ("debug", "worker", "process"):
+    for kind in ("debug", "process"):
         row = result["runs"][kind]
         print("%-8s %8.2f %8.2f %14s" % (kind, row["wall_s"], row["cpu_s"], row.get("cpu_per_call_s", "-")))
     print("JSON: %s" % _paths.save(result, "module_calls", args.output))

@@ -1,17 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Runs the gke_cluster module (in the worker where that is the same as a module process: plugin_utils/_inprocess.py);
-a failure names the options whose value came from module_defaults."""
+"""Runs the gke_cluster module as a module process; a failure names the options whose value came from module_defaults,
+and render mode records the files it wrote (plugins/plugin_utils/_clouds/action.py)."""
 
 from __future__ import annotations
 
-# imported here, in the controller, once: every worker it forks inherits the module, its engine and libraries
-from ansible_collections.gpu_ops.cluster.plugins.modules import gke_cluster as module
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._defaults_origin import CloudDefaultsAction
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._clouds.action import CloudDefaultsAction
 
 
 class ActionModule(CloudDefaultsAction):
-    """See plugins/plugin_utils/_defaults_origin.py and _inprocess.py."""
-
-    IN_PROCESS_MODULE = module
+    """See plugins/plugin_utils/_clouds/action.py."""

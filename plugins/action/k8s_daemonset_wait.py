@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Waits, in one task, until a DaemonSet runs a Ready pod of its current template on every node that carries a label
-(issue #22); see plugins/modules/k8s_daemonset_wait.py.
+"""Waits, in one task, until a DaemonSet runs a Ready pod of its current template on every node that carries a label;
+see plugins/modules/k8s_daemonset_wait.py.
 
-It reads as gpu_ops.cluster.k8s_objects_info reads (this class extends it): in the already-forked worker with
+It reads through the collection's Kubernetes reader (plugins/plugin_utils/_k8s/reader.py): in the worker with
 kubernetes.core's client and kubernetes.core.k8s_info's connection options, or with kubernetes.core.k8s_info on the
 target. The three steps - the nodes, the DaemonSet, its pods - were three tasks with ``until`` and two checks; here they
 are one task, so a no-op run pays one task start for the whole wait, and reads only the pods when the caller hands over
@@ -20,11 +20,10 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.text.converters import to_text
 from ansible.utils.display import Display
 
-from ansible_collections.gpu_ops.cluster.plugins.action.k8s_objects_info import ActionModule as ObjectsInfoAction
-from ansible_collections.gpu_ops.cluster.plugins.action.k8s_objects_info import _auth_keys, _query, credential_strings
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core import waiter as _waiter
 from ansible_collections.gpu_ops.cluster.plugins.modules.k8s_daemonset_wait import WAIT_SPEC
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _daemonset
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import daemonset as _daemonset
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import reader
 
 display = Display()
 
@@ -95,27 +94,26 @@ def not_ready_message(name, report, timeout):
         ", ".join("%s (%s)" % (entry["node"], entry["reason"]) for entry in not_ready))
 
 
-class ActionModule(ObjectsInfoAction):
-    """The nodes, the DaemonSet and a Ready pod on each node, read until ready or the timeout (check mode: yes, async:
-    no, as k8s_objects_info)."""
+class ActionModule(reader.K8sReadAction):
+    """The nodes, the DaemonSet and a Ready pod on each node, read until ready or the timeout."""
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
-        result, args = self._start(tmp, task_vars)
+        result, args = self.start(tmp, task_vars)
         own = dict((key, args.pop(key)) for key in list(args) if key in WAIT_SPEC)
         try:
-            unknown = sorted(set(args) - _auth_keys())
+            unknown = sorted(set(args) - reader.auth_keys())
             if unknown:
                 raise AnsibleError("unsupported options: %s" % ", ".join(unknown))
             opts = options(own)
-            auth = self._auth(args)
+            auth = self.auth(args)
         except AnsibleError as exc:
-            return self._refused(result, NAME, exc)
+            return self.refused(result, NAME, exc)
 
         self._wait_vars = task_vars
         self._wait_auth = auth
-        self._wait_secrets = credential_strings(auth)
-        why_not = self._why_not_in_worker(task_vars)
+        self._wait_secrets = reader.credential_strings(auth)
+        why_not = self.why_not_here(task_vars)
         result["in_worker"] = not why_not
         if why_not:
             result["in_worker_reason"] = why_not
@@ -130,12 +128,12 @@ class ActionModule(ObjectsInfoAction):
 
     # ------------------------------------------------------------------ reads
     def _read_one(self, query, why_not):
-        """One query, read where k8s_objects_info would read it: (resources, None) or (None, message)."""
-        queries = [_query(query, 0)]  # k8s_objects_info's own normalisation (api_version v1, selectors as lists)
+        """One query, read where the reader reads it: (resources, None) or (None, message)."""
+        queries = [reader.query(query, 0)]  # the reader's own normalisation (api_version v1, selectors as lists)
         if why_not:
-            answer = self._on_target({}, queries, self._wait_auth, self._wait_vars, self._wait_secrets)
+            answer = self.read_on_target({}, queries, self._wait_auth, self._wait_vars, self._wait_secrets)
         else:
-            answer = self._in_worker({}, queries, self._wait_auth, self._wait_secrets)
+            answer = self.read_here({}, queries, self._wait_auth, self._wait_secrets)
         if answer.get("failed"):
             return None, to_text(answer.get("msg") or "unknown error")
         return answer["resources"], None

@@ -5,16 +5,16 @@
 argument_spec_errors, a role's variables checked against one (the preflight's check).
 
 Documentation: plugins/filter/awx_survey_spec.yml and plugins/filter/argument_spec_errors.yml; the mapping rules:
-plugins/plugin_utils/_awx_survey.py; the check: plugins/plugin_utils/_role_spec.py.
+plugins/plugin_utils/_awx/survey.py; the check: plugins/plugin_utils/_core/role_spec.py.
 """
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _awx_survey as awx_survey
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _role_spec
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._awx import survey as awx_survey
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import role_spec as _role_spec
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import plain
 
 
 def awx_survey_spec(sources, name, description="", role_specs=None):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _bandwidth_report
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import bandwidth_report as _bandwidth_report
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import inputs as _inputs
 
 KINDS = ("nccl", "ib_write_bw")
 

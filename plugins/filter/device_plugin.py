@@ -11,7 +11,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import device_plugin as catalog
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import filtered, plain
 
 _KEYS = ("chart_ref", "chart_repo_url", "chart_version")
 

@@ -13,8 +13,8 @@ from ansible.utils.display import Display
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpudirect_workload as workload
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpudirect import workload
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import inputs as _inputs
 
 display = Display()
 

@@ -1,35 +1,38 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kubernetes naming rules for roles: the checks in plugins/plugin_utils/_k8s_names.py, and node taints
+"""Kubernetes naming rules for roles: the checks in plugins/plugin_utils/_k8s/names.py and manifests.py, and node taints
 parsed as gpu_nodepool parses them (plugins/module_utils/_core/problems.py).
 
 Documentation: plugins/filter/k8s_name_problems.yml, k8s_manifest_problems.yml, k8s_objects.yml,
-k8s_apply_batches.yml, node_taint_tolerations.yml, k8s_not_ready.yml, k8s_wait_failure.yml,
-k8s_apply_reads.yml, k8s_apply_in_place.yml (plugins/plugin_utils/_k8s_in_place.py).
+k8s_apply_batches.yml, node_taint_tolerations.yml, k8s_not_ready.yml, k8s_wait_failure.yml.
 """
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_in_place
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_wait
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core import problems as _problems
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._awx import inputs as _awx_inputs
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import manifests as _manifests
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import names as _k8s_names
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import wait as _k8s_wait
+
+# the rules a role's checks may name: Kubernetes' own and AWX's (playbooks/awx_setup.yml checks its names here too)
+RULES = dict(_k8s_names.RULES, **_awx_inputs.RULES)
 
 
 def k8s_name_problems(checks):
     """``"<option>: <why>"`` for every value of ``checks`` that breaks its Kubernetes naming rule."""
-    return filtered(AnsibleFilterError, "k8s_name_problems", _k8s_names.problems, plain(checks))
+    return filtered(AnsibleFilterError, "k8s_name_problems", _k8s_names.problems, plain(checks), RULES)
 
 
 def k8s_manifest_problems(manifests, where="apply_manifests"):
     """Why ``manifests`` cannot go through the apply role (Secrets at any depth, missing or invalid names)."""
     if not isinstance(where, str) or not where:
         raise AnsibleFilterError("k8s_manifest_problems: where must be a non-empty string")
-    return _k8s_names.manifest_problems(plain(manifests), where)
+    return _manifests.manifest_problems(plain(manifests), where)
 
 
 def k8s_objects(manifests):
@@ -37,24 +40,13 @@ def k8s_objects(manifests):
     if not isinstance(manifests, (list, tuple)):
         raise AnsibleFilterError("k8s_objects: the input must be a list of Kubernetes objects, got %s"
                                  % type(manifests).__name__)
-    return _k8s_names.flatten(plain(manifests))
+    return _manifests.flatten(plain(manifests))
 
 
 def k8s_apply_batches(objects, wait_condition=None, wait_condition_kinds=(), leave_out=()):
     """The kubernetes.core.k8s calls (list ``definition``, ``wait_condition``, ``label``) that send ``objects`` in order."""
-    return filtered(AnsibleFilterError, "k8s_apply_batches", _k8s_names.apply_batches, plain(objects),
+    return filtered(AnsibleFilterError, "k8s_apply_batches", _manifests.apply_batches, plain(objects),
                     plain(wait_condition), plain(wait_condition_kinds), plain(leave_out))
-
-
-def k8s_apply_reads(batches, wait=False):
-    """The k8s_objects_info queries (one named read per object) for the calls of ``k8s_apply_batches``."""
-    return filtered(AnsibleFilterError, "k8s_apply_reads", _k8s_in_place.reads, plain(batches), bool(wait))
-
-
-def k8s_apply_in_place(batches, results, wait=False):
-    """The calls of ``k8s_apply_batches`` marked ``in_place`` (with the ``standin`` result) from the objects read."""
-    return filtered(AnsibleFilterError, "k8s_apply_in_place", _k8s_in_place.in_place, plain(batches), plain(results),
-                    bool(wait))
 
 
 def k8s_not_ready(obj):
@@ -98,8 +90,6 @@ class FilterModule:
             "k8s_manifest_problems": k8s_manifest_problems,
             "k8s_objects": k8s_objects,
             "k8s_apply_batches": k8s_apply_batches,
-            "k8s_apply_reads": k8s_apply_reads,
-            "k8s_apply_in_place": k8s_apply_in_place,
             "k8s_not_ready": k8s_not_ready,
             "k8s_wait_failure": k8s_wait_failure,
             "node_taint_tolerations": node_taint_tolerations,

@@ -13,12 +13,12 @@ import re
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import inputs as _inputs
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import documents as mig_documents
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import placement as mig_placement
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import filtered, plain
 
 
 def _target(name, gpu_model, gpus, layout):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""MPS filters: host settings, ACK MPS checks and the GPU allocation report (engines: module_utils/_host/mps.py, plugin_utils/_gpu_sharing.py).
+"""MPS filters: host settings, ACK MPS checks and the GPU allocation report (engines: module_utils/_host/mps.py, plugin_utils/_sharing/gpu_sharing.py).
 
 Documentation: plugins/filter/<filter name>.yml.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as _mps
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpu_sharing as gpu_sharing
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing import gpu_sharing
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import filtered, plain
 
 
 def _documents(name, value, what):

@@ -12,8 +12,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _nccl_tests
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import inputs as _inputs
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nccl_tests as _nccl_tests
 
 
 @_inputs.errors_as(AnsibleFilterError)

@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import gpu_operator_plan as ops
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import network_operator_plan as network_plan
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import readiness
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _perftest
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import perftest as _perftest
 
 
 def _guard(name, func, *args, **kwargs):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _filter_inputs as _inputs
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import inputs as _inputs
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
 
 

@@ -1,10 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The plan summary of a render folder (plugins/plugin_utils/_render_plan.py), and the controller's preload of the
-collection's filters, for role render_notice.
+"""The plan summary of a render folder (plugins/plugin_utils/_render/plan.py), for role render_notice.
 
-Documentation: plugins/filter/render_plan.yml, plugins/filter/controller_preload.yml.
+Documentation: plugins/filter/render_plan.yml.
 """
 
 from __future__ import annotations
@@ -13,9 +12,8 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _render_plan
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import plain
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._workers import freeze_inherited_objects_in_workers
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._render import plan as _render_plan
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import plain
 
 
 def render_plan(render_dir, hosts=None):
@@ -31,21 +29,8 @@ def render_plan(render_dir, hosts=None):
     return _render_plan.summarize(render_dir, hosts)
 
 
-def controller_preload(value):
-    """``value`` unchanged.
-
-    ansible-core loads a collection's filter files the first time a template names one of them, in the process that
-    templates it. A worker is a fork of the controller made for one task, so each worker that templates a filter of
-    this collection before the controller has loaded them loads them all again (about 0.1 s each, issue #22). The
-    first task of every playbook (role render_notice, tasks/start.yml) names this filter in its task name, which the
-    controller templates before it forks the worker: from then on every worker inherits the loaded filters. It also
-    keeps every later worker's garbage collector off the objects inherited from the controller (plugin_utils/_workers.py)."""
-    freeze_inherited_objects_in_workers()
-    return value
-
-
 class FilterModule:
-    """The render plan summary; the controller's preload of the collection's filters."""
+    """The render plan summary."""
 
     def filters(self):
-        return {"render_plan": render_plan, "controller_preload": controller_preload}
+        return {"render_plan": render_plan}

@@ -13,7 +13,7 @@ import json
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._filter_inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import filtered, plain
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import report as _report
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import snapshot as _snapshot
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite as _suite

@@ -15,15 +15,15 @@ description:
     C(kubectl.kubernetes.io/last-applied-configuration) annotation (what M(kubernetes.core.k8s) C(apply=true) writes)
     equals the manifest, every field of the manifest is live with an equal value (strict types, lists of the same
     length) and, with O(wait), kubernetes.core's own readiness check already holds. Anything else is not in place.
-  - When every call is in place, RV(results) holds what the calls would have returned (their objects as read), so the
-    result can be registered where the calls' results would be. The role C(gpu_ops.cluster.apply) registers it as
-    C(apply_result) and skips the include that sends the objects.
+  - Its result is its own, never shaped like M(kubernetes.core.k8s)'s - C(changed=false), the calls marked, and what
+    was read. The role C(gpu_ops.cluster.apply) registers it as C(apply_result) and, when every call is in place,
+    skips the include that sends the objects.
   - A read that cannot be made (not in the Ansible worker, a kubeconfig it cannot find or take, credentials, an API error)
     makes no call in place; the reason is returned, and the calls can run as before and fail, if they must, with
     kubernetes.core's own message. Only O(batches) that are not calls, and unknown options, fail the task.
   - Reads as M(gpu_ops.cluster.k8s_objects_info) reads, in the Ansible worker with the connection options of
-    M(kubernetes.core.k8s_info) (this task's, over the C(module_defaults) of C(kubernetes.core.k8s_info) and
-    C(group/kubernetes.core.k8s)); unlike it, it never runs M(kubernetes.core.k8s_info) on the target.
+    M(kubernetes.core.k8s_info) (this task's, over the C(module_defaults) of C(kubernetes.core.k8s_info),
+    C(group/kubernetes.core.k8s) and C(group/k8s)); unlike it, it never runs M(kubernetes.core.k8s_info) on the target.
   - This module file only documents the action plugin of the same name; it cannot run on its own.
   - Reads only; nothing changes. No credential is returned, and messages have them replaced by C(********).
 extends_documentation_fragment:
@@ -66,7 +66,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 batches:
-  description: O(batches), each call with C(in_place), C(not_in_place) and, when in place, C(standin).
+  description: O(batches), each call with C(in_place) and C(not_in_place).
   returned: success
   type: list
   elements: dict
@@ -78,26 +78,21 @@ batches:
       description: "C(Kind/name: reason) of each object that is not (field paths, never values)."
       type: list
       elements: str
-    standin:
-      description: What M(kubernetes.core.k8s) would have returned for the call (its objects as read).
-      type: dict
 in_place:
   description: Whether every call is in place.
   returned: success
   type: bool
 reads:
   description:
-    - What each object's GET found, in call order, as M(gpu_ops.cluster.k8s_objects_info) returns its RV(results)
+    - What each object's GET found, in call order, as M(gpu_ops.cluster.k8s_objects_info) returns its C(results)
       (C(query), C(resources), C(api_found) and, with O(wait), C(ready)). Empty when nothing was read.
   returned: success
   type: list
   elements: dict
-results:
-  description:
-    - Each call's C(standin), with C(item) (the call) and C(in_place=true), as a loop over the calls would register them.
-  returned: when in_place is true
-  type: list
-  elements: dict
+changed:
+  description: Always false; the plan only reads.
+  returned: always
+  type: bool
 in_worker:
   description: Whether the objects were read in the Ansible worker.
   returned: when there is an object to read
@@ -114,6 +109,8 @@ read_error:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import refuse_outside_action
+
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 except ImportError:  # pragma: no cover
@@ -124,7 +121,7 @@ def main():
     spec = dict(AUTH_ARG_SPEC)
     spec.update(batches=dict(type="list", elements="dict", required=True), wait=dict(type="bool", default=False))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    module.fail_json(msg="gpu_ops.cluster.k8s_apply_plan runs through its action plugin; it cannot run as a module")
+    refuse_outside_action(module, "k8s_apply_plan")
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ description:
     reasons, a NotReady or cordoned node), or how many labelled nodes were found, or that the DaemonSet is missing.
     Before each retry it prints a C(WAITING) line saying what it waits for.
   - Reads as M(gpu_ops.cluster.k8s_objects_info) reads - in the Ansible worker with the connection options of
-    M(kubernetes.core.k8s_info) (this task's, over the C(module_defaults) of C(kubernetes.core.k8s_info) and
-    C(group/kubernetes.core.k8s)), or elsewhere with M(kubernetes.core.k8s_info) on the target.
+    M(kubernetes.core.k8s_info) (this task's, over the C(module_defaults) of C(kubernetes.core.k8s_info),
+    C(group/kubernetes.core.k8s) and C(group/k8s)), or elsewhere with M(kubernetes.core.k8s_info) on the target.
   - This module file only documents the action plugin of the same name; it cannot run on its own.
   - Reads only; nothing changes. No credential is returned, and messages have them replaced by C(********).
 extends_documentation_fragment:
@@ -132,6 +132,8 @@ in_worker_reason:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import refuse_outside_action
+
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 except ImportError:  # pragma: no cover
@@ -156,7 +158,7 @@ def main():
     spec = dict(AUTH_ARG_SPEC)
     spec.update(WAIT_SPEC)
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    module.fail_json(msg="gpu_ops.cluster.k8s_daemonset_wait runs through its action plugin; it cannot run as a module")
+    refuse_outside_action(module, "k8s_daemonset_wait")
 
 
 if __name__ == "__main__":

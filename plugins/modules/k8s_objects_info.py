@@ -13,12 +13,12 @@ description:
   - Reads, in one task, named objects (C(api_version), C(kind), C(name), C(namespace)) and lists (C(kind) with label
     and field selectors), each as M(kubernetes.core.k8s_info) would, and returns them in the same shape (C(resources),
     C(api_found)) per query and all together.
-  - Runs in the already-forked Ansible worker when the connection is C(local), the task is not delegated, C(become) is
-    not set and C(ansible_python_interpreter) is the controller's Python; the kubernetes client and kubernetes.core's
-    client code are imported once, by the parent process, and no module process is started. Elsewhere each query runs
-    M(kubernetes.core.k8s_info) on the target (or, with O(fallback=false), nothing is read and C(in_worker) is false).
+  - Reads in the Ansible worker that runs the task when the connection is C(local), the task is not delegated, C(become)
+    is not set and C(ansible_python_interpreter) is the controller's Python, through kubernetes.core's own client code;
+    no module process is started. Elsewhere each query runs M(kubernetes.core.k8s_info) on the target (or, with
+    O(fallback=false), nothing is read and C(in_worker) is false).
   - The connection is exactly what M(kubernetes.core.k8s_info) gets - the options of this task over the C(module_defaults)
-    of C(kubernetes.core.k8s_info) and C(group/kubernetes.core.k8s), the task's C(environment), the C(K8S_AUTH_*)
+    of C(kubernetes.core.k8s_info), C(group/kubernetes.core.k8s) and C(group/k8s), the task's C(environment), the C(K8S_AUTH_*)
     environment, the kubeconfig and its context - and the client is built by kubernetes.core's own code.
   - This module file only documents the action plugin of the same name; it cannot run on its own.
   - Reads only; nothing changes. No credential is returned, and messages have them replaced by C(********).
@@ -96,6 +96,8 @@ in_worker_reason:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import refuse_outside_action
+
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 except ImportError:  # pragma: no cover
@@ -106,7 +108,7 @@ def main():
     spec = dict(AUTH_ARG_SPEC)
     spec.update(queries=dict(type="list", elements="dict", required=True), fallback=dict(type="bool", default=True))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    module.fail_json(msg="gpu_ops.cluster.k8s_objects_info runs through its action plugin; it cannot run as a module")
+    refuse_outside_action(module, "k8s_objects_info")
 
 
 if __name__ == "__main__":

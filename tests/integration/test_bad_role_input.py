@@ -230,7 +230,7 @@ CASES = [
     ("network_operator: selector vendors as a number", role(
         "network_operator", network_operator_rdma_shared_device_plugin={"selectors": {"vendors": [{"id": "15b3"}]}}),
      ["vendors"]),
-    # --- network_operator: nv-ipam's IPPool rules and Linux interface names (issue #24 section 3)
+    # --- network_operator: nv-ipam's IPPool rules and Linux interface names
     ("network_operator: gateway outside its pool's subnet", role(
         "network_operator", network_operator_ip_pools=[{"name": "p", "subnet": "10.0.0.0/24", "gateway": "10.0.1.1"}]),
      ["ip_pools[0].gateway: 10.0.1.1 is outside the pool's subnet 10.0.0.0/24"]),
@@ -262,7 +262,7 @@ CASES = [
     ("apply: negative wait timeout", apply_manifests([CM], apply_wait_timeout=-10), ["apply_wait_timeout: -10 is negative"]),
     ("tcpxo_installer: negative wait delay", role("tcpxo_installer", tcpxo_installer_wait_delay=-1),
      ["_wait_delay: -1 is negative"]),
-    # --- awx_job_templates: what the AWX API would refuse (plugins/plugin_utils/_awx_inputs.py), secrets never shown
+    # --- awx_job_templates: what the AWX API would refuse (plugins/plugin_utils/_awx/inputs.py), secrets never shown
     ("awx_job_templates: project URL with an unknown scheme", awx(awx_job_templates_project_scm_url="s3://bucket/cluster.git"),
      ["awx_job_templates_project_scm_url: 's3://bucket/cluster.git': scheme 's3' is not one AWX clones git from"]),
     ("awx_job_templates: GitHub over SSH as another user", awx(awx_job_templates_project_scm_url="ssh://me@github.com/o/r.git"),

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A failure caused by a value from module_defaults says so (plugins/plugin_utils/_defaults_origin.py).
+"""A failure caused by a value from module_defaults says so (plugins/plugin_utils/_clouds/action.py).
 
 One play run: bad values set by module_defaults for group/gpu_ops.cluster.gcp, for
 group/gpu_ops.cluster.azure and for one module by name, each refused by the module (or by Ansible's

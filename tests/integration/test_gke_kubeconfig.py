@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import os
 
 import pytest
 import yaml
@@ -97,7 +98,9 @@ def test_the_python_client_loads_the_file_and_runs_the_plugin_again_when_the_tok
     before = len(gcp_double.token_requests)
     configuration = kubernetes.client.Configuration()
     # what kubernetes.config.load_kube_config does, keeping the loader to age its token
-    loader = kube_config._get_kube_config_loader(filename=kubeconfig)  # pylint: disable=protected-access
+    with open(kubeconfig, encoding="utf-8") as handle:
+        loader = kube_config.KubeConfigLoader(config_dict=yaml.safe_load(handle),
+                                              config_base_path=os.path.dirname(kubeconfig))
     loader.load_and_set(configuration)
     api = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(configuration))
     assert [n.metadata.name for n in api.list_node().items] == ["gke-a3-pool-0"]

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every playbook checks every role's inputs before its first change (issue #24 section 1, roles/preflight).
+"""Every playbook checks every role's inputs before its first change (roles/preflight).
 
 For each playbook, a bad input of a role that runs LATE in the play (after others have created things) fails the run
 in the preflight play, before any mutating request reaches the doubles (Kubernetes, GCP, AWX, the fake nvidia-smi) or

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""playbooks/validate.yml against the Kubernetes double (issue #23): a healthy GPU Operator + MIG cluster validates
+"""playbooks/validate.yml against the Kubernetes double: a healthy GPU Operator + MIG cluster validates
 with zero failures and zero mutating requests, a cluster broken one way fails the run naming the check, its cause and
 fix, the written snapshot validated offline gives the same results as the live run, nothing of a Secret is written,
 and the shipped ClusterRole grants exactly the reads the role makes."""

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""playbooks/validate.yml's performance phase against the Kubernetes double (issue #23): the NCCL probe (role nccl_test)
+"""playbooks/validate.yml's performance phase against the Kubernetes double: the NCCL probe (role nccl_test)
 runs between two A3 High (TCPX) nodes, its pods carry the managed-by label and the run's id and are gone again after a
 run that passes and after one that fails; the checks judge the captured log (the guide's A3 High table with NCCL INFO
 lines); without performance in validate_phases nothing is written even with a probe configured.

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""playbooks/validate.yml with exactly the rights of the shipped ClusterRole (issue #23: "ship the minimal ClusterRole
+"""playbooks/validate.yml with exactly the rights of the shipped ClusterRole ("ship the minimal ClusterRole
 it needs ... and test that it runs with exactly those rights; nothing it captures or prints holds Secret data").
 
 The Kubernetes double enforces RBAC for a token grant()ed a ClusterRole's rules (403 Forbidden for anything else).

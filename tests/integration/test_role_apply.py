@@ -168,11 +168,10 @@ def test_rerun_reads_each_object_once_skips_the_apply_and_writes_nothing(run_pla
     assert _plan(result)["in_worker"] is True and _plan(result)["in_place"] is True
     assert [b["in_place"] for b in _plan(result)["batches"]] == [True] and not _sent(result)
     assert result.tasks(action="kubernetes.core.k8s") == []
-    # apply_result holds what kubernetes.core.k8s would have returned: the objects as read
+    # apply_result is the plan's own result: the step unchanged, and the objects as read
     shown = result.task("Show apply_result")["result"]["apply_result"]
-    [call] = shown["results"]
-    assert call["in_place"] and not call["changed"] and [r["method"] for r in call["result"]["results"]] == ["apply"] * 5
-    assert [r["result"] for r in call["result"]["results"]] == _live(k8s_double)
+    assert shown["in_place"] and not shown["changed"] and "results" not in shown
+    assert [r["resources"] for r in shown["reads"]] == [[obj] for obj in _live(k8s_double)]
     assert [o["metadata"]["resourceVersion"] for o in _live(k8s_double)] == \
         [o["metadata"]["resourceVersion"] for o in before]
 

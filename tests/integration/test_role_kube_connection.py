@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``<role>_kubeconfig`` and ``<role>_context`` against the Kubernetes API double (issue #20 section 5).
+"""``<role>_kubeconfig`` and ``<role>_context`` against the Kubernetes API double.
 
 No K8S_AUTH_* variable is set and KUBECONFIG names a file that does not exist, so kubernetes.core's own resolution
 finds no cluster: the roles reach the double only through the two options. The kubeconfig holds two contexts; its

@@ -21,7 +21,6 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _inprocess
 from ansible_collections.gpu_ops.cluster.tests.doubles.entra import EntraDouble
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import AZURE_CLUSTER, AZURE_RESOURCE_GROUP
 
@@ -149,12 +148,8 @@ class Scenario:
                      holds="ARM request failed: HTTP %d" % status)
 
 
-# every case runs both ways our modules run: in the Ansible worker (plugin_utils/_inprocess.py) and as a module process
-WAYS = {"in the worker": True, "as a module process": False}
-
-
-@pytest.fixture(scope="module", params=sorted(WAYS))
-def scan(run_playbook_module, tmp_path_factory, request):
+@pytest.fixture(scope="module")
+def scan(run_playbook_module, tmp_path_factory):
     from ansible_collections.gpu_ops.cluster.tests.doubles.arm import ArmDouble  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble  # pylint: disable=import-outside-toplevel
 
@@ -173,18 +168,17 @@ def scan(run_playbook_module, tmp_path_factory, request):
             container_endpoint=gcp.url, compute_endpoint=gcp.url)}
         tasks = [setup] + scenario.tasks + [{"name": "every registered result", "ansible.builtin.debug": {
             "var": "[%s]" % ", ".join("r_%d" % i for i in range(len(scenario.tasks)))}}]
-        play = [dict(name="secret scan", hosts="localhost", gather_facts=False, tasks=tasks,
-                     vars={"gpu_ops_in_process": WAYS[request.param]})]
+        play = [dict(name="secret scan", hosts="localhost", gather_facts=False, tasks=tasks)]
         env = {k: "" for k in os.environ if k.startswith(("AZURE_", "IDENTITY_", "MSI_", "GOOGLE_"))}
         env["REQUESTS_CA_BUNDLE"] = entra.ca_file
         result = run_playbook_module(play, extra_vars=scenario.variables, env=env, verbosity=3)
         with arm.lock:
             scenario.secrets.update(("arm token %d" % i, t) for i, t in enumerate(arm.tokens))
-        yield scenario, result, request.param
+        yield scenario, result
 
 
 def test_every_case_ran_and_ended_as_expected(scan):
-    scenario, result, dummy = scan
+    scenario, result = scan
     assert result.rc == 0, result.output
     by_name = {r["task"]: r for r in result.results}
     for case, (expect, holds, lacks) in scenario.cases.items():  # failed under ignore_errors is "ignored"
@@ -199,7 +193,7 @@ def test_every_case_ran_and_ended_as_expected(scan):
 
 
 def test_no_secret_in_any_form_anywhere(scan):
-    scenario, result, way = scan
+    scenario, result = scan
     searched = {"stdout": result.stdout, "stderr": result.stderr,
                 "registered results": json.dumps([r["result"] for r in result.results])}
     leaks = []
@@ -207,13 +201,6 @@ def test_no_secret_in_any_form_anywhere(scan):
         for form in forms(secret):
             leaks.extend("%s (%r) in %s" % (name, form[:24], where) for where, text in searched.items() if form in text)
     assert not leaks, "\n".join(leaks[:40])
-    # the scan searched something real: -vvv output of the way the modules ran, and every case's result
-    if way == "in the worker" and not _inprocess.supported():
-        # an ansible-core line whose module result steps the worker does not reproduce (2.21): module processes
-        assert "runs as a module process: this ansible-core line" in result.stdout, result.output
-        assert "runs in the worker" not in result.stdout
-    elif way == "in the worker":
-        assert "runs in the worker" in result.stdout and "runs as a module process" not in result.stdout
-    else:
-        assert "ESTABLISH LOCAL CONNECTION" in result.stdout and "runs in the worker" not in result.stdout
+    # the scan searched something real: -vvv output of module processes, and every case's result
+    assert "ESTABLISH LOCAL CONNECTION" in result.stdout
     assert len(result.results) == len(scenario.cases) + 2

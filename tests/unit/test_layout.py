@@ -29,6 +29,20 @@ MODULE_UTILS_LAYERS = {
     "_gcp": {"_core", "_catalog", "_mig", "_nodepool"},
     "_azure": {"_core", "_catalog", "_mig", "_nodepool"},
 }
+# plugin_utils rooms (controller-only code) -> the rooms each may import (its own is always allowed); every room may
+# import module_utils
+PLUGIN_UTILS_ROOMS = {
+    "_core": set(),  # filter inputs and role argument specs
+    "_k8s": {"_core"},  # the Kubernetes reader, names, manifests, in-place plans, waits, DaemonSet reports
+    "_awx": {"_core"},  # AWX/AAP names, credentials and surveys
+    "_render": {"_core"},  # the render plan summary (PLAN.md)
+    "_clouds": {"_core", "_render"},  # the base of the cloud modules' action plugins
+    "_sharing": {"_core", "_k8s"},  # GPU sharing and allocation on Kubernetes (MPS, time-slicing)
+    "_gpudirect": {"_core", "_k8s"},  # the GPUDirect workload patcher
+    "_operators": {"_core", "_k8s"},  # GPU and Network Operator plans and readiness
+    "_perf": {"_core", "_operators"},  # nccl-tests and perftest parsing, bandwidth reports
+    "_validate": {"_core", "_k8s", "_sharing", "_gpudirect", "_operators", "_perf"},  # validation checks and reports
+}
 # the cloud-neutral pool engine knows no cloud; only its info view dispatches to both
 NO_CLOUD_FILES = {"module_utils/_nodepool/engine.py"}
 CLOUDS = {"_gcp", "_azure"}
@@ -56,23 +70,47 @@ def _our_imports(relpath):
 
 
 def _layer(dotted):
-    """('module_utils', '_gcp') of 'module_utils._gcp.cluster.X'; ('plugin_utils', None) and the like."""
+    """('module_utils', '_gcp') of 'module_utils._gcp.cluster.X', ('plugin_utils', '_k8s') of 'plugin_utils._k8s.reader';
+    ('filter', None) and the like."""
     parts = dotted.split(".")
     if parts[0] == "module_utils" and len(parts) > 1 and parts[1] in MODULE_UTILS_LAYERS:
         return "module_utils", parts[1]
+    if parts[0] == "plugin_utils" and len(parts) > 1 and parts[1] in PLUGIN_UTILS_ROOMS:
+        return "plugin_utils", parts[1]
     return parts[0], None
+
+
+def _foreign_private(kind, own, target):
+    """Whether ``target`` is a ``_``-prefixed name defined in another plugin, or in another plugin_utils room (a file
+    of a room may share its helpers with the room; module_utils layers share theirs by the layer rules)."""
+    parts = target.split(".")
+    if not parts[-1].startswith("_") or parts[0] == "module_utils":
+        return False
+    if parts[0] == "plugin_utils":
+        return len(parts) > 3 and not (kind == "plugin_utils" and parts[1] == own)
+    return len(parts) > 2  # action.k8s_objects_info._query: another plugin's helper
 
 
 def _violations():
     problems = []
     for relpath in _python_files(PLUGINS):
         kind = relpath.split(os.sep)[0]
-        own = _layer(relpath[:-3].replace(os.sep, "."))[1] if kind == "module_utils" else None
+        own = _layer(relpath[:-3].replace(os.sep, "."))[1] if kind in ("module_utils", "plugin_utils") else None
         for line, target in _our_imports(relpath):
             where = "%s:%d imports %s" % (relpath, line, target)
             target_kind, target_layer = _layer(target)
             if target_kind == "plugin_utils" and kind not in ("filter", "action", "plugin_utils"):
                 problems.append(where + ": only filters and action plugins (controller side) may import plugin_utils")
+            if _foreign_private(kind, own, target):
+                problems.append(where + ": a private name of another room or plugin")
+            if kind == "plugin_utils":
+                if own is None:
+                    problems.append(where + ": every plugin util lives in a room (docs/layout.md)")
+                elif target_kind == "plugin_utils" and target_layer != own and target_layer not in PLUGIN_UTILS_ROOMS[own]:
+                    allowed = ", ".join(sorted(PLUGIN_UTILS_ROOMS[own])) or "module_utils"
+                    problems.append(where + ": %s may import only %s" % (own, allowed))
+                elif target_kind in ("action", "filter", "modules"):
+                    problems.append(where + ": plugin_utils never imports a plugin")
             if kind != "module_utils" or target_kind != "module_utils":
                 continue
             if target_layer is None:
@@ -88,6 +126,12 @@ def _violations():
 
 def test_every_import_keeps_the_layer_rules():
     assert _violations() == []
+
+
+def test_every_plugin_util_sits_in_a_room():
+    files = [p.split(os.sep)[1:] for p in _python_files(os.path.join(PLUGINS, "plugin_utils"))]
+    assert [f for f in files if len(f) == 1] == []
+    assert {f[0] for f in files} == set(PLUGIN_UTILS_ROOMS)
 
 
 def test_every_module_util_sits_in_a_layer():
@@ -136,7 +180,7 @@ def test_no_cycles_between_files():
 
 @pytest.mark.parametrize("rule_breaker, expected", [
     ("from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession", "_azure"),
-    ("from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names", "plugin_utils"),
+    ("from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import names as _k8s_names", "plugin_utils"),
 ])
 def test_the_rule_check_catches_a_broken_rule(tmp_path, monkeypatch, rule_breaker, expected):
     """The walk is not vacuous: an AKS engine that imports the GCP session, or a module_util that imports
@@ -149,7 +193,34 @@ def test_the_rule_check_catches_a_broken_rule(tmp_path, monkeypatch, rule_breake
     assert len(found) == 1 and expected in found[0] and "_azure/nodepool.py:1" in found[0]
 
 
-# ---- unit tests mirror the source (docs/layout.md, issue #19) ---------------------------------------------
+@pytest.mark.parametrize("relpath, rule_breaker, expected", [
+    ("plugin_utils/_k8s/reader.py", "from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import report",
+     "_k8s may import only _core"),
+    ("plugin_utils/_k8s/reader.py", "from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import _show",
+     "a private name of another room"),
+    ("plugin_utils/_k8s/reader.py", "from ansible_collections.gpu_ops.cluster.plugins.action import k8s_objects_info",
+     "plugin_utils never imports a plugin"),
+    ("plugin_utils/loose.py", "from ansible_collections.gpu_ops.cluster.plugins.module_utils._core import waiter",
+     "every plugin util lives in a room"),
+    ("action/k8s_apply_plan.py", "from ansible_collections.gpu_ops.cluster.plugins.action.k8s_objects_info import _query",
+     "a private name of another room or plugin"),
+])
+def test_the_rooms_of_plugin_utils_are_held(tmp_path, monkeypatch, relpath, rule_breaker, expected):
+    fake_root = tmp_path / "plugins"
+    (fake_root / relpath).parent.mkdir(parents=True)
+    (fake_root / relpath).write_text(rule_breaker + "\n")
+    monkeypatch.setitem(globals(), "PLUGINS", str(fake_root))
+    found = _violations()
+    assert len(found) == 1 and expected in found[0], found
+
+
+def test_a_room_shares_its_own_helpers():
+    assert not _foreign_private("plugin_utils", "_operators", "plugin_utils._operators.inputs._catalog_chart")
+    assert _foreign_private("plugin_utils", "_perf", "plugin_utils._operators.inputs._catalog_chart")
+    assert not _foreign_private("filter", None, "plugin_utils._k8s.names")
+
+
+# ---- unit tests mirror the source (docs/layout.md) ---------------------------------------------
 
 TESTS = os.path.join(ROOT, "tests", "unit", "plugins")
 ENGINE_FOLDERS = ("module_utils", "plugin_utils")
@@ -162,7 +233,7 @@ NOT_YET_MIRRORED = frozenset()
 def mirrored_test(relpath):
     """plugins/<relpath> -> its test below tests/unit/plugins: the same folders, ``test_`` + the file name without
     its leading underscores (module_utils/_gcp/offers.py -> module_utils/_gcp/test_offers.py,
-    plugin_utils/_perftest.py -> plugin_utils/test_perftest.py)."""
+    plugin_utils/_perf/perftest.py -> plugin_utils/_perf/test_perftest.py)."""
     folder, name = os.path.split(relpath)
     return os.path.join(folder, "test_" + name.lstrip("_"))
 
@@ -217,13 +288,13 @@ def test_the_mirror_check_lists_what_is_missing(tmp_path):
     """The check is not vacuous: a source file without its test is listed, one with its test is not."""
     plugins, tests = tmp_path / "plugins", tmp_path / "tests"
     for relpath in ("module_utils/_core/waiter.py", "module_utils/_gcp/offers.py", "plugin_utils/_operators/readiness.py",
-                    "plugin_utils/_perftest.py", "plugin_utils/__init__.py"):
+                    "plugin_utils/_perf/perftest.py", "plugin_utils/__init__.py"):
         (plugins / relpath).parent.mkdir(parents=True, exist_ok=True)
         (plugins / relpath).write_text('"""x"""\n')
     (tests / "module_utils" / "_core").mkdir(parents=True)
     (tests / "module_utils" / "_core" / "test_waiter.py").write_text("")
-    (tests / "plugin_utils").mkdir(parents=True)
-    (tests / "plugin_utils" / "test_perftest.py").write_text("")
+    (tests / "plugin_utils" / "_perf").mkdir(parents=True)
+    (tests / "plugin_utils" / "_perf" / "test_perftest.py").write_text("")
     assert _missing_tests(str(plugins), str(tests)) == [
         "plugins/module_utils/_gcp/offers.py -> tests/unit/plugins/module_utils/_gcp/test_offers.py",
         "plugins/plugin_utils/_operators/readiness.py -> tests/unit/plugins/plugin_utils/_operators/test_readiness.py",

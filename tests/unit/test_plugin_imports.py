@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What loading the collection's filter plugins costs a worker (issue #22).
+"""What loading the collection's filter plugins costs a worker.
 
 The first template of a task that names any ``gpu_ops.cluster`` filter makes ansible-core load every filter file of
 the collection, in the forked worker that runs the task. A filter file that imports a cloud or Kubernetes client

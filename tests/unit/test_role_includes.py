@@ -4,7 +4,7 @@
 """Which role-to-role includes validate the argument spec again (docs/behaviour-contract.md, "Roles").
 
 An include of another role's internal steps skips the validation (its values come from the caller's validated
-options; each validation is one more task per include, issue #22); an include that hands a user's options to
+options; each validation is one more task per include); an include that hands a user's options to
 another role's main entry point keeps it.
 """
 

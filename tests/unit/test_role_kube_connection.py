@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every role entry point that reaches Kubernetes takes ``<role>_kubeconfig`` and ``<role>_context`` (issue #20 section 5).
+"""Every role entry point that reaches Kubernetes takes ``<role>_kubeconfig`` and ``<role>_context``.
 
 Which entry points reach Kubernetes is found from the tasks themselves: each entry point's tasks file is followed
 through include_tasks/import_tasks and include_role/import_role (of this collection's roles) to every kubernetes.core

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One place per fact: no role repeats a catalog name as a literal of its own (issue #19 section 3).
+"""One place per fact: no role repeats a catalog name as a literal of its own.
 
 Every module-level string constant of plugins/module_utils/_catalog/*.py that is 8 characters or longer and holds a
 ``.``, ``/`` or ``-`` (label keys, resource names, chart names, repository URLs, selectors) is searched in the roles'
@@ -35,7 +35,7 @@ ALLOWED = {
     # Text of an error message (a hint naming the upstream chart and the MIG resource pattern), not a value a task uses.
     ("roles/network_operator/tasks/install.yml", "network-operator"): "helm pull hint in the kubeVersion refusal",
     ("roles/nvidia_device_plugin/tasks/install.yml", "nvidia.com/mig-"): "the time-slicing message names the pattern",
-    # Follow-ups (issue #19): these read the GPU resource name and GKE's accelerator label in place; no filter result
+    # Follow-ups: these read the GPU resource name and GKE's accelerator label in place; no filter result
     # carries them to these roles yet. The toleration keys in the same templates are the taint (see above).
     ("roles/gke_gpu_cluster/tasks/verify.yml", "nvidia.com/gpu"): "follow-up: check the pool through mig_verify_nodes",
     ("roles/gke_gpu_cluster/tasks/verify.yml", "cloud.google.com/gke-accelerator"): "follow-up: as above",

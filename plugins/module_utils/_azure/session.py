@@ -59,9 +59,9 @@ try:
 except ImportError:  # pragma: no cover - reported through missing_required_lib
     _SessionBase = object
 
-# azure-identity (and msal, about a hundred modules) is imported when a credential is built, not here: the controller
-# loads this engine with every gpu_nodepool task, GKE runs included, and each worker it forks pays for the memory
-# (issue #22). Whether it is installed is known without importing it.
+# azure-identity (and msal, about a hundred modules) is imported when a credential is built, not here: every
+# gpu_nodepool module process loads this engine, GKE runs included, and would pay for the import.
+# Whether it is installed is known without importing it.
 try:
     HAS_AZURE_IDENTITY = importlib.util.find_spec("azure.identity") is not None
 except (ImportError, ValueError):  # pragma: no cover - no azure namespace package at all

@@ -8,7 +8,7 @@
 Everything a role, module or filter needs to know about the machines, versions, images and DaemonSets
 of GPUDirect-TCPX (A3 High), GPUDirect-TCPXO (A3 Mega) and GPUDirect-RDMA (A3 Ultra / A4, gIB NCCL
 plugin) lives here, once. The NCCL environments of every fabric are in ``_catalog/nccl.py``, the
-workload patcher that applies both in ``plugin_utils/_gpudirect_workload.py``. Roles read the catalog
+workload patcher that applies both in ``plugin_utils/_gpudirect/workload.py``. Roles read the catalog
 through the ``gpu_ops.cluster.gpudirect_profile`` and ``gpu_ops.cluster.nccl_env`` filters; they never
 copy a value.
 

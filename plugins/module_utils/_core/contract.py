@@ -88,8 +88,8 @@ def run_module(module, engine_run):
     or ``fail_json(msg=..., **details)`` when it raises ``EngineError``. The only caller of either.
 
     A run that wrote request files in render mode also returns them as ``render_files`` (absolute paths): the
-    module's action plugin (``plugin_utils/_defaults_origin.py``) takes them out of the result and records
-    them in the render folder's host index (``plugin_utils/_render_plan.py``)."""
+    module's action plugin (``plugin_utils/_clouds/action.py``) takes them out of the result and records
+    them in the render folder's host index (``plugin_utils/_render/plan.py``)."""
     context = Context.from_module(module)
     try:
         result = engine_run(module.params, context)
@@ -98,3 +98,10 @@ def run_module(module, engine_run):
     else:
         rendered = context.rendered()
         module.exit_json(**(dict(result, render_files=rendered) if rendered else result))
+
+
+def refuse_outside_action(module, name):
+    """End a module whose work is its action plugin's (it only documents that plugin): it has been run as a module
+    process, where the plugin's reads cannot be made. ``module`` is built with the plugin's argument spec, so that a
+    bad option is named first, as the plugin names it."""
+    module.fail_json(msg="gpu_ops.cluster.%s runs through its action plugin; it cannot run as a module" % name)

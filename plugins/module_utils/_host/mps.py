@@ -7,7 +7,7 @@
 
 Read by the mps_control module (``run``), the mps_control_info module (``run_info``) and,
 through the filters in plugins/filter/mps.py, the ``mps`` role. Kubernetes-side MPS (ACK rules, allocation
-report) lives in plugin_utils/_gpu_sharing.py, so that the host module imports nothing it does not need.
+report) lives in plugin_utils/_sharing/gpu_sharing.py, so that the host module imports nothing it does not need.
 
 Sources (shared research notes nvidia-stack.md section 6.1):
 - ``nvidia-cuda-mps-control`` environment (``CUDA_MPS_PIPE_DIRECTORY``, ``CUDA_MPS_LOG_DIRECTORY``,

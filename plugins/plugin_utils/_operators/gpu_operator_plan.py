@@ -31,10 +31,10 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gpu_opera
     POD_SECURITY_LABELS, PULL_POLICIES, RDMA_MODES, SANDBOX_WORKLOADS,
     DEPLOY_LABELS, GPU_OPERATOR_COMMON_KEYS, KEY_HISTORY,
 )
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import names as _k8s_names
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs import (
     OperatorInputError, _accepted, _catalog_chart, _chart_source, _choice, _dns_label, _dns_subdomain,
-    _flatten, _hosts_with, _merge, _images, _pinned, _require, _version_tuple,
+    _flatten, _hosts_with, _merge, _images, _pinned, require, _version_tuple,
 )
 
 
@@ -65,7 +65,7 @@ def check_gpu_operator_values(values, version, option="values"):
 
 def _gke_version(option, text):
     match = re.match(r"^v?(\d+)\.(\d+)", str(text or ""))
-    _require(match is not None, "%s: %r is not a GKE version (for example 1.33.2-gke.1111000)", option, text)
+    require(match is not None, "%s: %r is not a GKE version (for example 1.33.2-gke.1111000)", option, text)
     return int(match.group(1)), int(match.group(2))
 
 
@@ -113,30 +113,30 @@ def resolve_rdma_mode(requested, hosts, planned=None, container_ofed=False):
         return "off", []
     if requested == "auto" and not hosts:
         return "off", ["GPUDirect RDMA is off: no GPU host facts to choose a mode from (gpu_host_facts)"]
-    _require(bool(hosts), "rdma.mode %s needs the GPU hosts' gpu_host facts (gpu_host_facts), and none were given",
-             requested)
+    require(bool(hosts), "rdma.mode %s needs the GPU hosts' gpu_host facts (gpu_host_facts), and none were given",
+            requested)
     verdicts, notes = _host_verdicts(hosts, planned, container_ofed)
     missing = sorted(set(hosts) - set(verdicts))
-    _require(not missing, "rdma.mode %s: no gpu_host.gpudirect_rdma facts for %s (run gpu_host_facts on them)",
-             requested, ", ".join(missing))
+    require(not missing, "rdma.mode %s: no gpu_host.gpudirect_rdma facts for %s (run gpu_host_facts on them)",
+            requested, ", ".join(missing))
     if requested == "auto":
         by_mode = {}
         for host, verdict in sorted(verdicts.items()):
             by_mode.setdefault(verdict.get("mode"), []).append(host)
-        _require(len(by_mode) == 1, "rdma.mode auto: the GPU hosts do not agree on a GPUDirect RDMA mode (%s); "
-                 "fix the hosts or set rdma.mode", "; ".join("%s: %s" % (m, ", ".join(h)) for m, h in sorted(by_mode.items())))
+        require(len(by_mode) == 1, "rdma.mode auto: the GPU hosts do not agree on a GPUDirect RDMA mode (%s); "
+                "fix the hosts or set rdma.mode", "; ".join("%s: %s" % (m, ", ".join(h)) for m, h in sorted(by_mode.items())))
         mode = next(iter(by_mode))
         if mode == "unsupported":
             reasons = sorted({r for v in verdicts.values() for r in v.get("reasons") or []})
             return "off", ["GPUDirect RDMA is off: no GPU host supports it (%s)" % "; ".join(reasons)] + notes
-        _require(mode in ("dmabuf", "peermem"), "rdma.mode auto: unknown mode %r in the hosts' facts", mode)
+        require(mode in ("dmabuf", "peermem"), "rdma.mode auto: unknown mode %r in the hosts' facts", mode)
         return mode, notes
     refused = []
     for host, verdict in sorted(verdicts.items()):
         mode_verdict = (verdict.get("modes") or {}).get(requested) or {}
         if not mode_verdict.get("supported"):
             refused.append("%s (%s)" % (host, "; ".join(mode_verdict.get("reasons") or ["no verdict in the facts"])))
-    _require(not refused, "rdma.mode %s is not supported on %s", requested, ", ".join(refused))
+    require(not refused, "rdma.mode %s is not supported on %s", requested, ", ".join(refused))
     return requested, notes
 
 
@@ -153,19 +153,19 @@ def _kernel_module(options, entry, version, needs_open):
         _choice("driver.kernel_module_type", requested, KERNEL_MODULE_TYPES)
     reasons = [name for name, on in needs_open if on]
     if reasons:
-        _require(requested != "proprietary", "driver.kernel_module_type proprietary cannot serve %s: "
-                 "they need the open kernel modules (set it to open or auto)", " and ".join(reasons))
+        require(requested != "proprietary", "driver.kernel_module_type proprietary cannot serve %s: "
+                "they need the open kernel modules (set it to open or auto)", " and ".join(reasons))
         requested = "open"  # pre-R570 drivers and 'auto' on older GPUs would pick proprietary
     if entry["kernel_module_key"] == "useOpenKernelModules":
-        _require(requested != "auto", "driver.kernel_module_type auto: GPU Operator chart %s has no "
-                 "driver.kernelModuleType (added in v25.3); choose open or proprietary", version)
+        require(requested != "auto", "driver.kernel_module_type auto: GPU Operator chart %s has no "
+                "driver.kernelModuleType (added in v25.3); choose open or proprietary", version)
         if requested is None:
             return {}, None
         return {"useOpenKernelModules": requested == "open"}, requested
     driver_version = driver.get("version") or entry["driver_version"]
-    _require((requested or "auto") != "auto" or _driver_branch_ok_for_auto(driver_version),
-             "driver.kernel_module_type auto (the chart default) needs a 570.86.15 or later driver container, "
-             "driver.version is %s; choose open or proprietary", driver_version)
+    require((requested or "auto") != "auto" or _driver_branch_ok_for_auto(driver_version),
+            "driver.kernel_module_type auto (the chart default) needs a 570.86.15 or later driver container, "
+            "driver.version is %s; choose open or proprietary", driver_version)
     if requested is None:
         return {}, None
     return {"kernelModuleType": requested}, requested
@@ -178,12 +178,12 @@ def _device_plugin_values(options, mig_strategy):
     strategy = _choice("device_plugin.sharing.strategy", sharing.get("strategy") or "none", SHARING_STRATEGIES)
     if strategy == "none":
         return values
-    _require(values["enabled"], "device_plugin.sharing needs device_plugin.enabled")
-    _require(strategy != "mps" or mig_strategy == "none",
-             "device_plugin.sharing.strategy mps: MPS is not supported on MIG devices (mig.strategy is %s)", mig_strategy)
+    require(values["enabled"], "device_plugin.sharing needs device_plugin.enabled")
+    require(strategy != "mps" or mig_strategy == "none",
+            "device_plugin.sharing.strategy mps: MPS is not supported on MIG devices (mig.strategy is %s)", mig_strategy)
     replicas = sharing.get("replicas", 2)
-    _require(isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 2,
-             "device_plugin.sharing.replicas must be a whole number >= 2 for %s, got %r", strategy, replicas)
+    require(isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 2,
+            "device_plugin.sharing.replicas must be a whole number >= 2 for %s, got %r", strategy, replicas)
     block = {"renameByDefault": bool(sharing.get("rename_by_default")),
              "resources": [{"name": name, "replicas": replicas}
                            for name in (sharing.get("resources") or [GPU_RESOURCE])]}
@@ -204,15 +204,15 @@ def _mig_values(options, platform):
     config = mig.get("config")
     default = mig.get("config_default") or "all-disabled"
     # The ClusterPolicy admits only these (CRD enum); a node gets another config through its nvidia.com/mig.config label.
-    _require(default in MIG_CONFIG_DEFAULTS, "mig.config_default %r: the ClusterPolicy accepts only %s; choose a node's "
-             "configuration with its nvidia.com/mig.config label", default, " or ".join(repr(d) for d in MIG_CONFIG_DEFAULTS))
+    require(default in MIG_CONFIG_DEFAULTS, "mig.config_default %r: the ClusterPolicy accepts only %s; choose a node's "
+            "configuration with its nvidia.com/mig.config label", default, " or ".join(repr(d) for d in MIG_CONFIG_DEFAULTS))
     manager["config"] = {"default": default}
     if config:
-        _require(manager["enabled"], "mig.config needs mig.manager_enabled")
-        _require(isinstance(config, dict) and isinstance(config.get("mig-configs"), dict),
-                 "mig.config must be a mig-parted config with a mig-configs map")
-        _require(default in config["mig-configs"] or not default, "mig.config_default %r is not a configuration of "
-                 "mig.config (%s)", default, ", ".join(sorted(config["mig-configs"])))
+        require(manager["enabled"], "mig.config needs mig.manager_enabled")
+        require(isinstance(config, dict) and isinstance(config.get("mig-configs"), dict),
+                "mig.config must be a mig-parted config with a mig-configs map")
+        require(default in config["mig-configs"] or not default, "mig.config_default %r is not a configuration of "
+                "mig.config (%s)", default, ", ".join(sorted(config["mig-configs"])))
         manager["config"].update({"create": True, "name": "custom-mig-parted-config",
                                   "data": {"config.yaml": json.dumps(config, indent=2, sort_keys=True)}})
     if platform.get("mig_with_reboot") and manager["enabled"]:
@@ -224,18 +224,18 @@ def _driver_crs(options, version, entry, kernel_values, driver_on):
     pools = options.get("driver_pools") or []
     if not pools:
         return []
-    _require(driver_on, "driver_pools: NVIDIADriver resources need the operator-managed driver (driver.enabled)")
+    require(driver_on, "driver_pools: NVIDIADriver resources need the operator-managed driver (driver.enabled)")
     objects, selectors = [], []
     for index, pool in enumerate(pools):
         option = "driver_pools[%d]" % index
         name = _dns_subdomain(option + ".name", pool.get("name"))
         selector = pool.get("node_selector") or {}
-        _require(isinstance(selector, dict) and bool(selector),
-                 "%s.node_selector must name the pool's node labels (disjoint from the other pools)", option)
+        require(isinstance(selector, dict) and bool(selector),
+                "%s.node_selector must name the pool's node labels (disjoint from the other pools)", option)
         why = _k8s_names.check("labels", selector)
-        _require(why is None, "%s.node_selector: %s", option, why)
-        _require(selector not in selectors, "%s.node_selector repeats another pool's selector %s", option,
-                 json.dumps(selector, sort_keys=True))
+        require(why is None, "%s.node_selector: %s", option, why)
+        require(selector not in selectors, "%s.node_selector repeats another pool's selector %s", option,
+                json.dumps(selector, sort_keys=True))
         selectors.append(selector)
         spec = {"driverType": _choice(option + ".driver_type", pool.get("driver_type") or "gpu", DRIVER_TYPES),
                 "repository": pool.get("repository") or "nvcr.io/nvidia", "image": pool.get("image") or "driver",
@@ -247,9 +247,9 @@ def _driver_crs(options, version, entry, kernel_values, driver_on):
             _choice(option + ".kernel_module_type", module, KERNEL_MODULE_TYPES)
             # the NVIDIADriver CRD of a chart before v25.3 has useOpenKernelModules only: the API server would prune
             # kernelModuleType, and the pool would silently get the chart's default modules
-            _require(entry["kernel_module_key"] == "kernelModuleType" or module != "auto",
-                     "%s.kernel_module_type auto: the NVIDIADriver of GPU Operator chart %s has no kernelModuleType "
-                     "(added in v25.3), only useOpenKernelModules; choose open or proprietary", option, version)
+            require(entry["kernel_module_key"] == "kernelModuleType" or module != "auto",
+                    "%s.kernel_module_type auto: the NVIDIADriver of GPU Operator chart %s has no kernelModuleType "
+                    "(added in v25.3), only useOpenKernelModules; choose open or proprietary", option, version)
             if entry["kernel_module_key"] == "kernelModuleType":
                 spec["kernelModuleType"] = module
             else:
@@ -287,13 +287,13 @@ def _field_problem(kind, value):
 def _driver_feature(option, key, value):
     """A driver pool's rdma / gds / gdrcopy settings, checked against the NVIDIADriver CRD before they go into it."""
     fields = DRIVER_FEATURE_FIELDS[key]
-    _require(isinstance(value, dict), "%s: must be a dict of %s, got %s", option, ", ".join(fields), type(value).__name__)
+    require(isinstance(value, dict), "%s: must be a dict of %s, got %s", option, ", ".join(fields), type(value).__name__)
     unknown = sorted(set(value) - set(fields), key=str)
-    _require(not unknown, "%s: unknown field %s (the NVIDIADriver %s fields: %s)", option,
-             ", ".join(str(u) for u in unknown), key, ", ".join(fields))
+    require(not unknown, "%s: unknown field %s (the NVIDIADriver %s fields: %s)", option,
+            ", ".join(str(u) for u in unknown), key, ", ".join(fields))
     for field, field_value in value.items():
         why = _field_problem(fields[field], field_value)
-        _require(why is None, "%s.%s %s, got %s", option, field, why, _k8s_names.show(field_value))
+        require(why is None, "%s.%s %s, got %s", option, field, why, _k8s_names.show(field_value))
     return dict(value)
 
 
@@ -318,12 +318,12 @@ def gpu_operator_plan(options, hosts=None):
     driver = dict(options.get("driver") or {})
     toolkit = dict(options.get("toolkit") or {})
     driver_on = platform["driver"] if driver.get("enabled") is None else bool(driver["enabled"])
-    _require(not (driver_on and platform_name == "gke"),
-             "driver.enabled: on GKE the driver is installed by GKE (gpu-driver-version on the node pool); "
-             "the GPU Operator must not install it")
-    _require(not (driver_on and platform_name == "aks" and not platform["driver"]),
-             "driver.enabled: AKS pools with the preinstalled driver must not get the operator's driver "
-             "(set aks_driver: operator for '--gpu-driver none' pools)")
+    require(not (driver_on and platform_name == "gke"),
+            "driver.enabled: on GKE the driver is installed by GKE (gpu-driver-version on the node pool); "
+            "the GPU Operator must not install it")
+    require(not (driver_on and platform_name == "aks" and not platform["driver"]),
+            "driver.enabled: AKS pools with the preinstalled driver must not get the operator's driver "
+            "(set aks_driver: operator for '--gpu-driver none' pools)")
     toolkit_on = platform["toolkit"] if toolkit.get("enabled") is None else bool(toolkit["enabled"])
 
     rdma = dict(options.get("rdma") or {})
@@ -337,18 +337,18 @@ def gpu_operator_plan(options, hosts=None):
     gds = bool(options.get("gds"))
     gdrcopy = bool(options.get("gdrcopy"))
     for name, wanted in (("gds", gds), ("gdrcopy", gdrcopy), ("rdma.mode peermem", mode == "peermem")):
-        _require(not wanted or driver_on, "%s: its kernel module is loaded by a sidecar of the operator's driver pod, "
-                 "and the driver is not installed by the operator here (platform %s, driver.enabled false)",
-                 name, platform_name)
+        require(not wanted or driver_on, "%s: its kernel module is loaded by a sidecar of the operator's driver pod, "
+                "and the driver is not installed by the operator here (platform %s, driver.enabled false)",
+                name, platform_name)
     use_host_mofed = rdma.get("use_host_mofed")
     if mode != "off" or gds:
         if use_host_mofed is None:
             use_host_mofed = bool(hosts) and all(((f or {}).get("ofed") or {}).get("present") for f in hosts.values())
         if use_host_mofed:
             lacking = _hosts_with(hosts, lambda f: not (f.get("ofed") or {}).get("present"))
-            _require(not lacking, "rdma.use_host_mofed: MLNX_OFED/DOCA-OFED is not installed on %s", ", ".join(lacking))
+            require(not lacking, "rdma.use_host_mofed: MLNX_OFED/DOCA-OFED is not installed on %s", ", ".join(lacking))
     if driver.get("precompiled"):
-        _require(driver_on, "driver.precompiled needs driver.enabled")
+        require(driver_on, "driver.precompiled needs driver.enabled")
 
     values = {}
     needs_open = (("GPUDirect Storage (gds)", gds), ("DMA-BUF GPUDirect RDMA", mode == "dmabuf"))
@@ -364,12 +364,12 @@ def gpu_operator_plan(options, hosts=None):
             driver_values["nvidiaDriverCRD"] = {"enabled": True, "deployDefaultCR": False}
         values["driver"] = driver_values
     else:
-        _require(not driver.get("kernel_module_type") or driver.get("kernel_module_type") == "auto",
-                 "driver.kernel_module_type: the driver is not installed by the operator here (platform %s)", platform_name)
+        require(not driver.get("kernel_module_type") or driver.get("kernel_module_type") == "auto",
+                "driver.kernel_module_type: the driver is not installed by the operator here (platform %s)", platform_name)
         if mode == "dmabuf" or gds:
             proprietary = _hosts_with(hosts, lambda f: (f.get("kernel_module") or {}).get("type") == "proprietary")
-            _require(not (gds and proprietary), "gds: the preinstalled driver on %s uses the proprietary kernel "
-                     "modules; GPUDirect Storage needs the open ones", ", ".join(proprietary))
+            require(not (gds and proprietary), "gds: the preinstalled driver on %s uses the proprietary kernel "
+                    "modules; GPUDirect Storage needs the open ones", ", ".join(proprietary))
         values["driver"] = {"enabled": False}
 
     values["toolkit"] = {"enabled": toolkit_on}
@@ -384,7 +384,7 @@ def gpu_operator_plan(options, hosts=None):
     exporter = dict(options.get("dcgm_exporter") or {})
     values["dcgmExporter"] = {"enabled": bool(exporter.get("enabled", True))}
     if exporter.get("service_monitor"):
-        _require(values["dcgmExporter"]["enabled"], "dcgm_exporter.service_monitor needs dcgm_exporter.enabled")
+        require(values["dcgmExporter"]["enabled"], "dcgm_exporter.service_monitor needs dcgm_exporter.enabled")
         values["dcgmExporter"]["serviceMonitor"] = {"enabled": True}
     sandbox = dict(options.get("sandbox_workloads") or {})
     if sandbox.get("enabled"):
@@ -396,8 +396,8 @@ def gpu_operator_plan(options, hosts=None):
         values["toolkit"]["installDir"] = GKE_NVIDIA_DIR
         values["cdi"] = {"enabled": True}
         gke_version = options.get("gke_version")
-        _require(bool(gke_version), "gke_version: the GKE preset needs the cluster's GKE version "
-                 "(RUNTIME_CONFIG_SOURCE=file is required from 1.33)")
+        require(bool(gke_version), "gke_version: the GKE preset needs the cluster's GKE version "
+                "(RUNTIME_CONFIG_SOURCE=file is required from 1.33)")
         if _gke_version("gke_version", gke_version) >= platform["runtime_config_source_from"]:
             values["toolkit"]["env"] = [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]
         objects.append({"apiVersion": "v1", "kind": "ResourceQuota",

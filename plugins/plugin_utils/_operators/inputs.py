@@ -12,7 +12,7 @@ import copy
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gpu_operator import chart_series
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import names as _k8s_names
 
 
 class OperatorInputError(ValueError):
@@ -23,7 +23,7 @@ class OperatorInputError(ValueError):
 # Helpers
 # --------------------------------------------------------------------------------------------
 
-def _require(condition, message, *args):
+def require(condition, message, *args):
     if not condition:
         raise OperatorInputError(message % args if args else message)
 
@@ -31,21 +31,21 @@ def _require(condition, message, *args):
 def _catalog_chart(catalog, chart, version, shown=lambda series: series):
     """(series, entry) of chart ``version`` in ``catalog``; refuses a version outside it, listing the known series."""
     series = chart_series(version)
-    _require(series in catalog, "chart_version: %s chart %r is not in the catalog (known: %s)", chart, version,
-             ", ".join("%s.x (pinned %s)" % (shown(s), e["pinned"]) for s, e in catalog.items()))
+    require(series in catalog, "chart_version: %s chart %r is not in the catalog (known: %s)", chart, version,
+            ", ".join("%s.x (pinned %s)" % (shown(s), e["pinned"]) for s, e in catalog.items()))
     return series, catalog[series]
 
 
 def _dns_label(option, value):
     """A namespace or short name, checked by the collection's one name check (_k8s_names)."""
     why = _k8s_names.check("dns1123_label", value)
-    _require(why is None, "%s: %s", option, why)
+    require(why is None, "%s: %s", option, why)
     return value
 
 
 def _dns_subdomain(option, value):
     why = _k8s_names.check("dns1123_subdomain", value)
-    _require(why is None, "%s: %s", option, why)
+    require(why is None, "%s: %s", option, why)
     return value
 
 
@@ -53,12 +53,12 @@ def _images(option, values):
     """Refuse chart values or an image spec whose image fields (image, repository, tag/version) are no valid
     reference, naming each field's path under ``option`` (the rule of _k8s_names.chart_values_images)."""
     found = _k8s_names.image_field_problems(values if isinstance(values, dict) else {}, option)
-    _require(not found, "%s", "; ".join(found))
+    require(not found, "%s", "; ".join(found))
     return values
 
 
 def _choice(option, value, choices):
-    _require(value in choices, "%s: %r is not one of: %s", option, value, ", ".join(choices))
+    require(value in choices, "%s: %r is not one of: %s", option, value, ", ".join(choices))
     return value
 
 

@@ -26,7 +26,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.network_o
 )
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs import (
     OperatorInputError, _catalog_chart, _chart_source, _choice, _dns_label, _dns_subdomain, _hosts_with, _images,
-    _merge, _pinned, _require,
+    _merge, _pinned, require,
 )
 
 
@@ -81,8 +81,8 @@ def kube_version_refusal(chart, kube_version, server_version=None):
 def check_network_operator_values(values, version, option="values"):
     keys = network_operator_keys(version)
     unknown = sorted(set(values or {}) - keys)
-    _require(not unknown, "%s: Network Operator chart %s has no top-level value %s (it has: %s)", option, version,
-             ", ".join(unknown), ", ".join(sorted(keys)))
+    require(not unknown, "%s: Network Operator chart %s has no top-level value %s (it has: %s)", option, version,
+            ", ".join(unknown), ", ".join(sorted(keys)))
     return values
 
 
@@ -98,13 +98,13 @@ def _selectors(option, selectors):
     selectors = dict(selectors or {})
     allowed = RDMA_SHARED_SELECTORS
     unknown = sorted(set(selectors) - set(allowed))
-    _require(not unknown, "%s: unknown selector %s (allowed: %s)", option, ", ".join(unknown), ", ".join(allowed))
+    require(not unknown, "%s: unknown selector %s (allowed: %s)", option, ", ".join(unknown), ", ".join(allowed))
     for key, value in selectors.items():
-        _require(isinstance(value, list) and all(isinstance(v, str) and v for v in value),
-                 "%s.%s must be a list of strings", option, key)
+        require(isinstance(value, list) and all(isinstance(v, str) and v for v in value),
+                "%s.%s must be a list of strings", option, key)
         for name in value if key == "ifNames" else ():
             why = interface_name_problem(name)
-            _require(why is None, "%s.ifNames: %s", option, why)
+            require(why is None, "%s.ifNames: %s", option, why)
     return selectors or {"vendors": [MELLANOX_VENDOR]}
 
 
@@ -132,18 +132,18 @@ def _gateway(option, value, subnet):
         address = ipaddress.IPv4Address(str(value))
     except ValueError:
         raise OperatorInputError("%s: %r is not an IPv4 address" % (option, value))
-    _require(address in subnet, "%s: %s is outside the pool's subnet %s", option, value, subnet)
+    require(address in subnet, "%s: %s is outside the pool's subnet %s", option, value, subnet)
     return value
 
 
 def _ipam_config(option, network, ipam, pools):
     if ipam == "nv-ipam":
         pool = network.get("ip_pool")
-        _require(pool in pools, "%s.ip_pool: %r is not one of network_operator ip_pools (%s)", option, pool,
-                 ", ".join(sorted(pools)) or "none defined")
+        require(pool in pools, "%s.ip_pool: %r is not one of network_operator ip_pools (%s)", option, pool,
+                ", ".join(sorted(pools)) or "none defined")
         return json.dumps({"type": "nv-ipam", "poolName": pool})
     ip_range = network.get("range")
-    _require(bool(ip_range), "%s.range: Whereabouts needs the network's address range (CIDR)", option)
+    require(bool(ip_range), "%s.range: Whereabouts needs the network's address range (CIDR)", option)
     _ipv4_subnet(option + ".range", ip_range)
     config = {"type": "whereabouts", "range": ip_range}
     if network.get("exclude"):
@@ -163,19 +163,19 @@ def network_operator_plan(options, hosts=None):
     ipam = _choice("ipam", options.get("ipam") or "auto", IPAM_PLUGINS)
     if ipam == "auto":
         ipam = entry["default_ipam"]
-    _require(ipam in entry["ipam"], "ipam: %s is not available in Network Operator chart %s (Whereabouts was "
-             "removed in 25.10; use nv-ipam)", ipam, version)
+    require(ipam in entry["ipam"], "ipam: %s is not available in Network Operator chart %s (Whereabouts was "
+            "removed in 25.10; use nv-ipam)", ipam, version)
     spec = {}
     ofed = dict(options.get("ofed") or {})
     source = _choice("ofed.source", ofed.get("source") or "host", OFED_SOURCES)
     if source == "host":
         lacking = _hosts_with(hosts, lambda f: not (f.get("ofed") or {}).get("present"))
-        _require(not lacking, "ofed.source host: MLNX_OFED/DOCA-OFED is not installed on %s "
-                 "(install it, or set ofed.source: operator)", ", ".join(lacking))
+        require(not lacking, "ofed.source host: MLNX_OFED/DOCA-OFED is not installed on %s "
+                "(install it, or set ofed.source: operator)", ", ".join(lacking))
     else:
-        _require(bool(ofed.get("version")) or pinned == entry["pinned"], "ofed.version: the catalog's DOCA driver "
-                 "(%s) is the one of Network Operator %s; set the doca-driver image tag of %s (its hack/release.yaml, "
-                 "Mofed)", entry["doca_driver"], entry["pinned"], pinned)
+        require(bool(ofed.get("version")) or pinned == entry["pinned"], "ofed.version: the catalog's DOCA driver "
+                "(%s) is the one of Network Operator %s; set the doca-driver image tag of %s (its hack/release.yaml, "
+                "Mofed)", entry["doca_driver"], entry["pinned"], pinned)
         driver_version = ofed.get("version") or entry["doca_driver"]
         _images("ofed", {"image": DOCA_DRIVER_IMAGE, "repository": ofed.get("repository") or MELLANOX_REPOSITORY,
                          "version": str(driver_version)})
@@ -191,11 +191,11 @@ def network_operator_plan(options, hosts=None):
     resources = []
     if plugin.get("enabled", True):
         resource_name = plugin.get("resource_name") or RDMA_SHARED_RESOURCE
-        _require(re.match(r"^[a-z0-9_]+\Z", resource_name) is not None,
-                 "rdma_shared_device_plugin.resource_name: %r must be lowercase letters, digits and '_'", resource_name)
+        require(re.match(r"^[a-z0-9_]+\Z", resource_name) is not None,
+                "rdma_shared_device_plugin.resource_name: %r must be lowercase letters, digits and '_'", resource_name)
         hca_max = plugin.get("rdma_hca_max", 63)
-        _require(isinstance(hca_max, int) and not isinstance(hca_max, bool) and 1 <= hca_max <= 1000,
-                 "rdma_shared_device_plugin.rdma_hca_max must be between 1 and 1000, got %r", hca_max)
+        require(isinstance(hca_max, int) and not isinstance(hca_max, bool) and 1 <= hca_max <= 1000,
+                "rdma_shared_device_plugin.rdma_hca_max must be between 1 and 1000, got %r", hca_max)
         config = {"configList": [{"resourceName": resource_name, "rdmaHcaMax": hca_max,
                                   "selectors": _selectors("rdma_shared_device_plugin.selectors", plugin.get("selectors"))}]}
         spec["rdmaSharedDevicePlugin"] = dict(_image(series, pinned, "rdmaSharedDevicePlugin"),
@@ -216,17 +216,17 @@ def network_operator_plan(options, hosts=None):
     pools, pool_objects = {}, []
     for index, pool in enumerate(options.get("ip_pools") or []):
         option = "ip_pools[%d]" % index
-        _require(ipam == "nv-ipam", "%s: IP pools are nv-ipam objects, and ipam is %s", option, ipam)
+        require(ipam == "nv-ipam", "%s: IP pools are nv-ipam objects, and ipam is %s", option, ipam)
         name = _dns_subdomain(option + ".name", pool.get("name"))
-        _require(name not in pools, "%s.name: %s is defined twice", option, name)
+        require(name not in pools, "%s.name: %s is defined twice", option, name)
         subnet = _ipv4_subnet(option + ".subnet", pool.get("subnet"))
         block = pool.get("per_node_block_size", 16)
         usable = _usable_addresses(subnet)
-        _require(usable >= 2, "%s.subnet: %s has %d usable address, and a node's block needs at least 2",
-                 option, pool.get("subnet"), usable)
-        _require(isinstance(block, int) and not isinstance(block, bool) and 2 <= block <= usable,
-                 "%s.per_node_block_size must be between 2 and %d (the usable addresses of %s), got %r",
-                 option, usable, pool.get("subnet"), block)
+        require(usable >= 2, "%s.subnet: %s has %d usable address, and a node's block needs at least 2",
+                option, pool.get("subnet"), usable)
+        require(isinstance(block, int) and not isinstance(block, bool) and 2 <= block <= usable,
+                "%s.per_node_block_size must be between 2 and %d (the usable addresses of %s), got %r",
+                option, usable, pool.get("subnet"), block)
         pool_spec = {"subnet": pool["subnet"], "perNodeBlockSize": block}
         if pool.get("gateway"):
             pool_spec["gateway"] = _gateway(option + ".gateway", pool["gateway"], subnet)
@@ -240,24 +240,24 @@ def network_operator_plan(options, hosts=None):
         network = dict(network or {})
         kind = NETWORK_KINDS[_choice(option + ".kind", network.get("kind"), tuple(NETWORK_KINDS))]
         name = _dns_subdomain(option + ".name", network.get("name"))
-        _require(name not in names, "%s.name: %s is defined twice", option, name)
+        require(name not in names, "%s.name: %s is defined twice", option, name)
         names.add(name)
         net_spec = {"networkNamespace": _dns_label(option + ".network_namespace", network.get("network_namespace") or "default")}
         if kind in ("MacvlanNetwork", "IPoIBNetwork"):
-            _require(bool(network.get("master")), "%s.master: the %s needs its host interface (ibdev2netdev shows it)",
-                     option, kind)
+            require(bool(network.get("master")), "%s.master: the %s needs its host interface (ibdev2netdev shows it)",
+                    option, kind)
             why = interface_name_problem(network["master"])
-            _require(why is None, "%s.master: %s", option, why)
+            require(why is None, "%s.master: %s", option, why)
             net_spec["master"] = network["master"]
         if kind == "MacvlanNetwork":
             net_spec["mode"] = _choice(option + ".mode", network.get("mode") or "bridge", MACVLAN_MODES)
             mtu = network.get("mtu", 1500)
-            _require(isinstance(mtu, int) and not isinstance(mtu, bool) and 0 <= mtu <= 9216,
-                     "%s.mtu must be between 0 and 9216, got %r", option, mtu)
+            require(isinstance(mtu, int) and not isinstance(mtu, bool) and 0 <= mtu <= 9216,
+                    "%s.mtu must be between 0 and 9216, got %r", option, mtu)
             net_spec["mtu"] = mtu
         if kind == "HostDeviceNetwork":
-            _require(bool(network.get("resource_name")), "%s.resource_name: a HostDeviceNetwork names the SR-IOV "
-                     "device plugin resource its pods request", option)
+            require(bool(network.get("resource_name")), "%s.resource_name: a HostDeviceNetwork names the SR-IOV "
+                    "device plugin resource its pods request", option)
             net_spec["resourceName"] = network["resource_name"]
         net_spec["ipam"] = _ipam_config(option, network, ipam, pools)
         network_objects.append({"apiVersion": "mellanox.com/v1alpha1", "kind": kind, "metadata": {"name": name},

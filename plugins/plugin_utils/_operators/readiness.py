@@ -10,7 +10,7 @@ with their sidecars (filter ``operator_readiness``).
 
 from __future__ import annotations
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs import _require
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs import require
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def driver_pod_report(pods, sidecars, logs=None):
                 for r in logs if not r.get("skipped")}
     logs = logs or {}
     problems = []
-    _require(bool(pods), "no driver pod found")
+    require(bool(pods), "no driver pod found")
     for pod in pods:
         name = pod["metadata"]["name"]
         node = (pod.get("spec") or {}).get("nodeName") or "(unscheduled)"

@@ -22,8 +22,8 @@ import json
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gd
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import GPU_RESOURCE, MIG_CONFIG_LABEL
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpudirect_workload as workload
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpu_sharing import pod_gpu_requests
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpudirect import workload
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing.gpu_sharing import pod_gpu_requests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, register
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import node_labels, node_name
 

@@ -17,7 +17,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gp
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.placement import standard_layouts
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpu_sharing import _is_gpu_name, pod_gpu_requests
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing.gpu_sharing import is_gpu_name, pod_gpu_requests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.readiness import not_ready_pods, readiness_report
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, register
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import node_labels, node_name
@@ -119,7 +119,7 @@ def gpu_allocatable(view):
     evidence, problems = [], []
     for node in sorted(nodes, key=lambda n: node_name(n) or ""):
         allocatable = (node.get("status") or {}).get("allocatable") or {}
-        gpu = dict((k, v) for k, v in allocatable.items() if _is_gpu_name(k) and str(v) not in ("0", ""))
+        gpu = dict((k, v) for k, v in allocatable.items() if is_gpu_name(k) and str(v) not in ("0", ""))
         evidence.append("node %s: %s" % (node_name(node), ", ".join("%s=%s" % kv for kv in sorted(gpu.items())) or "none"))
         if not gpu:
             problems.append("node %s advertises no GPU resource" % node_name(node))

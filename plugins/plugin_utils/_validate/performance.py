@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
-"""The performance checks (issue #23): NCCL collectives between a node pair (average and large-message bus bandwidth
+"""The performance checks: NCCL collectives between a node pair (average and large-message bus bandwidth
 against the GPUDirect profile's floors, and the NCCL net plugin that really carried them) and ``ib_write_bw`` between
 two bare-metal nodes, judged from the captured outputs of the probes (roles nccl_test and rdma_test run them; the
 validate role records their output under the snapshot's ``performance``), so a captured log validates offline.
@@ -29,8 +29,8 @@ import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _nccl_tests
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _perftest
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nccl_tests as _nccl_tests
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import perftest as _perftest
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, register
 
 _NET_SOCKET = re.compile(r"NET/Socket\b")

@@ -9,7 +9,7 @@ workloads that follow the guide's rules. The rules, labels and findings are ``_g
 
 from __future__ import annotations
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _gpu_sharing as gpu_sharing
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing import gpu_sharing
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Skip, register
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import node_labels
 

@@ -32,7 +32,7 @@ import re
 import yaml
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpu_sharing import pod_gpu_requests
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing.gpu_sharing import pod_gpu_requests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip
 
 FORMAT = "gpu_ops.cluster/validate-snapshot"

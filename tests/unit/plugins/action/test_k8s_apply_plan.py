@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The k8s_apply_plan action plugin: the reads it asks for, what it registers when every call is in place (what the
-role apply's loop would have registered), and that a read it cannot make puts nothing in place. Only the reads are
+"""The k8s_apply_plan action plugin: the reads it asks for, what it registers (its own result: the step unchanged,
+which calls are in place, what was read), and that a read it cannot make puts nothing in place. Only the reads are
 scripted (the Kubernetes API); the live reads run against the Kubernetes API double in tests/integration/test_role_apply.py
-and the GPUDirect playbook tests. The in-place comparison itself: tests/unit/plugins/plugin_utils/test_k8s_in_place.py."""
+and the GPUDirect playbook tests. The in-place comparison itself: tests/unit/plugins/plugin_utils/_k8s/test_in_place.py."""
 
 from __future__ import annotations
 
@@ -62,30 +62,23 @@ def test_what_is_not_a_list_of_calls_is_refused_naming_the_option(batches):
         action.queries_of(batches, False)
 
 
-def test_every_call_in_place_registers_what_the_calls_would_have_returned():
+def test_every_call_in_place_is_the_plans_own_result_with_what_was_read():
     calls = [_call(PARAMS, NETWORK)]
     live = [_applied(PARAMS), _applied(NETWORK)]
     reads = [_read(PARAMS, live[0]), _read(NETWORK, live[1])]
     fields = action.plan(calls, reads, False)
+    assert sorted(fields) == ["batches", "in_place", "reads"]
     assert fields["in_place"] is True and fields["batches"][0]["in_place"] is True and fields["reads"] == reads
-    [result] = fields["results"]
-    # a call of two objects: kubernetes.core.k8s returns each object's result under result.results
-    assert [entry["result"] for entry in result["result"]["results"]] == live
-    assert result["changed"] is False and result["in_place"] is True
-    # the call itself, as the loop's item, and nothing of the manifest changed
-    assert result["item"]["definition"] == [PARAMS, NETWORK] and result["item"]["label"] == "GKENetworkParamSet/vpc1, Network/vpc1"
-
-
-def test_a_single_object_call_registers_the_object_as_its_result():
-    [result] = action.plan([_call(NETWORK)], [_read(NETWORK, _applied(NETWORK))], False)["results"]
-    assert result["result"] == _applied(NETWORK) and result["method"] == "apply"
+    # the call itself, and nothing of the manifest changed
+    assert fields["batches"][0]["definition"] == [PARAMS, NETWORK]
+    assert fields["batches"][0]["label"] == "GKENetworkParamSet/vpc1, Network/vpc1"
 
 
 def test_one_call_not_in_place_leaves_the_calls_to_run_and_says_why():
     drifted = _applied(NETWORK)
     drifted["spec"]["type"] = "L3"
     fields = action.plan([_call(PARAMS), _call(NETWORK)], [_read(PARAMS, _applied(PARAMS)), _read(NETWORK, drifted)], False)
-    assert fields["in_place"] is False and "results" not in fields
+    assert fields["in_place"] is False
     assert [b["in_place"] for b in fields["batches"]] == [True, False]
     assert fields["batches"][1]["not_in_place"] == ["Network/vpc1: the live object differs at spec.type"]
 
@@ -94,7 +87,7 @@ def test_waiting_calls_are_in_place_only_when_ready():
     live = _applied(NETWORK)
     assert action.plan([_call(NETWORK, condition=READY)], [_read(NETWORK, live, ready=False)], True)["in_place"] is False
     fields = action.plan([_call(NETWORK, condition=READY)], [_read(NETWORK, live, ready=True)], True)
-    assert fields["in_place"] is True and fields["results"][0]["duration"] == 0
+    assert fields["in_place"] is True
 
 
 def test_nothing_read_puts_nothing_in_place():
@@ -103,7 +96,7 @@ def test_nothing_read_puts_nothing_in_place():
 
 
 def test_no_call_is_in_place_with_nothing_to_send():
-    assert action.plan([], [], False) == {"batches": [], "in_place": True, "reads": [], "results": []}
+    assert action.plan([], [], False) == {"batches": [], "in_place": True, "reads": []}
 
 
 class Reader(action.ActionModule):
@@ -112,15 +105,15 @@ class Reader(action.ActionModule):
     def __init__(self, why_not="", answer=None, auth_error=None):  # pylint: disable=super-init-not-called
         self.why_not, self.answer, self.auth_error, self.read_with = why_not, answer, auth_error, None
 
-    def _why_not_in_worker(self, task_vars):
+    def why_not_here(self, task_vars):
         return self.why_not
 
-    def _auth(self, explicit):
+    def auth(self, explicit):
         if self.auth_error:
             raise AnsibleError(self.auth_error)
         return dict(explicit)
 
-    def _in_worker(self, result, queries, auth, secrets):
+    def read_here(self, result, queries, auth, secrets):
         self.read_with = (queries, auth, secrets)
         result.update(self.answer)
         return result
@@ -164,7 +157,7 @@ def test_an_unreadable_step_plans_every_call_to_run():
 def test_run_refuses_an_unknown_option_and_bad_calls_before_reading(monkeypatch):
     plugin = Reader()
     plugin._task = types.SimpleNamespace(args={"batches": [_call(NETWORK)], "wiat": True})
-    monkeypatch.setattr(action.ObjectsInfoAction.__mro__[1], "run", lambda self, tmp=None, task_vars=None: {})
+    monkeypatch.setattr(action.reader.ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
     assert plugin.run(task_vars={}) == {"changed": False, "failed": True, "msg": "k8s_apply_plan: unsupported options: wiat"}
     plugin._task.args = {"batches": "Network/vpc1"}
     result = plugin.run(task_vars={})
@@ -175,13 +168,13 @@ def test_run_refuses_an_unknown_option_and_bad_calls_before_reading(monkeypatch)
 class Planner(Reader):
     """Reader that also notes the task vars it was handed."""
 
-    def _why_not_in_worker(self, task_vars):
+    def why_not_here(self, task_vars):
         self.task_vars = task_vars
         return self.why_not
 
 
 def test_run_reads_the_calls_objects_and_registers_the_plan(monkeypatch):
-    monkeypatch.setattr(action.ObjectsInfoAction.__mro__[1], "run", lambda self, tmp=None, task_vars=None: {})
+    monkeypatch.setattr(action.reader.ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
     live = _applied(NETWORK)
     plugin = Planner(answer={"results": [_read(NETWORK, live)]})
     plugin._task = types.SimpleNamespace(args={"batches": [_call(NETWORK)], "context": "gpu"})
@@ -191,7 +184,7 @@ def test_run_reads_the_calls_objects_and_registers_the_plan(monkeypatch):
     assert query["wait"] is False and query["kind"] == "Network" and plugin.read_with[1] == {"context": "gpu"}
     assert plugin.task_vars == {"inventory_hostname": "a3"}
     assert result["changed"] is False and result["in_worker"] is True and result["in_place"] is True
-    assert result["results"][0]["result"] == live and not result.get("failed")
+    assert result["reads"][0]["resources"] == [live] and "results" not in result and not result.get("failed")
 
 
 def test_it_only_reads_so_it_runs_in_check_mode_and_never_in_the_background():

@@ -17,7 +17,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.filter.awx_survey import awx_survey_spec
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _awx_survey as _survey
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._awx import survey as _survey
 from ansible_collections.gpu_ops.cluster.tests.doubles.awx import validate_survey_spec
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]

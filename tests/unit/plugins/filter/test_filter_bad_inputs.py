@@ -16,14 +16,13 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.filter import bandwidth, daemonset, gpudirect, mig, nccl_tests, nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.filter import bandwidth, gpudirect, mig, nccl_tests, nvsmi
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils", "fixtures", "nccl_tests")
 GKE = "1.32.2-gke.1489001"
 TCPX_NETS = ["vpc1", "vpc2", "vpc3", "vpc4"]
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}
-DAEMONSET = {"kind": "DaemonSet", "metadata": {"name": "d"}}
 NODE = {"metadata": {"name": "n1"}}
 
 
@@ -158,15 +157,6 @@ CASES = [
      lambda: mig.mig_parted_config("A100-40GB", "all-1g.5gb", device_filter="no"), "device_filter: must be true or false"),
     ("mig_parted_config: include_defaults as a number",
      lambda: mig.mig_parted_config("A100-40GB", "all-1g.5gb", include_defaults=0), "include_defaults: must be true"),
-    # --- daemonset_node_report
-    ("daemonset_node_report: a pod that is text", lambda: daemonset.daemonset_node_report(["pod-1"], [NODE], DAEMONSET),
-     "pods[0]: must be a Kubernetes object"),
-    ("daemonset_node_report: a null pod", lambda: daemonset.daemonset_node_report([None], [NODE], DAEMONSET),
-     "pods[0]: must be a Kubernetes object"),
-    ("daemonset_node_report: a node that is text", lambda: daemonset.daemonset_node_report([], ["n1"], DAEMONSET),
-     "nodes[0]: must be a Kubernetes object"),
-    ("daemonset_node_report: null DaemonSet", lambda: daemonset.daemonset_node_report([], [], None),
-     "must be a DaemonSet object"),
     # --- gpudirect_workload / gpudirect_profile / nccl_env
     ("gpudirect_workload: a list item that is text",
      lambda: gpudirect.gpudirect_workload([POD, "kind: Pod"], "tcpx", TCPX_NETS, gke_version=GKE),
@@ -209,7 +199,7 @@ CASES = [
 def test_the_table_covers_every_filter():
     covered = {title.split(":")[0] for title, _call, _words in CASES}
     every = set()
-    for module in (bandwidth, daemonset, gpudirect, mig, nccl_tests, nvsmi):
+    for module in (bandwidth, gpudirect, mig, nccl_tests, nvsmi):
         every |= set(module.FilterModule().filters())
     assert every - covered <= {"mig_aks_profile"}, every - covered  # its one argument pair is a catalog lookup
     assert len(set(t for t, _c, _w in CASES)) == len(CASES)

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kubernetes naming rules (plugin_utils/_k8s_names.py) and the filters roles reach them through."""
+"""Kubernetes naming rules (plugin_utils/_k8s/names.py) and the filters roles reach them through."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ansible_collections.gpu_ops.cluster.plugins.filter.k8s_names import (
     k8s_objects,
     node_taint_tolerations,
 )
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils import _k8s_names
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import names as _k8s_names
 
 GOOD = [
     ("namespace", "gpu-ops"),

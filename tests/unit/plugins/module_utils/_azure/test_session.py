@@ -476,7 +476,7 @@ COLLECTIONS_ROOT = str(Path(_arm.__file__).resolve().parents[6])
 
 
 def test_loading_the_engine_leaves_azure_identity_unimported():
-    """The controller loads the AKS engine with every gpu_nodepool task, GKE runs included (issue #22): azure-identity
+    """The controller loads the AKS engine with every gpu_nodepool task, GKE runs included: azure-identity
     and msal are imported when a credential is built, not before."""
     script = ("import sys; sys.path[:0] = %r\n"
               "from ansible_collections.gpu_ops.cluster.plugins.action import gpu_nodepool\n"

@@ -95,7 +95,7 @@ def test_an_rdma_fabric_lists_each_shared_resource_once(double):
 
 
 def test_the_cluster_view_says_autopilot_and_the_control_plane_version(double):
-    """What the validation checks gke.standard_cluster and gke.dataplane_v2 read (issue #23)."""
+    """What the validation checks gke.standard_cluster and gke.dataplane_v2 read."""
     double._project(PROJECT)["clusters"]["us-central1/fab"] = {
         "name": "fab", "status": "RUNNING", "currentMasterVersion": "1.32.2-gke.1489001", "autopilot": {"enabled": True},
         "networkConfig": {"enableMultiNetworking": True, "datapathProvider": "ADVANCED_DATAPATH"}}

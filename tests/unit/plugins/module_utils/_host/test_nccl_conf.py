@@ -235,7 +235,7 @@ def test_nccl_net_override_on_gpudirect_warns(run):
     (dict(fabric="tcpx", overrides={"NCCL X": "1"}), "overrides: 'NCCL X' is not an environment variable name"),
     (dict(fabric="tcpx", overrides={"NCCL_DEBUG": "INFO\nNCCL_X=1"}), "overrides.NCCL_DEBUG: the value must be one line"),
     (dict(fabric="tcpx", ctrl_interface="eth1"), "ctrl_interface: eth1 is also a GPU interface"),
-    # interface names: the kernel's 15-byte limit, no shell or list metacharacters (issue #24 section 3)
+    # interface names: the kernel's 15-byte limit, no shell or list metacharacters
     (dict(fabric="socket", ctrl_interface="eth0;reboot"), "ctrl_interface: 'eth0;reboot' is not 1 to 15 letters"),
     (dict(fabric="tcpxo", ctrl_interface="eth0 eth9"), "ctrl_interface: 'eth0 eth9' is not 1 to 15 letters"),
     (dict(fabric="tcpx", ctrl_interface="=eth0"), "ctrl_interface: '=eth0' is not 1 to 15 letters"),

@@ -240,7 +240,7 @@ BAD = [
      "driver_pools[0].gdrcopy.imagePullPolicy must be one of: Always, IfNotPresent, Never"),
     (pool_options(gdrcopy={"env": [{"value": "1"}]}), {}, "driver_pools[0].gdrcopy.env must be a list of {name, value}"),
     (pool_options(gds={"args": "--verbose"}), {}, "driver_pools[0].gds.args must be a list of non-empty strings"),
-    # image references, in the options and in raw chart values (issue #24 section 3)
+    # image references, in the options and in raw chart values
     (options("v25.10.1", values={"driver": {"repository": "NVCR.io/Nvidia"}}), {},
      "values.driver.repository: 'NVCR.io/Nvidia' is not an image reference"),
     (options("v25.10.1", values={"toolkit": {"image": "container-toolkit", "version": "v1.17.0 --privileged"}}), {},

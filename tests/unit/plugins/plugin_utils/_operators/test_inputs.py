@@ -15,8 +15,8 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import 
 def test_the_input_error_is_a_value_error():
     assert issubclass(inputs.OperatorInputError, ValueError)
     with pytest.raises(inputs.OperatorInputError, match="^namespace: 'x' and 1$"):
-        inputs._require(False, "namespace: %r and %d", "x", 1)
-    inputs._require(True, "never shown %s")
+        inputs.require(False, "namespace: %r and %d", "x", 1)
+    inputs.require(True, "never shown %s")
 
 
 def test_catalog_chart_finds_the_series_or_lists_the_known_ones():

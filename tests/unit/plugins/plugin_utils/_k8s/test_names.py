@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubernetes' naming rules (plugins/plugin_utils/_k8s/names.py), called
+directly (tests/unit/plugins/filter/test_k8s_names.py tests the filters that wrap them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import names
+
+
+@pytest.mark.parametrize("rule, value", [
+    ("dns1123_label", "gpu-operator"), ("dns1123_label", "a" * 63),
+    ("dns1123_subdomain", "nvidia.com"), ("helm_release", "r" * 53),
+    ("label_key", "nvidia.com/gpu.present"), ("label_value", ""), ("label_value", "NVIDIA-A100-SXM4-40GB"),
+    ("image", "nvcr.io/nvidia/gpu-operator:v25.3.4"), ("image", "busybox"),
+    ("image", "registry.local:5000/team/app@sha256:" + "a" * 64), ("path_segment", "site-render_1.0"),
+])
+def test_names_kubernetes_accepts(rule, value):
+    assert names.check(rule, value) is None
+
+
+@pytest.mark.parametrize("rule, value", [
+    ("dns1123_label", "GPU"), ("dns1123_label", "a" * 64), ("dns1123_label", "-gpu"), ("dns1123_label", None),
+    ("dns1123_subdomain", "nvidia..com"), ("helm_release", "r" * 54), ("label_key", "-bad"),
+    ("label_value", "a b"), ("image", "NVCR.IO/Upper Case"), ("path_segment", "../etc"), ("path_segment", ".hidden"),
+])
+def test_names_kubernetes_refuses_say_why(rule, value):
+    why = names.check(rule, value)
+    assert isinstance(why, str) and why
+
+
+def test_an_unknown_rule_is_an_error_listing_the_rules():
+    with pytest.raises(ValueError, match="rule 'nope' is not one of .*dns1123_label"):
+        names.check("nope", "x")
+
+
+def test_problems_name_each_option_and_skip_optional_empty_values():
+    found = names.problems([
+        dict(option="namespace", rule="dns1123_label", value="GPU"),
+        dict(option="release", rule="helm_release", value="gpu-operator"),
+        dict(option="registry", rule="registry", value="", required=False),
+        dict(option="labels", rule="labels", value={}, required=False),
+    ])
+    assert len(found) == 1 and found[0].startswith("namespace: ")
+
+
+@pytest.mark.parametrize("checks", ["namespace", [dict(rule="dns1123_label", value="x")], [["option"]]])
+def test_malformed_checks_are_refused(checks):
+    with pytest.raises(ValueError):
+        names.problems(checks)
+
+
+def test_values_in_messages_are_ascii_and_cut():
+    assert names.show("caf\u00e9\n") == "'caf\\xe9\\n'"
+    assert len(names.show("x" * 500)) <= 80
+
+
+@pytest.mark.parametrize("kind", ["SecretProviderClass", "SealedSecret", "ExternalSecret", "secretstore", "ConfigMap", None, 7])
+def test_kinds_that_only_contain_the_word_are_not_secrets(kind):
+    assert names.is_secret_kind(kind) is False
+
+
+# ---- image fields of chart values (image references everywhere, raw chart values too)
+
+@pytest.mark.parametrize("values", [
+    {},
+    {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "570.86.15"}},
+    {"image": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.17.0", "pullPolicy": "IfNotPresent"}},
+    {"image": {"repository": "registry.local:5000/mirror/plugin", "tag": ""}},  # an empty tag: the chart's default
+    {"operator": {"image": "gpu-operator", "version": 25}},  # a number is written as text
+    {"sidecars": [{"image": "busybox@sha256:" + "a" * 64}], "helm": {"repository": "https://helm.ngc.nvidia.com/nvidia"}},
+    {"config": {"version": "v1", "flags": {"migStrategy": "single"}}},  # a version beside no image field
+], ids=["empty", "gpu-operator component", "image dict", "empty tag", "numeric version", "digest, chart URL", "config version"])
+def test_chart_values_with_good_image_fields_pass(values):
+    assert names.check("chart_values_images", values) is None
+
+
+@pytest.mark.parametrize("values, found", [
+    ({"driver": {"repository": "NVCR.io/Nvidia"}}, ["driver.repository: 'NVCR.io/Nvidia' is not an image reference"]),
+    ({"image": {"repository": "plugin", "tag": "v1;id"}}, ["image.tag: 'v1;id' is not an image tag"]),
+    ({"a": [{"b": {"image": "x y"}}]}, ["a[0].b.image: 'x y' is not an image reference"]),
+    ({"driver": {"image": "driver", "version": "-1"}, "toolkit": {"repository": "nvcr.io/", "version": "." * 129}},
+     ["driver.version: '-1' is not an image tag", "toolkit.repository: 'nvcr.io/' is not an image reference",
+      "toolkit.version: '" + "." * 20]),
+    ({"image": {"repository": "plugin", "tag": True}}, ["image.tag: must be a string, got bool"]),
+    ({"image": {"repository": "plugin", "tag": "a" * 129}}, ["image.tag: '" + "a" * 20]),
+], ids=["capitals", "tag with a semicolon", "inside a list", "every problem", "boolean tag", "tag of 129"])
+def test_chart_values_name_each_bad_image_field_by_its_path(values, found):
+    lines = names.image_field_problems(values, "")
+    assert len(lines) == len(found) and all(line.startswith(start) for line, start in zip(lines, found)), lines
+    assert all(" is not an image " in line or "must be a string" in line for line in lines), lines
+    assert names.check("chart_values_images", values) == "; ".join(lines)
+    assert names.image_field_problems(values, "values") == ["values." + line for line in lines]
+
+
+def test_chart_values_must_be_a_dict_and_a_tag_has_at_most_128_characters():
+    assert names.check("chart_values_images", ["image"]) == "chart values must be a dict, got list"
+    assert names.check("chart_values_images", None) is None
+    assert names.check("image_tag", "a" * 128) is None and names.check("image_tag", "_v1.0-rc1") is None
+    assert names.check("image_tag", 12.5) is None and names.check("image_tag", "") == "must not be empty"
+
+
+@pytest.mark.parametrize("value, why", [
+    (0, None), (90, None), ("10", None), (" 5 ", None),
+    (-1, "-1 is negative; retries, timeouts and delays are 0 or more"), ("-5", "-5 is negative"),
+    (True, "True is not a whole number"), (1.5, "1.5 is not a whole number"), ("ten", "'ten' is not a whole number"),
+    (None, "None is not a whole number"),
+], ids=["zero", "ninety", "text", "blanks", "minus one", "negative text", "boolean", "fraction", "word", "none"])
+def test_counts_are_whole_numbers_of_zero_or_more(value, why):
+    found = names.check("count", value)
+    assert found == why if why is None else found.startswith(why), found
