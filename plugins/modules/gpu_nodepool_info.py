@@ -88,7 +88,8 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec impo
     PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import info as engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool_info as aks_engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool_info as gke_engine
 
 
 def argument_spec():
@@ -102,8 +103,8 @@ def argument_spec():
 
 
 def main():
-    run_module(AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_if=PROVIDER_REQUIRED_IF),
-               engine.run)
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_if=PROVIDER_REQUIRED_IF)
+    run_module(module, gke_engine.run if module.params["provider"] == "gke" else aks_engine.run)
 
 
 if __name__ == "__main__":

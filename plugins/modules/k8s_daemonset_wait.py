@@ -132,8 +132,6 @@ in_worker_reason:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import refuse_outside_action
-
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 except ImportError:  # pragma: no cover
@@ -158,7 +156,7 @@ def main():
     spec = dict(AUTH_ARG_SPEC)
     spec.update(WAIT_SPEC)
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    refuse_outside_action(module, "k8s_daemonset_wait")
+    module.fail_json(msg="gpu_ops.cluster.k8s_daemonset_wait runs through its action plugin; it cannot run as a module")
 
 
 if __name__ == "__main__":

@@ -66,3 +66,46 @@ def test_a_role_handed_user_options_validates_them():
     # the internal entry points keep a spec of their own for users who call them
     with open(os.path.join(ROOT, "roles", "apply", "meta", "argument_specs.yml"), encoding="utf-8") as handle:
         assert {"manifests", "chart", "names"} <= set(yaml.safe_load(handle)["argument_specs"])
+
+
+# --- no role reaches into another role's tasks/ by path -------------------------------------------------------------
+
+# The preflight's shared check is still imported by path into each role's tasks/preflight.yml (its tasks read the
+# calling role's role_path and defaults, which an include_role would not keep); these are the only reaches left, and
+# the list may only shrink.
+PATH_REACHES_LEFT = frozenset(
+    ("roles/%s/tasks/preflight.yml" % role, "../../preflight/tasks/%s" % entry)
+    for role, entry in (
+        ("awx_job_templates", "check.yml"), ("mps", "check.yml"),
+        ("gcp_gpu_vpcs", "check_inputs.yml"), ("gke_gpu_cluster", "check_inputs.yml"),
+        ("gpu_operator", "check_inputs.yml"), ("nccl_test", "check_inputs.yml"),
+        ("network_operator", "check_inputs.yml"), ("nri_device_injector", "check_inputs.yml"),
+        ("nvidia_device_plugin", "check_inputs.yml"), ("rdma_test", "check_inputs.yml"),
+        ("tcpx_installer", "check_inputs.yml"), ("tcpxo_installer", "check_inputs.yml"),
+    ))
+TASK_FILE_KEYS = ("ansible.builtin.import_tasks", "ansible.builtin.include_tasks", "import_tasks", "include_tasks")
+
+
+def path_reaches():
+    """``(file, target)`` of every task file a role imports or includes from outside its own tasks/ folder."""
+    found = set()
+    for path in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "*.yml"))):
+        with open(path, encoding="utf-8") as handle:
+            document = yaml.safe_load(handle) or []
+        for task in _tasks(document):
+            for key in TASK_FILE_KEYS:
+                target = task.get(key)
+                if isinstance(target, dict):
+                    target = target.get("file")
+                if isinstance(target, str) and (".." in target.split("/") or target.startswith("/")):
+                    found.add((os.path.relpath(path, ROOT), target))
+    return found
+
+
+def test_no_role_reaches_into_another_roles_tasks_by_path():
+    unexpected = sorted(path_reaches() - PATH_REACHES_LEFT)
+    assert unexpected == [], "share through a filter, a module or an entry point (include_role + tasks_from): %s" % unexpected
+
+
+def test_the_list_of_reaches_left_is_not_stale():
+    assert sorted(PATH_REACHES_LEFT - path_reaches()) == []

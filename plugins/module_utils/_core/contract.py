@@ -98,10 +98,3 @@ def run_module(module, engine_run):
     else:
         rendered = context.rendered()
         module.exit_json(**(dict(result, render_files=rendered) if rendered else result))
-
-
-def refuse_outside_action(module, name):
-    """End a module whose work is its action plugin's (it only documents that plugin): it has been run as a module
-    process, where the plugin's reads cannot be made. ``module`` is built with the plugin's argument spec, so that a
-    bad option is named first, as the plugin names it."""
-    module.fail_json(msg="gpu_ops.cluster.%s runs through its action plugin; it cannot run as a module" % name)

@@ -161,3 +161,15 @@ def run(params, context, engine_class, **session_options):
         raise EngineError(problems.message("gpu_nodepool (provider %s)" % engine_class.PROVIDER),
                           problems=problems.items)
     return engine_class(context, engine_class.open_session(context, **session_options)).execute()
+
+
+def run_info(problems, read):
+    """The result of gpu_nodepool_info for one cloud: ``problems`` (the names of the read's path, checked before the
+    first GET) refused as one EngineError; ``read()``: ``(pools facts, cluster exists)``, an API error named."""
+    if problems:
+        raise EngineError(problems.message("gpu_nodepool_info"))
+    try:
+        pools, exists = read()
+    except ApiError as exc:
+        raise EngineError("request failed: %s" % exc.describe(), status=exc.status)
+    return dict(changed=False, cluster_exists=exists, node_pools=pools)

@@ -20,9 +20,10 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as _aks_nodepool
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as _gke_nodepool
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import engine as _nodepool
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError, run_module
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import resulting_document
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 
 SPEC = dict(name=dict(type="str", required=True), size=dict(type="int"), zone=dict(type="str"),
             state=dict(type="str", default="present", choices=["present", "absent"]))
@@ -181,3 +182,21 @@ def test_both_engines_have_the_one_shape(engine):
     assert engine.PoolEngine.validate is engine.validate
     assert engine.PoolEngine.expected_resources is engine.expected_resources
     assert engine.expected_resources({}, None) is None
+
+
+def test_an_info_read_refuses_its_problems_before_reading_and_names_an_api_error():
+    reads = []
+    problems = Problems()
+    problems.add("cluster", "must be 1 to 40 characters")
+    with pytest.raises(EngineError) as caught:
+        _nodepool.run_info(problems, lambda: reads.append("read"))
+    assert reads == [] and "cluster: must be 1 to 40 characters" in caught.value.msg
+
+    def refused():
+        raise ApiError(403, "permission denied", "GET", "https://container.example/v1/projects/p")
+
+    with pytest.raises(EngineError) as caught:
+        _nodepool.run_info(Problems(), refused)
+    assert caught.value.msg.startswith("request failed: HTTP 403 GET") and caught.value.details["status"] == 403
+    assert _nodepool.run_info(Problems(), lambda: ([{"name": "a"}], True)) == dict(
+        changed=False, cluster_exists=True, node_pools=[{"name": "a"}])

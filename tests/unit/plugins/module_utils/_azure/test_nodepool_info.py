@@ -1,54 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gpu_nodepool_info's engine (plugins/module_utils/_nodepool/info.py): the GPU facts of GKE and AKS pool documents,
-and which documents it reads."""
+"""gpu_nodepool_info's AKS engine (plugins/module_utils/_azure/nodepool_info.py): the GPU facts of AKS pool documents,
+which documents it reads, and the names it refuses before the first read."""
 
 from __future__ import annotations
 
 import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as aks
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool import info
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool_info as info
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 
-A3_HIGH = {"name": "a3high", "status": "RUNNING", "version": "1.30.4-gke.1129000", "locations": ["us-central1-c"],
-           "config": {"machineType": "a3-highgpu-8g", "imageType": "COS_CONTAINERD",
-                      "accelerators": [{"acceleratorType": "nvidia-h100-80gb", "acceleratorCount": "8"}]},
-           "networkConfig": {"additionalNodeNetworkConfigs": [
-               {"network": "fab-gpunic-%d" % i, "subnetwork": "fab-gpunic-%d-sub" % i} for i in range(1, 5)]}}
-L4_SHARED = {"name": "l4", "config": {"machineType": "g2-standard-8", "accelerators": [{
-    "acceleratorType": "nvidia-l4", "acceleratorCount": "1",
-    "gpuSharingConfig": {"gpuSharingStrategy": "TIME_SHARING", "maxSharedClientsPerGpu": "4"}}]}}
 AKS_MIG = {"name": "mig", "properties": {"vmSize": "Standard_ND96asr_v4", "count": 1, "gpuInstanceProfile": "MIG1g",
                                          "osSKU": "Ubuntu", "mode": "User", "provisioningState": "Succeeded",
                                          "orchestratorVersion": "1.30"}}
-
-
-def test_gke_gpudirect_pool_facts():
-    facts = info.gke_pool_facts(A3_HIGH)
-    assert (facts["name"], facts["status"], facts["machine_type"], facts["accelerator_count"]) == (
-        "a3high", "RUNNING", "a3-highgpu-8g", 8)
-    assert facts["additional_node_networks"][0] == dict(network="fab-gpunic-1", subnetwork="fab-gpunic-1-sub")
-    assert facts["gpudirect"] == dict(profile="tcpx", gpu_nics_needed=4, gpu_nics=4, ready=True)
-    assert facts["expected_resources"] == {"nvidia.com/gpu": 8}
-
-
-def test_gke_gpudirect_pool_without_all_its_nics_is_not_ready():
-    pool = dict(A3_HIGH, networkConfig={"additionalNodeNetworkConfigs": [{"network": "n1", "subnetwork": "s1"}]})
-    assert info.gke_pool_facts(pool)["gpudirect"] == dict(profile="tcpx", gpu_nics_needed=4, gpu_nics=1, ready=False)
-
-
-def test_gke_time_shared_pool_multiplies_the_gpu_resource():
-    facts = info.gke_pool_facts(L4_SHARED)
-    assert facts["gpudirect"] is None and facts["locations"] == []
-    assert facts["gpu_sharing"]["maxSharedClientsPerGpu"] == "4"
-    assert facts["expected_resources"] == {"nvidia.com/gpu": 4}
-
-
-def test_gke_pool_without_a_gpu_expects_nothing():
-    facts = info.gke_pool_facts({"name": "cpu", "config": {"machineType": "e2-standard-4"}})
-    assert facts["accelerator_type"] is None and facts["expected_resources"] is None
 
 
 def test_aks_mig_pool_facts_per_strategy():
@@ -87,22 +53,6 @@ class _Session:
 CLUSTER = "container:projects/info-project/locations/us-central1/clusters/fab"
 
 
-def test_gke_pools_lists_or_reads_one_pool():
-    session = _Session({CLUSTER + "/nodePools": {"nodePools": [A3_HIGH, L4_SHARED]}, CLUSTER + "/nodePools/l4": L4_SHARED,
-                        CLUSTER: {"name": "fab"}})
-    pools, exists = info.gke_pools(session, dict(location="us-central1", cluster="fab"))
-    assert exists and [p["name"] for p in pools] == ["a3high", "l4"]
-    assert session.reads == [CLUSTER + "/nodePools"], "a cluster with pools is not read again"
-    pools, exists = info.gke_pools(session, dict(location="us-central1", cluster="fab", name="l4"))
-    assert exists and [p["name"] for p in pools] == ["l4"]
-
-
-def test_gke_pools_of_a_missing_cluster():
-    assert info.gke_pools(_Session({}), dict(location="us-central1", cluster="fab")) == ([], False)
-    session = _Session({CLUSTER: {"name": "fab"}})
-    assert info.gke_pools(session, dict(location="us-central1", cluster="fab", name="none")) == ([], True)
-
-
 def test_aks_pools_use_the_strategy_and_the_api_version():
     base = "arm:%s" % (aks.PROVIDER_PATH % ("rg", "aks1"))
     session = _Session({"%s/agentPools?%s" % (base, aks.API_VERSION): {"value": [AKS_MIG]}})
@@ -113,7 +63,6 @@ def test_aks_pools_use_the_strategy_and_the_api_version():
 
 SUBSCRIPTION = "00000000-1111-2222-3333-444444444444"
 AKS_OK = dict(provider="aks", subscription_id=SUBSCRIPTION, resource_group="rg-gpu.1", cluster="aks1", name=None)
-GKE_OK = dict(provider="gke", project="info-project", location="us-central1", cluster="fab", name=None)
 
 BAD_READS = [
     # (case, params, option named, text the message must carry)
@@ -125,10 +74,6 @@ BAD_READS = [
     ("aks: resource group with a slash", dict(AKS_OK, resource_group="rg/../other"), "resource_group", "1 to 90"),
     ("aks: cluster with a space", dict(AKS_OK, cluster="aks 1"), "cluster", "1 to 63"),
     ("aks: pool name with capitals", dict(AKS_OK, name="GPU"), "name", "lowercase"),
-    ("gke: project with capitals", dict(GKE_OK, project="Info-Project"), "project", "project ID"),
-    ("gke: location neither zone nor region", dict(GKE_OK, location="uscentral"), "location", "zone"),
-    ("gke: cluster with an underscore", dict(GKE_OK, cluster="fab_1"), "cluster", "1 to 40"),
-    ("gke: pool name with a slash", dict(GKE_OK, name="a/b"), "name", "1 to 40"),
 ]
 
 
@@ -148,4 +93,3 @@ def test_bad_read_input_is_refused_before_the_first_get(case, params, option, te
 def test_good_read_input_passes_the_checks():
     assert not info.validate(AKS_OK) and not info.validate(dict(AKS_OK, resource_group="a", name="mig"))
     assert not info.validate(dict(AKS_OK, resource_group="r" * 90, subscription_id=SUBSCRIPTION.upper()))
-    assert not info.validate(GKE_OK) and not info.validate(dict(GKE_OK, location="us-central1-c", name="l4"))
