@@ -172,3 +172,165 @@ def test_no_log_options_of_the_connection_are_scrubbed():
                                      "host": "https://10.0.0.1"})
     assert set(secrets) == {"api-key-678", "pass-9876"}
     assert action.no_log_strings(None) == []
+
+
+# --- the reads, against the Kubernetes API double (a real server on 127.0.0.1, kubernetes.core's real client) ---------
+
+@pytest.fixture(scope="module")
+def cluster():
+    from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import K8sDouble  # pylint: disable=import-outside-toplevel
+
+    double = K8sDouble(tls=True).start()
+    double.add_node("gpu-0", labels={"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"})
+    double.add_node("cpu-0")
+    double.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nccl-env", "namespace": "default"},
+                "data": {"NCCL_DEBUG": "INFO"}})
+    yield double
+    double.stop()
+
+
+def _reading(cluster, task_vars=None, connection="local", delegate_to=None, become=False, environment=None):
+    plugin = _action(environment=environment)
+    plugin._connection = types.SimpleNamespace(transport=connection)
+    plugin._task.delegate_to = delegate_to
+    plugin._play_context = types.SimpleNamespace(become=become)
+    return plugin
+
+
+QUERIES = [action.query({"kind": "Node", "label_selectors": ["cloud.google.com/gke-accelerator"]}, 0),
+           action.query({"kind": "ConfigMap", "name": "nccl-env", "namespace": "default", "wait": True}, 1),
+           action.query({"kind": "ConfigMap", "name": "absent", "namespace": "default"}, 2),
+           action.query({"apiVersion": "example.com/v1", "kind": "Nothing", "name": "x"}, 3)]
+
+
+def test_the_reads_are_k8s_info_shaped_and_made_with_the_kubeconfig(cluster, tmp_path):
+    result = _reading(cluster).read_here({}, QUERIES, {"kubeconfig": cluster.kubeconfig}, [])
+    assert not result.get("failed"), result
+    nodes, config, absent, unserved = result["results"]
+    assert [n["metadata"]["name"] for n in nodes["resources"]] == ["gpu-0"] and nodes["api_found"] is True
+    assert nodes["query"] == {"api_version": "v1", "kind": "Node", "label_selectors": ["cloud.google.com/gke-accelerator"]}
+    # a waited query says whether kubernetes.core's wait would end at once (a ConfigMap: it exists)
+    assert config["resources"][0]["data"] == {"NCCL_DEBUG": "INFO"} and config["ready"] is True
+    assert absent == {"query": {"api_version": "v1", "kind": "ConfigMap", "name": "absent", "namespace": "default"},
+                      "resources": [], "api_found": True}
+    assert unserved["api_found"] is False and unserved["resources"] == []
+    assert result["resources"] == nodes["resources"] + config["resources"] and result["api_found"] is False
+
+
+def test_a_refused_read_fails_with_the_message_and_no_credential(cluster, tmp_path):
+    kubeconfig = str(tmp_path / "wrong-token.yaml")
+    cluster.write_kubeconfig(kubeconfig, token="wrong-token-4711")
+    result = _reading(cluster).read_here({}, QUERIES[:1], {"kubeconfig": kubeconfig, "api_key": "api-key-0815"},
+                                         ["api-key-0815"])
+    assert result["failed"] and result["msg"].startswith("k8s_objects_info: ")
+    assert "wrong-token-4711" not in result["msg"] and "api-key-0815" not in result["msg"]
+    assert "exception" not in result  # only at -vvv
+
+
+def test_bad_connection_options_fail_before_any_request(cluster):
+    cluster.clear_requests()
+    result = _reading(cluster).read_here({}, QUERIES[:1], {"kubeconfig": cluster.kubeconfig, "validate_certs": "maybe"}, [])
+    assert result["failed"] and "validate_certs" in result["msg"] and cluster.requests() == []
+
+
+def test_the_tasks_environment_reaches_the_client(cluster, monkeypatch):
+    monkeypatch.delenv("K8S_AUTH_KUBECONFIG", raising=False)
+    result = _reading(cluster, environment=[{"K8S_AUTH_KUBECONFIG": cluster.kubeconfig}]).read_here({}, QUERIES[:1], {}, [])
+    assert not result.get("failed"), result
+    assert [n["metadata"]["name"] for n in result["resources"]] == ["gpu-0"]
+    assert "K8S_AUTH_KUBECONFIG" not in os.environ
+
+
+@pytest.mark.parametrize("kwargs, task_vars, why", [
+    (dict(connection="ssh"), {"ansible_python_interpreter": sys.executable}, "connection ssh is not local"),
+    (dict(delegate_to="other"), {"ansible_python_interpreter": sys.executable}, "the task is delegated"),
+    (dict(become=True), {"ansible_python_interpreter": sys.executable}, "become is set"),
+    ({}, {}, "the interpreter is not the controller's Python"),
+    ({}, {"ansible_python_interpreter": "/usr/bin/python3-not-this-one"}, "the interpreter is not the controller's Python"),
+    ({}, {"ansible_python_interpreter": sys.executable}, ""),
+])
+def test_the_worker_reads_only_where_the_module_would_run_this_python(cluster, kwargs, task_vars, why):
+    found = _reading(cluster, **kwargs).why_not_here(task_vars)
+    assert found.startswith(why) and (why or found == "")
+
+
+def test_elsewhere_each_query_runs_k8s_info_with_the_connection(cluster):
+    plugin = _reading(cluster, connection="ssh")
+    sent = []
+
+    def execute_module(module_name=None, module_args=None, task_vars=None):
+        sent.append((module_name, module_args))
+        return {"resources": [{"kind": "Node"}], "api_found": True} if len(sent) == 1 else {
+            "failed": True, "msg": "401 for token api-key-0815"}
+
+    plugin._execute_module = execute_module
+    result = plugin.read({}, QUERIES[:1], {"api_key": "api-key-0815"}, {}, ["api-key-0815"])
+    assert result["in_worker"] is False and result["in_worker_reason"] == "connection ssh is not local"
+    assert sent == [("kubernetes.core.k8s_info", {"api_key": "api-key-0815", "api_version": "v1", "kind": "Node",
+                                                  "label_selectors": ["cloud.google.com/gke-accelerator"]})]
+    assert result["resources"] == [{"kind": "Node"}] and result["api_found"] is True
+    failed = plugin.read({}, QUERIES[:2], {"api_key": "api-key-0815"}, {}, ["api-key-0815"])
+    assert failed["failed"] and failed["msg"] == "k8s_objects_info: 401 for token ********"
+
+
+def _with_loader(plugin, basedir):
+    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+
+    loader = DataLoader()
+    loader.set_basedir(str(basedir))
+    plugin._loader = loader
+    return plugin
+
+
+def test_the_connection_is_the_tasks_over_module_defaults_with_kubeconfigs_found_as_ansible_finds_paths(cluster, tmp_path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "a.yaml").write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "configs" / "b.yaml").write_text("apiVersion: v1\nkind: Config\n")
+    plugin = _with_loader(_reading(cluster), tmp_path)
+    plugin._task.module_defaults = [{"group/kubernetes.core.k8s": {
+        "kubeconfig": "configs/a.yaml:configs/b.yaml", "context": "from-defaults", "verify_ssl": None}}]
+    auth = plugin.auth({"context": "own", "namespace": "not-an-auth-option"})
+    assert auth == {"kubeconfig": "%s:%s" % (tmp_path / "configs" / "a.yaml", tmp_path / "configs" / "b.yaml"),
+                    "context": "own"}
+    # a file that is not there is left to the client to refuse, with its path resolved
+    assert plugin.auth({"kubeconfig": "configs/none.yaml"})["kubeconfig"] == str(tmp_path / "configs" / "none.yaml")
+    # a kubeconfig as a dict is the client's; nothing else is a kubeconfig
+    assert plugin.auth({"kubeconfig": {"clusters": []}})["kubeconfig"] == {"clusters": []}
+    with pytest.raises(AnsibleError, match="kubeconfig must be a path or a dict, got int"):
+        plugin.auth({"kubeconfig": 7})
+
+
+def test_a_remote_connection_gets_the_kubeconfig_path_as_given(cluster, tmp_path):
+    plugin = _with_loader(_reading(cluster, connection="ssh"), tmp_path)
+    assert plugin.auth({"kubeconfig": "configs/a.yaml"}) == {"kubeconfig": "configs/a.yaml"}
+
+
+def test_a_longer_secret_is_scrubbed_before_a_shorter_one_inside_it():
+    assert action.scrub("token abcdefgh", ["abcd", "abcdefgh"]) == "token ********"
+
+
+def test_a_bad_task_environment_fails_the_read_before_anything_is_sent(cluster):
+    cluster.clear_requests()
+    plugin = _reading(cluster, environment=["K8S_AUTH_HOST=x"])
+    result = plugin.read_here({}, QUERIES[:1], {"kubeconfig": cluster.kubeconfig}, [])
+    assert result == {"failed": True, "msg": "k8s_objects_info: environment must be a dict, got str"}
+    assert cluster.requests() == []
+
+
+def test_a_waited_list_is_not_ready(cluster):
+    listed = action.query({"kind": "Node", "wait": True}, 0)
+    result = _reading(cluster).read_here({}, [listed], {"kubeconfig": cluster.kubeconfig}, [])
+    assert len(result["results"][0]["resources"]) == 2 and result["results"][0]["ready"] is False
+
+
+def test_the_controllers_python_is_false_not_none_for_what_it_cannot_know():
+    assert action.same_python("python3", sys.executable) is False
+    assert action.same_python(None, sys.executable) is False
+    assert action.query({"kind": "Node"}, 0)["wait"] is False
+
+
+def test_here_the_reads_are_made_in_the_worker(cluster):
+    result = _reading(cluster).read({}, QUERIES[:1], {"kubeconfig": cluster.kubeconfig},
+                                    {"ansible_python_interpreter": sys.executable}, [])
+    assert result["in_worker"] is True and "in_worker_reason" not in result
+    assert [n["metadata"]["name"] for n in result["resources"]] == ["gpu-0"]
