@@ -19,6 +19,8 @@ A3_HIGH = {"name": "a3high", "status": "RUNNING", "version": "1.30.4-gke.1129000
 L4_SHARED = {"name": "l4", "config": {"machineType": "g2-standard-8", "accelerators": [{
     "acceleratorType": "nvidia-l4", "acceleratorCount": "1",
     "gpuSharingConfig": {"gpuSharingStrategy": "TIME_SHARING", "maxSharedClientsPerGpu": "4"}}]}}
+
+
 def test_gke_gpudirect_pool_facts():
     facts = info.gke_pool_facts(A3_HIGH)
     assert (facts["name"], facts["status"], facts["machine_type"], facts["accelerator_count"]) == (
