@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._awx import survey as awx_survey
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import role_spec as _role_spec
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
+
+awx_survey = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._awx.survey")
+_role_spec = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.role_spec")
 
 
 def awx_survey_spec(sources, name, description="", role_specs=None):

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import bandwidth_report as _bandwidth_report
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import inputs as _inputs
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
+
+_bandwidth_report = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf.bandwidth_report")
 
 KINDS = ("nccl", "ib_write_bw")
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import device_plugin as catalog
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
+
+catalog = engine("ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.device_plugin")
 
 _KEYS = ("chart_ref", "chart_repo_url", "chart_version")
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpudirect import workload
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import inputs as _inputs
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
+
+gke_gpudirect = engine("ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudirect")
+nccl = engine("ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.nccl")
+workload = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpudirect.workload")
 
 display = Display()
 

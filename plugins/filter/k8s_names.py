@@ -12,20 +12,24 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core import problems as _problems
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._awx import inputs as _awx_inputs
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import filtered, plain
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import manifests as _manifests
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import names as _k8s_names
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import wait as _k8s_wait
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
 
-# the rules a role's checks may name: Kubernetes' own and AWX's (playbooks/awx_setup.yml checks its names here too)
-RULES = dict(_k8s_names.RULES, **_awx_inputs.RULES)
+_problems = engine("ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems")
+_awx_inputs = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._awx.inputs")
+_manifests = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s.manifests")
+_k8s_names = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s.names")
+_k8s_wait = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s.wait")
+
+
+def _rules():
+    """The rules a role's checks may name: Kubernetes' own and AWX's (playbooks/awx_setup.yml checks its names too)."""
+    return dict(_k8s_names.RULES, **_awx_inputs.RULES)
 
 
 def k8s_name_problems(checks):
     """``"<option>: <why>"`` for every value of ``checks`` that breaks its Kubernetes naming rule."""
-    return filtered(AnsibleFilterError, "k8s_name_problems", _k8s_names.problems, plain(checks), RULES)
+    return filtered(AnsibleFilterError, "k8s_name_problems", _k8s_names.problems, plain(checks), _rules())
 
 
 def k8s_manifest_problems(manifests, where="apply_manifests"):

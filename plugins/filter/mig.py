@@ -14,11 +14,13 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import inputs as _inputs
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import documents as mig_documents
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import placement as mig_placement
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
+
+mig_catalog = engine("ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig")
+mig_documents = engine("ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.documents")
+mig_nodes = engine("ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.nodes")
+mig_placement = engine("ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.placement")
 
 
 def _target(name, gpu_model, gpus, layout):

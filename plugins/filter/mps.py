@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._host import mps as _mps
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing import gpu_sharing
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import filtered, plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
+
+_mps = engine("ansible_collections.gpu_ops.cluster.plugins.module_utils._host.mps")
+gpu_sharing = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing.gpu_sharing")
 
 
 def _documents(name, value, what):

@@ -11,11 +11,13 @@ gpudirect_rdma_mode.yml, ib_write_bw_parse.yml, rdma_threshold.yml.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import gpu_operator_plan as ops
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import network_operator_plan as network_plan
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators import readiness
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import perftest as _perftest
+ops = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.gpu_operator_plan")
+network_plan = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.network_operator_plan")
+readiness = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.readiness")
+_perftest = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf.perftest")
+
 
 
 def _guard(name, func, *args, **kwargs):

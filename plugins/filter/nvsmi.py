@@ -11,7 +11,9 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import inputs as _inputs
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers import nvsmi as _nvsmi
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
+
+_nvsmi = engine("ansible_collections.gpu_ops.cluster.plugins.module_utils._parsers.nvsmi")
 
 
 @_inputs.errors_as(AnsibleFilterError)

@@ -12,8 +12,10 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._render import plan as _render_plan
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import plain
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
+
+_render_plan = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._render.plan")
 
 
 def render_plan(render_dir, hosts=None):

@@ -14,9 +14,11 @@ import json
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import filtered, plain
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import report as _report
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import snapshot as _snapshot
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite as _suite
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
+
+_report = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.report")
+_snapshot = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot")
+_suite = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.suite")
 
 FORMATS = ("ctrf", "junit", "markdown", "counts")
 

@@ -64,6 +64,11 @@ def _our_imports(relpath):
                 found.append((node.lineno, node.module[len(OURS):] + "." + alias.name))
         elif isinstance(node, ast.Import):
             found.extend((node.lineno, a.name[len(OURS):]) for a in node.names if a.name.startswith(OURS))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "engine"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+              and node.args[0].value.startswith(OURS)):
+            # a filter's engine imported on first use (plugin_utils/_core/lazy.py) is an import all the same
+            found.append((node.lineno, node.args[0].value[len(OURS):]))
     return found
 
 
@@ -177,6 +182,7 @@ def test_no_cycles_between_files():
 @pytest.mark.parametrize("rule_breaker, expected", [
     ("from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession", "_azure"),
     ("from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s import names as _k8s_names", "plugin_utils"),
+    ('names = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s.names")', "plugin_utils"),
 ])
 def test_the_rule_check_catches_a_broken_rule(tmp_path, monkeypatch, rule_breaker, expected):
     """The walk is not vacuous: an AKS engine that imports the GCP session, or a module_util that imports
