@@ -19,7 +19,6 @@ readiness = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._op
 _perftest = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf.perftest")
 
 
-
 def _guard(name, func, *args, **kwargs):
     try:
         return func(*args, **kwargs)
