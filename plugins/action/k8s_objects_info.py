@@ -32,9 +32,8 @@ class ActionModule(reader.K8sReadAction):
         except AnsibleError as exc:
             return self.refused(result, "k8s_objects_info", exc)
 
-        secrets = reader.credential_strings(auth)
-        if not fallback and self.why_not_here(task_vars):
-            result.update(in_worker=False, in_worker_reason=self.why_not_here(task_vars), results=[], resources=[],
-                          api_found=False)
+        why_not = self.why_not_here(task_vars)
+        if why_not and not fallback:
+            result.update(in_worker=False, in_worker_reason=why_not, results=[], resources=[], api_found=False)
             return result
-        return self.read(result, queries, auth, task_vars, secrets)
+        return self.read(result, queries, auth, task_vars, reader.credential_strings(auth))
