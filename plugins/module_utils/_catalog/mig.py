@@ -304,11 +304,18 @@ def parse_profile(name):
 
 def profile(model, name):
     """The catalog entry of a GPU-instance profile of a model; ValueError naming the model's profiles."""
-    entry = gpu_model(model)
+    return profile_on(gpu_model(model), name)
+
+
+def profile_on(entry, name):
+    """``profile`` on a model entry already resolved by ``gpu_model`` (or a host's narrowed copy of one).
+
+    Takes the entry as it is, so a caller that resolved the model once can look up many profiles.
+    """
     ci, gi_name = parse_profile(name)
     if gi_name not in entry["profiles"]:
         raise ValueError("profile %r does not exist on %s; its profiles: %s"
-                         % (name, entry["name"], ", ".join(profile_names(entry))))
+                         % (name, entry["name"], ", ".join(profile_names_on(entry))))
     found = entry["profiles"][gi_name]
     if ci is not None and not 1 <= ci <= found["compute_slices"]:
         raise ValueError("profile %r: a compute instance of %d slices does not fit a %dg GPU instance"
@@ -326,7 +333,11 @@ def parted_profile_name(gpu_instance_profile, compute_slices=None):
 
 def profile_names(model):
     """The model's profile names, largest first."""
-    entry = gpu_model(model)
+    return profile_names_on(gpu_model(model))
+
+
+def profile_names_on(entry):
+    """``profile_names`` of a model entry already resolved by ``gpu_model``."""
     return [p["name"] for p in sorted(entry["profiles"].values(),
                                       key=lambda p: (-p["compute_slices"], -p["memory_slices"], p["name"]))]
 

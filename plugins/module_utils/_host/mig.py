@@ -271,7 +271,7 @@ def _layout_instances(gpu, entry):
         return None
     if gpu["model"] is None:
         return []  # refused by resolve with the GPU named
-    layouts = mig_placement.standard_layouts(gpu["rules"])
+    layouts = mig_placement.standard_layouts_on(gpu["rules"])
     if entry["layout"] not in layouts:
         raise MigError("%s.layout: %s has no layout %r; layouts: %s" % (
             entry["where"], _label(gpu), entry["layout"], ", ".join(sorted(layouts) + ["disabled"])))
@@ -298,14 +298,14 @@ def _fit_problem(gpu, instances):
     """None when the instances fit this GPU's rules, else the reason and the nearest layout that fits."""
     rules = gpu["rules"]
     request = [spec["profile"] + ("@%d" % spec["start"] if spec["start"] is not None else "") for spec in instances]
-    result = mig_placement.place(rules, request)
+    result = mig_placement.place_on(rules, request)
     if result["fits"]:
         return None
     unpinned = [spec["profile"] for spec in instances]
-    if unpinned != request and mig_placement.place(rules, unpinned)["fits"]:
+    if unpinned != request and mig_placement.place_on(rules, unpinned)["fits"]:
         nearest = unpinned  # the same instances where the placement rules allow them
     else:
-        nearest = mig_placement.nearest_fit(rules, request)
+        nearest = mig_placement.nearest_fit_on(rules, request)
     return "%s: layout %s does not fit: %s; nearest layout that fits: %s" % (
         _label(gpu), _layout_text(request), result["reason"], "[%s]" % ", ".join(nearest) if nearest else "none")
 
@@ -362,9 +362,9 @@ def _profile_problem(gpu, spec, where):
     catalog = mig_catalog.CATALOG[gpu["model"]]["profiles"]
     if name in catalog:
         return "%s: %s, profile %s: the driver on this host does not offer it (nvidia-smi mig -lgip lists %s)" % (
-            where, _label(gpu), name, ", ".join(mig_catalog.profile_names(rules)) if rules["profiles"] else "nothing")
+            where, _label(gpu), name, ", ".join(mig_catalog.profile_names_on(rules)) if rules["profiles"] else "nothing")
     return "%s: %s, profile %s does not exist on %s; its profiles: %s" % (
-        where, _label(gpu), spec["profile"], gpu["model"], ", ".join(mig_catalog.profile_names(rules)))
+        where, _label(gpu), spec["profile"], gpu["model"], ", ".join(mig_catalog.profile_names_on(rules)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -393,7 +393,7 @@ def _keep(gpu, wanted):
         new_specs = [s for s in wanted if not any(s is k for k in kept_specs)]
         request = ["%s@%d" % (i["profile"], i["start"]) for i, _s in pairs]
         request += [s["profile"] + ("@%d" % s["start"] if s["start"] is not None else "") for s in new_specs]
-        result = mig_placement.place(gpu["rules"], request)
+        result = mig_placement.place_on(gpu["rules"], request)
         if result["fits"]:
             return pairs, new_specs, result
         if not pairs:
@@ -591,7 +591,7 @@ def parted_differences(gpu):
     have = sorted((i["profile"], sorted((c["slices"] for c in i["compute_instances"]), reverse=True))
                   for i in gpu["instances"])
     want = sorted((name, sorted(split, reverse=True))
-                  for name, split in mig_placement.pack_compute_instances(gpu["rules"], parted_devices(gpu)))
+                  for name, split in mig_placement.pack_compute_instances_on(gpu["rules"], parted_devices(gpu)))
     if have == want:
         return []
     return ["GPU %d: mig-parted would create %s from the exported config, the GPU has %s (mig-parted counts compute "

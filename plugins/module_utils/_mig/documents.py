@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import GPU_RESOURCE, STRATEGIES, gpu_model
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.nodes import _sharing
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.placement import normalize_layout
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.placement import normalize_layout_on
 
 
 # --------------------------------------------------------------------------------------------
@@ -36,7 +36,7 @@ def mig_parted_config(model, layout, name="custom", gpus=None, device_filter=Tru
     if device_filter:
         filters = entry["device_ids"][0] if len(entry["device_ids"]) == 1 else list(entry["device_ids"])
     if isinstance(layout, (list, tuple)):
-        per_gpu = normalize_layout(entry, layout, len(layout) if gpus is None else gpus)
+        per_gpu = normalize_layout_on(entry, layout, len(layout) if gpus is None else gpus)
         groups = []
         for index, one in enumerate(per_gpu):
             for group in groups:
@@ -47,7 +47,7 @@ def mig_parted_config(model, layout, name="custom", gpus=None, device_filter=Tru
                 groups.append((one, [index]))
         entries = [_parted_entry(one, devices, filters) for one, devices in groups]
     else:
-        one = normalize_layout(entry, layout, 1)[0]
+        one = normalize_layout_on(entry, layout, 1)[0]
         entries = [_parted_entry(one, "all", filters)]
     configs = {}
     if include_defaults:

@@ -20,7 +20,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig impor
     resource_name,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.placement import (
-    _describe, _gi_name, normalize_layout, place, standard_layouts,
+    _describe, _gi_name, normalize_layout, normalize_layout_on, place_on, standard_layouts_on,
 )
 
 
@@ -33,9 +33,17 @@ def expected_resources(model, gpus, layout, strategy):
     - ``mixed``: ``nvidia.com/mig-<profile>`` per profile, plus ``nvidia.com/gpu`` for GPUs with
       MIG disabled.
     """
+    _check_strategy(strategy)
+    return _advertised(normalize_layout(model, layout, gpus), strategy)
+
+
+def _check_strategy(strategy):
     if strategy not in STRATEGIES:
         raise ValueError("MIG strategy %r is not one of: %s" % (strategy, ", ".join(STRATEGIES)))
-    per_gpu = normalize_layout(model, layout, gpus)
+
+
+def _advertised(per_gpu, strategy):
+    """``expected_resources`` of layouts already normalised per GPU (``normalize_layout``)."""
     gpus = len(per_gpu)
     if strategy == "none":
         return {GPU_RESOURCE: gpus}
@@ -121,11 +129,13 @@ def shared_resources(resources, sharing, strategy=None):
 def expected_node_resources(model, gpus, layout, strategy, sharing=None):
     """``expected_resources`` with sharing applied; the number the verification compares."""
     settings = _sharing(sharing)
-    if settings["strategy"] == "mps":
-        per_gpu = normalize_layout(model, layout, gpus)
-        if any(one is not None for one in per_gpu) and strategy != "none":
-            raise ValueError("MPS sharing is not supported for MIG devices; disable MIG or use time-slicing")
-    return shared_resources(expected_resources(model, gpus, layout, strategy), sharing, strategy)
+    if settings["strategy"] != "mps":
+        return shared_resources(expected_resources(model, gpus, layout, strategy), sharing, strategy)
+    per_gpu = normalize_layout(model, layout, gpus)
+    if any(one is not None for one in per_gpu) and strategy != "none":
+        raise ValueError("MPS sharing is not supported for MIG devices; disable MIG or use time-slicing")
+    _check_strategy(strategy)
+    return shared_resources(_advertised(per_gpu, strategy), sharing, strategy)
 
 
 def expected_labels(model, gpus, layout, strategy, sharing=None):
@@ -137,8 +147,9 @@ def expected_labels(model, gpus, layout, strategy, sharing=None):
     """
     entry = gpu_model(model)
     settings = _sharing(sharing)
-    resources = expected_resources(entry, gpus, layout, strategy)
-    per_gpu = normalize_layout(entry, layout, gpus)
+    _check_strategy(strategy)
+    per_gpu = normalize_layout_on(entry, layout, gpus)
+    resources = _advertised(per_gpu, strategy)
     labels = {}
     shared_suffix = "(-SHARED)?" if settings["strategy"] != "none" and not settings["rename_by_default"] else ""
     if strategy == "single":
@@ -328,7 +339,7 @@ def parted_config_problems(config, name, model=None, source="the mig-parted conf
     if config is None:
         if entry is None:
             return ["no mig-parted config and no GPU model to check config %r against" % (name,)]
-        names = sorted(standard_layouts(entry))
+        names = sorted(standard_layouts_on(entry))
         if name in names:
             return []
         return ["config %r is not one of the GPU Operator's default configs for %s: %s" % (name, entry["name"], ", ".join(names))]
@@ -350,7 +361,7 @@ def parted_config_problems(config, name, model=None, source="the mig-parted conf
         if entry is None or not one.get("mig-enabled") or not devices:
             continue
         try:
-            result = place(entry, dict(devices))
+            result = place_on(entry, dict(devices))
         except ValueError as exc:
             problems.append("config %r of %s: %s" % (name, source, exc))
             continue

@@ -9,6 +9,12 @@ Turns a requested layout (profile counts, optional compute-instance splits) into
 one GPU of a catalog model, refusing what does not fit with the nearest layout that does. Geometry and
 rules come from ``_catalog/mig`` (see its docstring); nothing here keeps a table of its own except the
 nvidia-smi compute-instance profile ids (NVIDIA MIG User Guide, ``nvidia-smi mig -lcip``).
+
+Each public function takes ``model`` (a catalog name, an nvidia-smi or GFD product name, or a catalog
+entry) and resolves it once with ``gpu_model``: an unknown model is its ValueError naming the supported
+models. Its ``*_on`` twin takes the entry already resolved (``gpu_model``'s result, or a host's rules
+narrowed from it) and never resolves it again; everything below the public functions passes the entry
+down, so a request is looked up in the catalog once however many layouts it tries.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import (
-    COMPUTE_INSTANCE_PROFILE_IDS, gpu_model, parse_profile, parted_profile_name, profile, profile_names,
+    COMPUTE_INSTANCE_PROFILE_IDS, gpu_model, parse_profile, parted_profile_name, profile_names_on, profile_on,
 )
 
 
@@ -31,9 +37,13 @@ def standard_layouts(model):
     ``all-disabled`` -> None, ``all-enabled`` -> {}, ``all-<profile>`` -> the profile at its maximum
     count (``+`` written as ``.`` in the name), ``all-balanced``.
     """
-    entry = gpu_model(model)
+    return standard_layouts_on(gpu_model(model))
+
+
+def standard_layouts_on(entry):
+    """``standard_layouts`` of a resolved model entry."""
     layouts = {"all-disabled": None, "all-enabled": {}}
-    for name in profile_names(entry):
+    for name in profile_names_on(entry):
         layouts["all-" + name.replace("+", ".")] = {name: entry["profiles"][name]["max_instances"]}
     layouts["all-balanced"] = dict(entry["balanced"])
     return layouts
@@ -50,7 +60,7 @@ def _request_items(entry, request):
     if request is None:
         return items
     if isinstance(request, dict):
-        for gi_name, split in pack_compute_instances(entry, request):
+        for gi_name, split in pack_compute_instances_on(entry, request):
             items.append((entry["profiles"][gi_name], None, gi_name, split))
         return items
     if not isinstance(request, (list, tuple)):
@@ -63,7 +73,7 @@ def _request_items(entry, request):
             if not where.strip().isdigit():
                 raise ValueError("placement of %r must be a slot number, e.g. 3g.20gb@4" % (text,))
             start = int(where)
-        found = profile(entry, text)
+        found = profile_on(entry, text)
         ci, _gi = parse_profile(text)
         items.append((found, start, text.strip(), None if ci is None else [ci]))
     return items
@@ -79,12 +89,16 @@ def pack_compute_instances(model, counts):
     one (mig-parted pkg/mig/config SetMigConfig, types.MigConfig.Flatten). This is that first
     ordering, so ``{2c.3g.40gb: 1, 1c.3g.40gb: 2}`` is one 3g instance split 2+1 and another with 1.
     """
-    entry = gpu_model(model)
+    return pack_compute_instances_on(gpu_model(model), counts)
+
+
+def pack_compute_instances_on(entry, counts):
+    """``pack_compute_instances`` on a resolved model entry."""
     flat = []
     for name, count in counts.items():
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValueError("count of %s must be a whole number >= 0, got %r" % (name, count))
-        found = profile(entry, name)
+        found = profile_on(entry, name)
         ci, _gi = parse_profile(name)
         slices = found["compute_slices"] if ci is None else ci
         problems = compute_split_problems(found, [slices])
@@ -170,7 +184,11 @@ def place(model, request):
     placements_verified). Each placement is dict(profile, start, size, gpu_instance_profile_id).
     Unknown profiles and malformed requests raise ValueError.
     """
-    entry = gpu_model(model)
+    return place_on(gpu_model(model), request)
+
+
+def place_on(entry, request):
+    """``place`` on a resolved model entry (the catalog's, or a host's narrowed rules)."""
     items = _request_items(entry, request)
     result = dict(
         gpu_model=entry["name"],
@@ -228,10 +246,10 @@ def _one_layout(entry, layout):
         text = layout.strip()
         if text in ("", "disabled", "none"):
             return None
-        standard = standard_layouts(entry)
+        standard = standard_layouts_on(entry)
         if text in standard:
             return copy.deepcopy(standard[text])
-        found = profile(entry, text)
+        found = profile_on(entry, text)
         return {found["name"]: found["max_instances"]}
     if isinstance(layout, (list, tuple)):
         counts = {}
@@ -243,7 +261,7 @@ def _one_layout(entry, layout):
         for name, count in layout.items():
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 raise ValueError("count of %s must be a whole number >= 0, got %r" % (name, count))
-            key = parted_profile_name(profile(entry, name), parse_profile(name)[0])
+            key = parted_profile_name(profile_on(entry, name), parse_profile(name)[0])
             if count:
                 counts[key] = counts.get(key, 0) + count
         return counts
@@ -258,7 +276,11 @@ def normalize_layout(model, layout, gpus=None):
     maximum count; a standard config name such as ``all-balanced``; a dict; null for MIG
     disabled), or a list with one layout per GPU. Every GPU's layout must fit (ValueError).
     """
-    entry = gpu_model(model)
+    return normalize_layout_on(gpu_model(model), layout, gpus)
+
+
+def normalize_layout_on(entry, layout, gpus=None):
+    """``normalize_layout`` on a resolved model entry."""
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
         raise ValueError("gpus must be a whole number >= 1, got %r" % (gpus,))
     if isinstance(layout, (list, tuple)):
@@ -275,7 +297,7 @@ def normalize_layout(model, layout, gpus=None):
     for index, one in enumerate(per_gpu):
         if one is None:
             continue
-        result = place(entry, one)
+        result = place_on(entry, one)
         if not result["fits"]:
             raise ValueError("MIG layout of GPU %d %s does not fit %s: %s"
                              % (index, _describe(one), entry["name"], result["reason"]))
@@ -329,10 +351,14 @@ def nearest_fit(model, request):
     instances than the GPU has memory slices (each instance takes at least one): a list of a thousand
     entries is answered as fast as one of eight.
     """
-    entry = gpu_model(model)
+    return nearest_fit_on(gpu_model(model), request)
+
+
+def nearest_fit_on(entry, request):
+    """``nearest_fit`` on a resolved model entry (the catalog's, or a host's narrowed rules)."""
     items = [str(text) for text in request]
     distinct = list(dict.fromkeys(items))
-    found = {text: profile(entry, text.partition("@")[0]) for text in distinct}
+    found = {text: profile_on(entry, text.partition("@")[0]) for text in distinct}
     limits = [min(items.count(text), found[text]["max_instances"]) for text in distinct]
     for keep in range(min(len(items), entry["memory_slices"], sum(limits)), 0, -1):
         best = None
@@ -352,7 +378,7 @@ def nearest_fit(model, request):
             candidate = [items[i] for i in kept]
             if best is not None and (score, [-i for i in kept]) <= (best[0], best[1]):
                 continue
-            if place(entry, candidate)["fits"]:
+            if place_on(entry, candidate)["fits"]:
                 best = (score, [-i for i in kept], candidate)
         if best is not None:
             return best[2]

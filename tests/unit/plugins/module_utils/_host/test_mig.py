@@ -400,3 +400,14 @@ def test_the_result_lists_the_writes_sent_and_nothing_on_a_rerun():
     result = host.apply([dict(gpu="0", profiles=["7g.40gb"])])
     assert result["nvidia_smi_writes"] == host.writes == ["-i 0 -mig 1", "mig -i 0 -cgi 0:0 -C"]
     assert host.apply([dict(gpu="0", profiles=["7g.40gb"])])["nvidia_smi_writes"] == []
+
+
+def test_a_request_is_resolved_on_the_gpus_rules_without_another_catalog_lookup(catalog_lookups):
+    gpus = _mig_host.offline_host(dict(model="A100-SXM4-40GB", count=2))
+    assert catalog_lookups == ["A100-SXM4-40GB"]
+    entries = _mig_host.validate_request([dict(gpu="0", layout="all-balanced"), dict(gpu="1", profiles=["4g.20gb", "4g.20gb"])])
+    with pytest.raises(_mig_host.MigError) as err:
+        _mig_host.resolve(entries, gpus)
+    assert str(err.value).endswith("GPU 1 (A100-40GB): layout [4g.20gb, 4g.20gb] does not fit: 2 x 4g.20gb requested, "
+                                   "A100-40GB allows at most 1; needs 8 compute slices, A100-40GB has 7; nearest layout that fits: [4g.20gb]")
+    assert catalog_lookups == ["A100-SXM4-40GB"]

@@ -112,3 +112,11 @@ def test_device_plugin_config():
                                       "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}
     with pytest.raises(ValueError, match="MPS sharing is not supported for MIG"):
         mig_documents.device_plugin_config("single", {"strategy": "mps", "replicas": 4})
+
+
+def test_a_mig_parted_config_looks_its_model_up_once(catalog_lookups):
+    config = mig_documents.mig_parted_config("A100-SXM4-40GB", ["all-balanced", "3g.20gb"], name="two", device_filter=False)
+    assert config["mig-configs"]["two"] == [
+        {"devices": [0], "mig-enabled": True, "mig-devices": {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}},
+        {"devices": [1], "mig-enabled": True, "mig-devices": {"3g.20gb": 2}}]
+    assert catalog_lookups == ["A100-SXM4-40GB"]

@@ -200,3 +200,44 @@ def test_mig_config_status_and_events():
     assert lines[1].endswith("rebooting the node (WITH_REBOOT=true); recent events: Warning Rebooted: Node b has been rebooted (x2)")
     assert lines[2].startswith("node c: nvidia.com/mig.config=y (expected x)")
     assert not mig_nodes.mig_config_status([], "x")["converged"]
+
+
+_TS2 = {"strategy": "time-slicing", "replicas": 2}
+_MPS2 = {"strategy": "mps", "replicas": 2}
+_TOO_BIG = {"version": "v1", "mig-configs": {"x": [
+    {"devices": "all", "mig-enabled": True, "mig-devices": {"4g.20gb": 1, "3g.20gb": 1, "1g.5gb": 1}}]}}
+
+
+@pytest.mark.parametrize("call, expected", [
+    (lambda m: mig_nodes.expected_resources(m, 2, "3g.20gb", "mixed"), {"nvidia.com/mig-3g.20gb": 4}),
+    (lambda m: mig_nodes.expected_node_resources(m, 2, "3g.20gb", "mixed", _TS2), {"nvidia.com/mig-3g.20gb": 8}),
+    (lambda m: mig_nodes.expected_node_resources(m, 2, None, "none", _MPS2), {"nvidia.com/gpu": 4}),
+    (lambda m: mig_nodes.expected_labels(m, 2, "3g.20gb", "single"), {
+        "nvidia.com/mig.strategy": "single", "nvidia.com/gpu.count": "4", "nvidia.com/gpu.product": {"pattern": r"-MIG-3g\.20gb$"}}),
+    (lambda m: mig_nodes.parted_config_problems(None, "all-balanced", m), []),
+    (lambda m: mig_nodes.parted_config_problems(_TOO_BIG, "x", m), [
+        "config 'x' of the mig-parted config: mig-devices {1g.5gb: 1, 3g.20gb: 1, 4g.20gb: 1} do not fit one A100-40GB: "
+        "needs 8 compute slices, A100-40GB has 7; needs 9 memory slices, A100-40GB has 8"]),
+], ids=["expected_resources", "time-slicing", "mps", "expected_labels", "default config", "config document"])
+def test_node_expectations_look_the_model_up_once(catalog_lookups, call, expected):
+    assert call("A100-SXM4-40GB") == expected
+    assert catalog_lookups == ["A100-SXM4-40GB"]
+
+
+def test_node_expectations_check_sharing_strategy_and_layout_in_that_order():
+    with pytest.raises(ValueError, match="sharing.replicas"):
+        mig_nodes.expected_node_resources("T4", 1, "9g.9gb", "auto", {"strategy": "mps"})
+    with pytest.raises(ValueError, match="unknown GPU model 'T4'"):
+        mig_nodes.expected_node_resources("T4", 1, None, "auto", _MPS2)  # MPS reads the layout first
+    with pytest.raises(ValueError, match="MIG strategy 'auto'"):
+        mig_nodes.expected_node_resources("T4", 1, None, "auto", _TS2)
+    with pytest.raises(ValueError, match="MIG strategy 'auto'"):
+        mig_nodes.expected_node_resources("A100-40GB", 1, None, "auto", _MPS2)
+    with pytest.raises(ValueError, match="MPS sharing is not supported for MIG devices"):
+        mig_nodes.expected_node_resources("A100-40GB", 1, "7g.40gb", "auto", _MPS2)
+    with pytest.raises(ValueError, match="unknown GPU model 'T4'"):
+        mig_nodes.expected_labels("T4", 1, None, "auto", {"strategy": "mps"})
+    with pytest.raises(ValueError, match="sharing.replicas"):
+        mig_nodes.expected_labels("A100-40GB", 1, None, "auto", {"strategy": "mps"})
+    with pytest.raises(ValueError, match="MIG strategy 'auto'"):
+        mig_nodes.expected_labels("A100-40GB", 1, "9g.9gb", "auto")

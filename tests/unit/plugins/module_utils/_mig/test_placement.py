@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
@@ -244,7 +245,9 @@ def test_nearest_fit_of_a_long_list_tries_few_layouts(monkeypatch):
     """A thousand equal entries are one distinct entry: at most 7 fit, found with a handful of placement searches."""
     calls = []
     real_place = mig_placement.place
-    monkeypatch.setattr(mig_placement, "place", lambda model, request: calls.append(len(request)) or real_place(model, request))
+    real_place_on = mig_placement.place_on
+    # nearest_fit resolves the model once and searches on the entry, so the searches go through place_on
+    monkeypatch.setattr(mig_placement, "place_on", lambda entry, request: calls.append(len(request)) or real_place_on(entry, request))
     assert mig_placement.nearest_fit("A100-SXM4-40GB", ["1g.5gb"] * 1000) == ["1g.5gb"] * 7
     assert len(calls) <= 2 and max(calls) <= 8
     calls.clear()
@@ -265,3 +268,116 @@ def test_count_vectors_lists_every_split_largest_first_counts_first():
     assert list(mig_placement._count_vectors([3, 2, 1], 3)) == [(3, 0, 0), (2, 1, 0), (2, 0, 1), (1, 2, 0), (1, 1, 1), (0, 2, 1)]
     assert list(mig_placement._count_vectors([1, 1], 3)) == []
     assert list(mig_placement._count_vectors([], 0)) == [()]
+
+
+# --------------------------------------------------------------------------------------------
+# One catalog lookup per request
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, expected", [
+    (lambda: mig_placement.place("A100-SXM4-40GB", {"2c.3g.20gb": 1, "1c.3g.20gb": 2})["fits"], True),
+    (lambda: mig_placement.pack_compute_instances("A100-SXM4-40GB", {"1c.3g.20gb": 2}), [("3g.20gb", [1, 1])]),
+    (lambda: mig_placement.standard_layouts("A100-SXM4-40GB")["all-3g.20gb"], {"3g.20gb": 2}),
+    (lambda: mig_placement.normalize_layout("A100-SXM4-40GB", ["all-balanced", "3g.20gb", ["1c.7g.40gb"]], 3),
+     [{"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}, {"3g.20gb": 2}, {"7g.40gb": 1}]),
+    (lambda: mig_placement.nearest_fit("A100-SXM4-40GB", ["4g.20gb", "3g.20gb", "3g.20gb", "1g.5gb"]), ["4g.20gb", "3g.20gb"]),
+], ids=["place", "pack_compute_instances", "standard_layouts", "normalize_layout", "nearest_fit"])
+def test_a_request_looks_its_model_up_once(catalog_lookups, call, expected):
+    """However many layouts a request tries, the model is resolved where the request enters."""
+    assert call() == expected
+    assert catalog_lookups == ["A100-SXM4-40GB"]
+
+
+def test_an_unknown_model_is_refused_naming_the_supported_models(catalog_lookups):
+    calls = [
+        lambda: mig_placement.place("T4", {"1g.5gb": 1}),
+        lambda: mig_placement.pack_compute_instances("T4", {"1g.5gb": 1}),
+        lambda: mig_placement.standard_layouts("T4"),
+        lambda: mig_placement.normalize_layout("T4", "all-balanced", 1),
+        lambda: mig_placement.nearest_fit("T4", ["1g.5gb"]),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"^unknown GPU model 'T4'; supported models: A100-40GB, A100-80GB, A30-24GB, .*H100-80GB"):
+            call()
+    assert catalog_lookups == ["T4"] * len(calls)
+
+
+def _toy_gpu():
+    """A made-up GPU with 4 slots and 4 compute slices, written here: not a catalog model, and not known to the catalog."""
+    def shape(name, slices, size, starts, maximum, profile_id, media=False):
+        return dict(name=name, compute_slices=slices, memory_slices=size, placements=list(starts), max_instances=maximum,
+                    media_extensions=media, gpu_instance_profile_id=profile_id)
+
+    profiles = [shape("1g.3gb", 1, 1, (0, 1, 2, 3), 4, 21), shape("1g.3gb+me", 1, 1, (0, 1, 2, 3), 1, 22, media=True),
+                shape("2g.6gb", 2, 2, (0, 2), 2, 23), shape("4g.12gb", 4, 4, (0,), 1, 24)]
+    return dict(name="TOY-12GB", memory_slices=4, compute_slices=4, placements_verified=False,
+                profiles={p["name"]: p for p in profiles}, balanced={"1g.3gb": 2, "2g.6gb": 1})
+
+
+def test_the_entry_functions_use_the_entry_given_and_never_look_it_up(catalog_lookups):
+    toy = _toy_gpu()
+    placed = mig_placement.place_on(toy, {"2g.6gb": 1, "1g.3gb": 2})
+    assert placed["fits"] and placed["gpu_model"] == "TOY-12GB" and placed["placements_verified"] is False
+    assert [(p["profile"], p["start"], p["size"], p["gpu_instance_profile_id"]) for p in placed["placements"]] == [
+        ("2g.6gb", 0, 2, 23), ("1g.3gb", 2, 1, 21), ("1g.3gb", 3, 1, 21)]
+    assert [p["profile"] for p in placed["creation_order"]] == ["2g.6gb", "1g.3gb", "1g.3gb"]
+    assert (placed["compute_slices_used"], placed["memory_slices_used"]) == (4, 4)
+    over = mig_placement.place_on(toy, ["4g.12gb", "1g.3gb"])
+    assert over["reason"] == "needs 5 compute slices, TOY-12GB has 4; needs 5 memory slices, TOY-12GB has 4"
+    nothing = mig_placement.place_on(toy, None)
+    assert nothing["fits"] and nothing["placements"] == [] and nothing["memory_slices_used"] == 0
+    assert mig_placement.standard_layouts_on(toy) == {
+        "all-disabled": None, "all-enabled": {}, "all-4g.12gb": {"4g.12gb": 1}, "all-2g.6gb": {"2g.6gb": 2},
+        "all-1g.3gb": {"1g.3gb": 4}, "all-1g.3gb.me": {"1g.3gb+me": 1}, "all-balanced": {"1g.3gb": 2, "2g.6gb": 1}}
+    assert mig_placement.pack_compute_instances_on(toy, {"1c.2g.6gb": 3}) == [("2g.6gb", [1, 1]), ("2g.6gb", [1])]
+    assert mig_placement.normalize_layout_on(toy, "all-balanced", 2) == [{"1g.3gb": 2, "2g.6gb": 1}] * 2
+    assert mig_placement.nearest_fit_on(toy, ["2g.6gb"] * 3 + ["1g.3gb+me"]) == ["2g.6gb", "2g.6gb"]
+    assert catalog_lookups == []
+    with pytest.raises(ValueError, match="unknown GPU model"):
+        mig_placement.place(toy, {})  # the public functions resolve what they are given, and the catalog has no TOY
+
+
+def test_a_start_that_would_run_past_the_last_slot_is_never_chosen():
+    toy = _toy_gpu()
+    # a placement table that lists start 3 for a 2-slot instance on slots 0-3 (a driver table read as it is)
+    toy["profiles"]["2g.6gb"]["placements"] = [3, 2, 0]
+    assert [p["start"] for p in mig_placement.place_on(toy, ["2g.6gb"])["placements"]] == [2]
+    pinned = mig_placement.place_on(toy, ["2g.6gb@3"])
+    assert not pinned["fits"] and pinned["reason"].startswith("no non-overlapping placement on the 4 slots of TOY-12GB")
+
+
+def test_a_pinned_instance_does_not_hold_back_an_identical_unpinned_one():
+    """Identical unpinned instances take increasing starts; a pinned one of the same profile is not in that order."""
+    result = mig_placement.place("A100-40GB", ["1g.5gb@6", "1g.5gb"])
+    assert result["fits"], result["reason"]
+    assert [(p["profile"], p["start"]) for p in result["placements"]] == [("1g.5gb", 0), ("1g.5gb", 6)]
+
+
+def test_the_no_fit_reason_gives_each_profiles_slots_and_the_pins():
+    blocked = mig_placement.place("A100-40GB", ["1g.5gb@1", "1g.5gb@5", "3g.20gb"])
+    assert blocked["reason"] == (
+        "no non-overlapping placement on the 8 slots of A100-40GB: 3g.20gb takes 4 slots starting at {0,4}; "
+        "1g.5gb takes 1 slot starting at {0,1,2,3,4,5,6}; pinned: 1g.5gb@1, 1g.5gb@5")
+
+
+def test_layout_counts_are_whole_numbers_from_zero():
+    assert mig_placement.normalize_layout("A100-40GB", {"3g.20gb": 1, "1g.5gb": 0}, 1) == [{"3g.20gb": 1}]
+    for bad in (-1, True, "2", 1.5):
+        with pytest.raises(ValueError, match=r"count of 1g\.5gb must be a whole number >= 0, got %s" % re.escape(repr(bad))):
+            mig_placement.normalize_layout("A100-40GB", {"1g.5gb": bad}, 1)
+
+
+def test_a_layout_that_does_not_fit_is_named_with_its_gpu_and_counts():
+    with pytest.raises(ValueError) as err:
+        mig_placement.normalize_layout("A100-40GB", [{"7g.40gb": 1}, {"4g.20gb": 1, "3g.20gb": 1, "1g.5gb": 1}], 2)
+    assert str(err.value) == ("MIG layout of GPU 1 {1g.5gb: 1, 3g.20gb: 1, 4g.20gb: 1} does not fit A100-40GB: "
+                              "needs 8 compute slices, A100-40GB has 7; needs 9 memory slices, A100-40GB has 8")
+
+
+def test_nearest_fit_refuses_layouts_over_the_slice_totals_without_a_search(monkeypatch):
+    calls = []
+    real_place_on = mig_placement.place_on
+    monkeypatch.setattr(mig_placement, "place_on", lambda entry, request: calls.append(list(request)) or real_place_on(entry, request))
+    assert mig_placement.nearest_fit("A100-40GB", ["1g.10gb"] * 4 + ["1g.5gb"]) == ["1g.10gb"] * 4
+    # all five need 9 memory slices of 8 though 5 compute slices of 7 would do: refused on the totals, never searched
+    assert calls == [["1g.10gb"] * 4]
