@@ -65,7 +65,7 @@ def write_inventory(folder, fleet, kubeconfigs=None):
     for host, layout, location in fleet:
         host_vars = dict(gke_gpu_cluster_location=location, gke_gpu_cluster_node_locations=["%s-c" % location])
         if kubeconfigs:
-            host_vars["gke_gpudirect_k8s"] = dict(kubeconfig=kubeconfigs[host])
+            host_vars["gpu_ops_kubeconfig"] = kubeconfigs[host]
         groups.setdefault(layout[0], {"hosts": {}})["hosts"][host] = host_vars
     common = dict(ansible_connection="local", ansible_python_interpreter=sys.executable)
     document = {"all": {"children": {"gke_clusters": {"vars": common, "children": groups}}}}

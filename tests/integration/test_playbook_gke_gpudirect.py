@@ -69,7 +69,7 @@ def test_render_mode_writes_every_request_in_order(run_playbook, tmp_path):
 def _live_vars(gcp_double, k8s_double, **extra):
     values = {
         "gke_gpudirect_gcp": gcp_double.module_args(project=GCP_PROJECT),
-        "gke_gpudirect_k8s": {"kubeconfig": k8s_double.kubeconfig},
+        "gpu_ops_kubeconfig": k8s_double.kubeconfig,
         "gke_gpu_cluster_project": GCP_PROJECT,
         "gke_gpu_cluster_kubeconfig": "",
         "gke_gpu_cluster_verify_timeout": 20,

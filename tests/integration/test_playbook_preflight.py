@@ -128,7 +128,7 @@ def test_awx_setup_checks_every_template_before_the_organization(run_playbook):
 
 def _gke_vars(gcp_double, k8s_double, **extra):
     return dict({"gke_gpudirect_gcp": gcp_double.module_args(project=GCP_PROJECT),
-                 "gke_gpudirect_k8s": {"kubeconfig": k8s_double.kubeconfig},
+                 "gpu_ops_kubeconfig": k8s_double.kubeconfig,
                  "gke_gpu_cluster_project": GCP_PROJECT, "gke_gpu_cluster_kubeconfig": ""}, **extra)
 
 

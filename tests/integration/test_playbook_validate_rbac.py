@@ -97,7 +97,7 @@ def rbac_run(run_playbook_module, tmp_path_factory):
         inventory = configs / "inventory.yml"
         inventory.write_text(yaml.safe_dump({"rbac": {"hosts": dict(
             (host, {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                    "validate_kubeconfig": item["kubeconfig"]}) for host, item in hosts.items())}}), encoding="utf-8")
+                    "gpu_ops_kubeconfig": item["kubeconfig"]}) for host, item in hosts.items())}}), encoding="utf-8")
         for double in (mig, gpudirect):
             double.clear_requests()
         result = run_playbook_module(PLAYBOOK, extra_vars=dict(validate_clusters="rbac", validate_hosts="no-such-group",

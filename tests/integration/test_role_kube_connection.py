@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``<role>_kubeconfig`` and ``<role>_context`` against the Kubernetes API double.
+"""The play's Kubernetes connection (module_defaults of group/gpu_ops.cluster.k8s, or of kubernetes.core's own groups,
+and the playbooks' gpu_ops_kubeconfig / gpu_ops_context) against the Kubernetes API double.
 
 No K8S_AUTH_* variable is set and KUBECONFIG names a file that does not exist, so kubernetes.core's own resolution
-finds no cluster: the roles reach the double only through the two options. The kubeconfig holds two contexts; its
-current one points at a closed port, so a run that ignored the context would fail.
+finds no cluster: the roles reach the double only through the play's connection. The kubeconfig holds two contexts;
+its current one points at a closed port, so a run that ignored the context would fail.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import os
 import yaml
 
 from ansible_collections.gpu_ops.cluster.tests.doubles.k8s import GPU_TAINT, K8sDouble
-from ansible_collections.gpu_ops.cluster.tests.integration.conftest import chart_path
+from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_ROOT, chart_path
 
 NAMESPACE = "kube-connection"
 CONFIGMAP = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
              {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "reached", "namespace": NAMESPACE},
-              "data": {"through": "apply_kubeconfig"}}]
+              "data": {"through": "the play's connection"}}]
+# the one reading of gpu_ops_kubeconfig and gpu_ops_context that the playbooks load
+CONNECTION_VARS = str(REPO_ROOT / "playbooks" / "vars" / "kubernetes.yml")
+PLAYBOOK_DEFAULTS = {"group/gpu_ops.cluster.k8s": "{{ gpu_ops_k8s_connection }}"}
 
 
 def _two_contexts(double, folder):
@@ -41,72 +45,83 @@ def _no_default_cluster(folder, **extra):
     return dict({"KUBECONFIG": str(folder / "no-such-kubeconfig")}, **extra)
 
 
-def _play(role, role_vars, tasks_from="main", module_defaults=None):
+def _play(role, role_vars, tasks_from="main", module_defaults=None, vars_files=None):
     play = {"name": role, "hosts": "localhost", "gather_facts": False,
             "tasks": [{"name": "Run the role",
                        "ansible.builtin.include_role": {"name": "gpu_ops.cluster." + role, "tasks_from": tasks_from},
                        "vars": role_vars}]}
     if module_defaults:
         play["module_defaults"] = module_defaults
+    if vars_files:
+        play["vars_files"] = vars_files
     return [play]
 
 
-def _named(result, name):
-    """The status of the one task record called exactly ``name`` (role prefix aside)."""
-    [record] = [r for r in result.results if r["task"].split(" : ")[-1] == name]
-    return record["status"]
+def _connection(kubeconfig=None, context=None):
+    """module_defaults of group/gpu_ops.cluster.k8s with the options given."""
+    given = dict((k, v) for k, v in (("kubeconfig", kubeconfig), ("context", context)) if v is not None)
+    return {"group/gpu_ops.cluster.k8s": given} if given else None
 
 
-def _through_the_wrapper(result, name="Run apply (manifests) with its kubeconfig and context"):
-    """Whether the entry point ran its steps through its kubeconfig wrapper (<entry>_auth.yml), which it includes only
-    when the role's kubeconfig or context is set: the wrapper's include ran, or there is no record of it at all."""
-    records = [r["status"] for r in result.results if r["task"].split(" : ")[-1] == name]
-    assert records in ([], ["ok"]), records
-    return records == ["ok"]
+def _apply(module_defaults=None, vars_files=None, **extra):
+    role_vars = dict({"apply_step": "10-connection", "apply_manifests": CONFIGMAP}, **extra)
+    return _play("apply", role_vars, tasks_from="manifests", module_defaults=module_defaults, vars_files=vars_files)
 
 
-def _apply(kubeconfig=None, context=None, **extra):
-    role_vars = {"apply_step": "10-connection", "apply_manifests": CONFIGMAP}
-    if kubeconfig is not None:
-        role_vars["apply_kubeconfig"] = kubeconfig
-    if context is not None:
-        role_vars["apply_context"] = context
-    role_vars.update(extra)
-    return _play("apply", role_vars, tasks_from="manifests")
+def _as_playbooks_do(kubeconfig, context, **extra):
+    """The play as the collection's playbooks write it: the vars file and the group's module_defaults, with
+    gpu_ops_kubeconfig and gpu_ops_context as play vars (host vars in an inventory of clusters)."""
+    play = _apply(PLAYBOOK_DEFAULTS, [CONNECTION_VARS], **extra)
+    play[0]["vars"] = {"gpu_ops_kubeconfig": kubeconfig, "gpu_ops_context": context}
+    return play
 
 
-def test_apply_reaches_the_cluster_only_through_apply_kubeconfig_and_apply_context(run_playbook, k8s_double, tmp_path):
+def test_apply_reaches_the_cluster_only_through_the_play_connection(run_playbook, k8s_double, tmp_path):
     kubeconfig = _two_contexts(k8s_double, tmp_path)
     env = _no_default_cluster(tmp_path)
 
     # nothing given: kubernetes.core finds no cluster
     run_playbook(_apply(), env=env).assert_failed()
     # the kubeconfig alone: its current context points at a closed port
-    failed = run_playbook(_apply(kubeconfig), env=env).assert_failed()
+    failed = run_playbook(_apply(_connection(kubeconfig)), env=env).assert_failed()
     assert "127.0.0.1" in failed.stdout and k8s_double.get("Namespace", NAMESPACE) is None
     # kubeconfig and context: the objects are created in the double
-    run_playbook(_apply(kubeconfig, "gpu"), env=env).assert_ok()
-    assert k8s_double.get("ConfigMap", "reached", NAMESPACE)["data"] == {"through": "apply_kubeconfig"}
+    run_playbook(_apply(_connection(kubeconfig, "gpu")), env=env).assert_ok()
+    assert k8s_double.get("ConfigMap", "reached", NAMESPACE)["data"] == {"through": "the play's connection"}
     # the kubeconfig as a dict, as kubernetes.core takes it: same objects, nothing changed
     with open(kubeconfig, encoding="utf-8") as handle:
         as_dict = yaml.safe_load(handle)
     k8s_double.clear_requests()
-    result = run_playbook(_apply(as_dict, "gpu"), env=env).assert_ok()
+    run_playbook(_apply(_connection(as_dict, "gpu")), env=env).assert_ok()
     assert [w for w in k8s_double.writes() if w.changed] == []
     assert k8s_double.requests(), "the dict kubeconfig reached the double"
-    assert _through_the_wrapper(result)
-    # empty strings (an AWX survey's unanswered question) count as unset: nothing is added, no cluster is found
-    empty = run_playbook(_apply("", ""), env=env).assert_failed()
-    assert not _through_the_wrapper(empty)
+
+
+def test_the_playbooks_connection_reads_gpu_ops_kubeconfig_and_gpu_ops_context(run_playbook, k8s_double, tmp_path):
+    kubeconfig = _two_contexts(k8s_double, tmp_path)
+    env = _no_default_cluster(tmp_path)
+    run_playbook(_as_playbooks_do(kubeconfig, "gpu"), env=env).assert_ok()
+    assert k8s_double.get("ConfigMap", "reached", NAMESPACE) is not None
+    # without the context: the kubeconfig's current one, the closed port
+    failed = run_playbook(_as_playbooks_do(kubeconfig, ""), env=env).assert_failed()
+    assert "127.0.0.1" in failed.stdout
+    # empty strings (an AWX survey's unanswered question) count as unset: no cluster is found at all
+    k8s_double.clear_requests()
+    failed = run_playbook(_as_playbooks_do("", ""), env=env).assert_failed()
+    assert "127.0.0.1" not in failed.stdout and k8s_double.requests() == []
+    # the kubeconfig gke_gpu_cluster writes stands in for an unset gpu_ops_kubeconfig
+    play = _as_playbooks_do("", "gpu")
+    play[0]["vars"]["gke_gpu_cluster_kubeconfig"] = kubeconfig
+    run_playbook(play, env=env).assert_ok()
+    assert k8s_double.requests()
 
 
 def test_render_mode_ignores_the_connection(run_playbook, k8s_double, tmp_path):
     render = tmp_path / "rendered"
-    result = run_playbook(_apply(str(tmp_path / "missing-kubeconfig"), "missing-context",
-                                 gpu_ops_render_dir=str(render)), env=_no_default_cluster(tmp_path)).assert_ok()
+    run_playbook(_as_playbooks_do(str(tmp_path / "missing-kubeconfig"), "missing-context", gpu_ops_render_dir=str(render)),
+                 env=_no_default_cluster(tmp_path)).assert_ok()
     assert sorted(os.listdir(render / "manifests" / "10-connection")) == ["01-namespace-kube-connection.yaml",
                                                                           "02-configmap-reached.yaml"]
-    assert not _through_the_wrapper(result)
     assert k8s_double.requests() == []
 
 
@@ -117,31 +132,32 @@ def _gpu_nodes(double):
                         allocatable={"nvidia.com/gpu": "8"}, taints=[GPU_TAINT])
 
 
-def test_nri_device_injector_and_the_roles_it_includes_use_its_connection(run_playbook, k8s_double, tmp_path):
+def test_nri_device_injector_and_the_roles_it_includes_use_the_play_connection(run_playbook, k8s_double, tmp_path):
     """The role's tasks, the apply role it includes and gpudirect_installer's wait all reach the double."""
     _gpu_nodes(k8s_double)
     kubeconfig = _two_contexts(k8s_double, tmp_path)
     env = _no_default_cluster(tmp_path)
     fast = {"nri_device_injector_wait_delay": 1, "nri_device_injector_wait_timeout": 4}
 
-    result = run_playbook(_play("nri_device_injector", dict(
-        fast, nri_device_injector_kubeconfig=kubeconfig, nri_device_injector_context="gpu")), env=env).assert_ok()
+    result = run_playbook(_play("nri_device_injector", fast, module_defaults=_connection(kubeconfig, "gpu")),
+                          env=env).assert_ok()
     assert k8s_double.get("DaemonSet", "device-injector", "kube-system") is not None
     [wait] = result.tasks("Wait for a ready pod of DaemonSet kube-system/device-injector", action="k8s_daemonset_wait")
     assert wait["status"] == "ok" and wait["result"]["in_worker"], "gpudirect_installer's wait ran"
 
-    # a play's group default (the kubeconfig) and the role's context combine option by option
+    # kubernetes.core's own group (the kubeconfig) and the collection's (the context) combine option by option
     group = {"group/kubernetes.core.k8s": {"kubeconfig": kubeconfig}}
     k8s_double.clear_requests()
-    run_playbook(_play("nri_device_injector", dict(fast, nri_device_injector_context="gpu"), module_defaults=group),
+    run_playbook(_play("nri_device_injector", fast, module_defaults=dict(group, **_connection(context="gpu"))),
                  env=env).assert_ok()
     assert k8s_double.requests() and [w for w in k8s_double.writes() if w.changed] == []
-    # without the role's context the play's kubeconfig alone points at the closed port
+    # without the context the kubeconfig alone points at the closed port
     run_playbook(_play("nri_device_injector", fast, module_defaults=group), env=env).assert_failed()
 
 
-def test_nvidia_device_plugin_helm_release_uses_the_role_connection(run_playbook, helm_k8s, tmp_path):
-    """kubernetes.core.helm (group/kubernetes.core.helm) gets the kubeconfig and the context too."""
+def test_nvidia_device_plugin_helm_release_uses_the_play_connection(run_playbook, helm_k8s, tmp_path):
+    """kubernetes.core.helm (in group/gpu_ops.cluster.k8s through kubernetes.core's helm group) gets the kubeconfig and
+    the context too."""
     pool = {"kubernetes.azure.com/agentpool": "gpupool"}
     gfd = {"nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
            "nvidia.com/gpu.count": "56"}
@@ -164,13 +180,13 @@ def test_nvidia_device_plugin_helm_release_uses_the_role_connection(run_playbook
         "nvidia_device_plugin_verify": True,
         "nvidia_device_plugin_verify_retries": 1,
         "nvidia_device_plugin_verify_delay": 0,
-        "nvidia_device_plugin_kubeconfig": kubeconfig,
     }
     # the kubeconfig without the context: helm goes to the current context, the closed port
-    failed = run_playbook(_play("nvidia_device_plugin", role_vars), env=env).assert_failed()
+    failed = run_playbook(_play("nvidia_device_plugin", role_vars, module_defaults=_connection(kubeconfig)),
+                          env=env).assert_failed()
     assert failed.task("Install release nvidia-device-plugin")["status"] == "failed"
 
-    result = run_playbook(_play("nvidia_device_plugin", dict(role_vars, nvidia_device_plugin_context="gpu")),
+    result = run_playbook(_play("nvidia_device_plugin", role_vars, module_defaults=_connection(kubeconfig, "gpu")),
                           env=env).assert_ok()
     helm = result.task("Install release nvidia-device-plugin")["result"]
     assert helm["changed"]  # the context reaches helm as HELM_KUBECONTEXT, the kubeconfig as KUBECONFIG
@@ -191,13 +207,13 @@ def _in_place(result):
 
 
 def test_the_read_in_the_worker_uses_the_same_connection_as_kubernetes_core(run_playbook, k8s_double, tmp_path):
-    """apply_kubeconfig + apply_context, a play's module_defaults and K8S_AUTH_* all reach the double from the worker."""
+    """The collection's group, kubernetes.core's module_defaults and K8S_AUTH_* all reach the double from the worker."""
     kubeconfig = _two_contexts(k8s_double, tmp_path)
     env = _no_default_cluster(tmp_path)
-    run_playbook(_apply(kubeconfig, "gpu"), env=env).assert_ok()
+    run_playbook(_apply(_connection(kubeconfig, "gpu")), env=env).assert_ok()
 
     k8s_double.clear_requests()
-    result = run_playbook(_apply(kubeconfig, "gpu"), env=env, verbosity=3).assert_ok()
+    result = run_playbook(_apply(_connection(kubeconfig, "gpu")), env=env, verbosity=3).assert_ok()
     read = _read_in_worker(result)
     assert read["in_worker"] and _in_place(result)
     assert [(r.verb, r.kind) for r in k8s_double.requests() if r.verb != "discovery"] == [("get", "Namespace"), ("get", "ConfigMap")]
@@ -225,7 +241,7 @@ def test_a_wrong_context_fails_with_a_clear_message_and_no_secret(run_playbook, 
     # a path and a dict: the read in the worker says why (and skips nothing), the apply then fails with kubernetes.core's
     # own message; neither shows the kubeconfig's token
     for given in (kubeconfig, as_dict):
-        result = run_playbook(_apply(given, "no-such-context"), env=env, verbosity=3).assert_failed()
+        result = run_playbook(_apply(_connection(given, "no-such-context")), env=env, verbosity=3).assert_failed()
         read = _read_in_worker(result)
         error = read["read_error"]
         assert error.startswith("k8s_objects_info: Could not create API client:") and "no-such-context" in error
@@ -243,7 +259,7 @@ def test_the_read_in_the_worker_leaves_no_certificate_file_behind(run_playbook, 
     temp.mkdir()
     with K8sDouble(tls=True) as double:
         kubeconfig = double.write_kubeconfig(str(tmp_path / "tls.yaml"), context="gpu")
-        result = run_playbook(_apply(kubeconfig, "gpu"), env=_no_default_cluster(tmp_path, TMPDIR=str(temp))).assert_ok()
+        result = run_playbook(_apply(_connection(kubeconfig, "gpu")), env=_no_default_cluster(tmp_path, TMPDIR=str(temp))).assert_ok()
         assert _read_in_worker(result)["in_worker"]
         assert double.get("ConfigMap", "reached", NAMESPACE) is not None
         with open(double.ca_file, encoding="ascii") as handle:

@@ -26,7 +26,9 @@ from ansible_collections.gpu_ops.cluster.plugins.modules import gpu_nodepool
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GROUP_SPECS = {"gcp": _args.GCP_COMMON_SPEC, "azure": _args.AZURE_COMMON_SPEC}
-GROUPS = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())["action_groups"]
+ALL_GROUPS = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())["action_groups"]
+# the cloud groups; group/gpu_ops.cluster.k8s (the Kubernetes connection) is tested on its own below
+GROUPS = dict((name, members) for name, members in ALL_GROUPS.items() if name != "k8s")
 
 # what a fleet playbook sets for each group (every account option, non-default values)
 GCP_DEFAULTS = dict(project="fleet-project", auth_kind="accesstoken", access_token="ya29.token",
@@ -123,3 +125,17 @@ def test_pool_options_of_the_other_provider_are_still_refused(pool, engine, fore
     problems = engine.validate(pool_params(dict(pool, **foreign)))
     option = next(iter(foreign))
     assert option in "; ".join(problems.items) and "cannot be used with provider=%s" % pool["provider"] in "; ".join(problems.items)
+
+
+def test_the_k8s_group_carries_kubernetes_core_connection_options_only_to_members_that_take_them():
+    """group/gpu_ops.cluster.k8s: kubernetes.core's k8s and helm groups (extended), k8s_cluster_info, and the
+    collection's own Kubernetes actions, each of which documents kubernetes.core's connection options."""
+    group = ALL_GROUPS["k8s"]
+    [metadata] = [entry["metadata"] for entry in group if isinstance(entry, dict)]
+    assert metadata == {"extend_group": ["kubernetes.core.k8s", "kubernetes.core.helm"]}
+    own = [entry for entry in group if isinstance(entry, str) and "." not in entry]
+    assert sorted(own) == ["k8s_apply_plan", "k8s_daemonset_wait", "k8s_objects_info"]
+    assert [entry for entry in group if isinstance(entry, str) and "." in entry] == ["kubernetes.core.k8s_cluster_info"]
+    for name in own:
+        fragments = yaml.safe_load(module_named(name).DOCUMENTATION)["extends_documentation_fragment"]
+        assert "kubernetes.core.k8s_auth_options" in fragments, name

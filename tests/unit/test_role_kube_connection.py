@@ -1,15 +1,18 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every role entry point that reaches Kubernetes takes ``<role>_kubeconfig`` and ``<role>_context``.
+"""One way to reach a cluster, and include chains a reader can follow.
 
-Which entry points reach Kubernetes is found from the tasks themselves: each entry point's tasks file is followed
-through include_tasks/import_tasks and include_role/import_role (of this collection's roles) to every kubernetes.core
-module it can run. Such an entry point must declare both options in meta/argument_specs.yml, and its tasks file must
-hand them on: one include of ``<entry>_auth.yml`` when ``__<role>_k8s_auth`` (built in vars/main.yml from the two
-options) is set, else of the steps; ``<entry>_auth.yml`` is a block around the same steps whose module_defaults give
-every kubernetes.core module the roles use that value. A new role, entry point or kubernetes.core module cannot forget
-them.
+The roles take the play's Kubernetes connection: module_defaults of ``group/gpu_ops.cluster.k8s`` (meta/runtime.yml),
+which the playbooks set from ``gpu_ops_kubeconfig`` and ``gpu_ops_context`` through one vars file. No role has a
+connection of its own, no role wraps its tasks in module_defaults, and every play that can reach Kubernetes gives the
+connection. Which tasks reach Kubernetes is found from the tasks themselves: each play and entry point is followed
+through include_tasks/import_tasks and include_role/import_role (of this collection's roles) to every Kubernetes module
+it can run, so a new role, entry point, play or module cannot forget the connection.
+
+The same walk measures include depth: no task sits more than MAX_DEPTH includes (include_tasks, include_role) below its
+playbook. An import (import_tasks, import_role) adds no level: ansible-core parses the imported tasks into the file
+that imports them, where they run as its own.
 """
 
 from __future__ import annotations
@@ -23,13 +26,37 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INCLUDE_TASKS = ("ansible.builtin.include_tasks", "ansible.builtin.import_tasks", "include_tasks", "import_tasks")
+DYNAMIC = ("ansible.builtin.include_tasks", "include_tasks", "ansible.builtin.include_role", "include_role")
 INCLUDE_ROLE = ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role")
+# the collection's own Kubernetes reads and waits (action plugins that read with the kubernetes.core connection options)
+OWN_K8S = ("gpu_ops.cluster.k8s_objects_info", "gpu_ops.cluster.k8s_daemonset_wait", "gpu_ops.cluster.k8s_apply_plan")
+MAX_DEPTH = 4
+CONNECTION = "{{ gpu_ops_k8s_connection }}"
+CONNECTION_FILE = "vars/kubernetes.yml"
+# kubernetes.core's action groups that group/gpu_ops.cluster.k8s extends, as kubernetes.core 6.x declares them
+# (its meta/runtime.yml); written here, not read from the installed copy, so that a change there shows as a failure
+KUBERNETES_CORE_GROUPS = {
+    "kubernetes.core.k8s": {"k8s", "k8s_exec", "k8s_info", "k8s_log", "k8s_scale", "k8s_service", "k8s_cp", "k8s_drain"},
+    "kubernetes.core.helm": {"helm", "helm_info", "helm_repository"},
+}
+
+# the templated includes, followed by hand: roles/preflight/tasks/check.yml includes a read-only tasks file of the
+# calling role (roles/preflight/README.md); apply's manifests.yml includes its render or its lookup tasks; the GKE
+# playbooks include the installer of the cluster's profile
+PREFLIGHT_ROLE_TASKS = "{{ role_path }}/tasks/{{ preflight_tasks }}"
+APPLY_RENDER_OR_LOOKUP = ("{{ 'manifests_render.yml' if __apply_render | bool else 'manifests_lookup.yml' if __apply_lookup | bool"
+                          " else 'manifests_check.yml' }}")
+TEMPLATED_ROLES = {"gpu_ops.cluster.{{ gke_gpu_cluster_gpudirect }}_installer": ("tcpx_installer", "tcpxo_installer"),
+                   "gpu_ops.cluster.{{ gke_gpudirect_choice }}_installer": ("tcpx_installer", "tcpxo_installer")}
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or []
 
 
 def _load(role, name):
-    path = os.path.normpath(os.path.join(ROOT, "roles", role, "tasks", name))
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle) or []
+    return _read(os.path.normpath(os.path.join(ROOT, "roles", role, "tasks", name)))
 
 
 def _resolve(role, name, target):
@@ -50,105 +77,161 @@ def _tasks(node):
             yield from _tasks(task.get(key))
 
 
-# the templated includes, followed by hand: roles/preflight/tasks/check.yml includes a read-only tasks file of the
-# calling role (roles/preflight/README.md); apply's manifests_steps.yml includes its render or its lookup tasks
-PREFLIGHT_ROLE_TASKS = "{{ role_path }}/tasks/{{ preflight_tasks }}"
-APPLY_RENDER_OR_LOOKUP = ("{{ 'manifests_render.yml' if __apply_render | bool else 'manifests_lookup.yml' if __apply_lookup | bool"
-                          " else 'manifests_check.yml' }}")
-# an entry point's one task: its kubeconfig wrapper (<entry>_auth.yml) when the role's auth is set, else its steps
-ENTRY_CHOICE = re.compile(r"\{\{ '(?P<auth>\w+_auth\.yml)' if __(?P<role>\w+)_k8s_auth \| length > 0 else '(?P<steps>\w+\.yml)' \}\}")
+def _targets(role, name, task):
+    """The (role, tasks file, levels) of what one task includes (one level) or imports (none), templated includes
+    followed by hand."""
+    level = 1 if any(key in DYNAMIC for key in task) else 0
+    for key, value in task.items():
+        if key in INCLUDE_TASKS:
+            target = value["file"] if isinstance(value, dict) else value
+            if target == PREFLIGHT_ROLE_TASKS:
+                continue  # the calling role's read-only checks (mps validate.yml, ...): scanned as that role's files
+            if " ".join(target.split()) == APPLY_RENDER_OR_LOOKUP:
+                for part in ("manifests_render.yml", "manifests_lookup.yml", "manifests_check.yml"):
+                    yield role, _resolve(role, name, part), level
+                continue
+            assert "{{" not in target, "%s/%s: templated include %s (follow it by hand)" % (role, name, target)
+            yield role, _resolve(role, name, target), level
+        elif key in INCLUDE_ROLE:
+            for other in TEMPLATED_ROLES.get(value["name"], (value["name"],)):
+                if other.startswith("gpu_ops.cluster."):
+                    yield other.split(".")[-1], value.get("tasks_from", "main") + ".yml", level
 
 
-def _reach(role, name, seen=None):
-    """The kubernetes.core modules that roles/<role>/tasks/<name> can run, directly or through what it includes."""
-    seen = set() if seen is None else seen
-    if (role, name) in seen:
-        return set()
-    seen.add((role, name))
-    modules = set()
+def _modules(task):
+    """The Kubernetes modules one task runs itself."""
+    found = set()
+    for key in task:
+        if key.startswith("kubernetes.core.") or key in OWN_K8S:
+            found.add(key)
+    return found
+
+
+def _walk(role, name, depth=1, path=()):
+    """(modules, deepest): the Kubernetes modules that roles/<role>/tasks/<name> can run, directly or through what it
+    includes, and the include depth of its deepest tasks file, counting this file as ``depth``."""
+    key = (role, name)
+    if key in path:
+        return set(), depth  # a cycle: what it reaches is counted where it started
+    modules, deepest = set(), depth
     for task in _tasks(_load(role, name)):
-        for key, value in task.items():
-            if key.startswith("kubernetes.core."):
-                modules.add(key)
-            elif key in ("gpu_ops.cluster.k8s_objects_info", "gpu_ops.cluster.k8s_daemonset_wait", "gpu_ops.cluster.k8s_apply_plan"):
-                # reads with kubernetes.core.k8s_info's connection options (its module_defaults), in the worker or through it
-                modules.add("kubernetes.core.k8s_info")
-            elif key in INCLUDE_TASKS:
-                target = value["file"] if isinstance(value, dict) else value
-                if target == PREFLIGHT_ROLE_TASKS:
-                    continue  # the calling role's read-only checks (mps validate.yml, ...): scanned as that role's files
-                if " ".join(target.split()) == APPLY_RENDER_OR_LOOKUP:
-                    for part in ("manifests_render.yml", "manifests_lookup.yml", "manifests_check.yml"):
-                        modules |= _reach(role, _resolve(role, name, part), seen)
-                    continue
-                choice = ENTRY_CHOICE.fullmatch(target)
-                if choice:  # an entry point: its wrapper or its steps
-                    for part in (choice["auth"], choice["steps"]):
-                        modules |= _reach(role, _resolve(role, name, part), seen)
-                    continue
-                assert "{{" not in target, "%s/%s: templated include %s (follow it by hand)" % (role, name, target)
-                modules |= _reach(role, _resolve(role, name, target), seen)
-            elif key in INCLUDE_ROLE and value["name"].startswith("gpu_ops.cluster."):
-                other = value["name"].split(".")[-1]
-                modules |= _reach(other, value.get("tasks_from", "main") + ".yml", seen)
-    return modules
+        modules |= _modules(task)
+        for other_role, other_name, level in _targets(role, name, task):
+            found, below = _walk(other_role, other_name, depth + level, path + (key,))
+            modules |= found
+            deepest = max(deepest, below)
+    return modules, deepest
 
 
-def _entry_points():
+def _plays(path):
+    """Every play of a playbook, its import_playbook followed."""
+    for play in _read(path):
+        if "ansible.builtin.import_playbook" in play or "import_playbook" in play:
+            target = play.get("ansible.builtin.import_playbook") or play.get("import_playbook")
+            yield from _plays(os.path.join(os.path.dirname(path), target))
+        else:
+            yield path, play
+
+
+def _play_reach(play):
+    """(modules, deepest) for one play: its tasks are at depth 0, a role's included entry point at depth 1."""
+    modules, deepest = set(), 0
+    for section in ("pre_tasks", "tasks", "post_tasks", "handlers"):
+        for task in _tasks(play.get(section)):
+            modules |= _modules(task)
+            for role, name, level in _targets("", "", task):
+                found, below = _walk(role, name, level)
+                modules |= found
+                deepest = max(deepest, below)
+    for entry in play.get("roles") or []:
+        role = (entry if isinstance(entry, str) else entry["role"]).split(".")[-1]
+        found, below = _walk(role, "main.yml")
+        modules |= found
+        deepest = max(deepest, below)
+    return modules, deepest
+
+
+PLAYBOOKS = sorted(glob.glob(os.path.join(ROOT, "playbooks", "*.yml")))
+PLAYS = [(os.path.basename(path), play) for playbook in PLAYBOOKS for path, play in _plays(playbook)]
+REACHING = [(path, play) for path, play in PLAYS if _play_reach(play)[0]]
+ROLE_TASK_FILES = sorted(glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "*.yml")))
+
+
+def _k8s_group():
+    with open(os.path.join(ROOT, "meta", "runtime.yml"), encoding="utf-8") as handle:
+        group = yaml.safe_load(handle)["action_groups"]["k8s"]
+    members, extended = set(), set()
+    for entry in group:
+        if isinstance(entry, dict):
+            extended |= set(entry["metadata"]["extend_group"])
+        else:
+            members.add(entry if "." in entry else "gpu_ops.cluster." + entry)
+    for name in extended:
+        members |= {"kubernetes.core." + module for module in KUBERNETES_CORE_GROUPS[name]}
+    return members
+
+
+def test_the_scan_finds_the_kubernetes_plays_and_roles():
+    # a check on the scan itself: plays that certainly reach Kubernetes are found, the ones that cannot are not
+    names = {(path, play["name"]) for path, play in REACHING}
+    assert {("gpu_operator.yml", "Network Operator, GPU Operator, verification and RDMA test"),
+            ("validate.yml", "Validate Kubernetes clusters (read-only)"),
+            ("gke_gpudirect_teardown.yml", "Tear down GKE GPUDirect clusters"),
+            ("aks_mig.yml", "AKS multi-instance GPU node pool with the NVIDIA device plugin")} <= names
+    assert not [name for path, name in names if name.startswith("Render mode notice")]
+    modules = set().union(*(_play_reach(play)[0] for _path, play in REACHING))
+    assert {"kubernetes.core.k8s", "kubernetes.core.k8s_info", "kubernetes.core.helm", "kubernetes.core.k8s_cluster_info",
+            "gpu_ops.cluster.k8s_daemonset_wait"} <= modules
+    # and the walk counts depth: apply's send step is two includes below the role that includes it, an import none
+    assert _walk("nri_device_injector", "main.yml")[1] == 3
+    assert _walk("rdma_test", "main.yml")[1] == 3  # main imports run.yml, which includes apply
+
+
+@pytest.mark.parametrize("path, play", REACHING, ids=["%s: %s" % (path, play["name"]) for path, play in REACHING])
+def test_every_play_that_reaches_kubernetes_gives_the_connection(path, play):
+    assert CONNECTION_FILE in (play.get("vars_files") or []), "%s: load %s" % (path, CONNECTION_FILE)
+    defaults = play.get("module_defaults") or {}
+    assert defaults.get("group/gpu_ops.cluster.k8s") == CONNECTION, "%s: module_defaults group/gpu_ops.cluster.k8s" % path
+    # the one group: a kubernetes.core group or module named here as well would split the connection in two
+    assert not [k for k in defaults if "kubernetes.core" in k], defaults
+
+
+def test_the_k8s_group_covers_every_kubernetes_module_the_roles_run():
+    run = set().union(*(_play_reach(play)[0] for _path, play in REACHING))
+    for path in ROLE_TASK_FILES:
+        role, name = path.split(os.sep)[-3], os.path.basename(path)
+        run |= _walk(role, name)[0]
+    assert run - _k8s_group() == set()
+
+
+def test_the_connection_file_reads_the_pair_once():
+    expression = _read(os.path.join(ROOT, "playbooks", CONNECTION_FILE))["gpu_ops_k8s_connection"]
+    assert re.search(r"\bgpu_ops_kubeconfig\b", expression) and re.search(r"\bgpu_ops_context\b", expression)
+    # no role reads the pair, nor has a connection of its own: the play's is the one connection
+    for path in ROLE_TASK_FILES + glob.glob(os.path.join(ROOT, "roles", "*", "*", "main.yml")):
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        assert not re.search(r"\bgpu_ops_(kubeconfig|context|k8s_connection)\b", text), path
+
+
+@pytest.mark.parametrize("path", ROLE_TASK_FILES, ids=lambda p: os.path.relpath(p, ROOT))
+def test_no_role_sets_a_kubernetes_connection(path):
+    assert not path.endswith("_auth.yml"), "a kubeconfig wrapper: the play gives the connection"
+    for task in _tasks(_read(path)):
+        defaults = task.get("module_defaults") or {}
+        assert not [k for k in defaults if "kubernetes.core" in k or k.endswith(".k8s") or k in OWN_K8S], (path, defaults)
+
+
+def test_no_role_declares_a_connection_of_its_own():
     for path in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml"))):
         role = path.split(os.sep)[-3]
-        with open(path, encoding="utf-8") as handle:
-            for entry, spec in yaml.safe_load(handle)["argument_specs"].items():
-                yield role, entry, spec.get("options") or {}
+        for entry, spec in _read(path)["argument_specs"].items():
+            options = set(spec.get("options") or {})
+            # gke_gpu_cluster_kubeconfig is the file that role writes for the new cluster, not a connection
+            own = {o for o in options if re.fullmatch(r"%s_(kubeconfig|context)" % role, o)} - {"gke_gpu_cluster_kubeconfig"}
+            assert not own, "%s/%s: %s (the play gives the connection)" % (role, entry, sorted(own))
 
 
-KUBERNETES_ENTRY_POINTS = [(role, entry, options) for role, entry, options in _entry_points()
-                           if _reach(role, entry + ".yml")]
-# every kubernetes.core module that any role runs: the wrappers cover all of them, wherever they are used
-MODULES = set().union(*(_reach(role, os.path.basename(path))
-                        for role in os.listdir(os.path.join(ROOT, "roles"))
-                        for path in glob.glob(os.path.join(ROOT, "roles", role, "tasks", "*.yml"))))
-
-
-def test_the_scan_finds_the_kubernetes_roles():
-    # a check on the scan itself: the roles that certainly reach Kubernetes are found, the ones that do not are not
-    found = {(role, entry) for role, entry, _options in KUBERNETES_ENTRY_POINTS}
-    assert {("apply", "manifests"), ("apply", "chart"), ("nri_device_injector", "main"), ("tcpx_installer", "main"),
-            ("gpudirect_installer", "wait"), ("mps", "kubernetes"), ("gke_gpu_cluster", "teardown")} <= found
-    assert not {("apply", "names"), ("mps", "main"), ("nccl_test", "verdict"), ("awx_job_templates", "main"),
-                ("render_notice", "start")} & found
-    assert {"kubernetes.core.k8s", "kubernetes.core.k8s_info", "kubernetes.core.helm"} <= MODULES
-
-
-@pytest.mark.parametrize("role, entry, options", KUBERNETES_ENTRY_POINTS, ids=lambda v: v if isinstance(v, str) else "")
-def test_kubernetes_entry_points_declare_kubeconfig_and_context(role, entry, options):
-    kubeconfig, context = options.get(role + "_kubeconfig"), options.get(role + "_context")
-    assert kubeconfig and context, "%s/%s reaches Kubernetes: declare %s_kubeconfig and %s_context" % (role, entry, role, role)
-    # kubernetes.core's types: kubeconfig is a path or a dict (raw); gke_gpu_cluster's is the path it writes (str)
-    assert kubeconfig["type"] == ("str" if role == "gke_gpu_cluster" else "raw")
-    assert context["type"] == "str"
-    assert not kubeconfig.get("required") and not context.get("required")
-    assert context.get("default") in (None, "")
-
-
-@pytest.mark.parametrize("role, entry, options", KUBERNETES_ENTRY_POINTS, ids=lambda v: v if isinstance(v, str) else "")
-def test_kubernetes_entry_points_hand_them_to_every_kubernetes_core_module(role, entry, options):
-    auth = "__%s_k8s_auth" % role
-    # the entry point is one include: <entry>_auth.yml when the role's own kubeconfig or context is set, else the steps
-    [task] = _load(role, entry + ".yml")
-    choice = ENTRY_CHOICE.fullmatch(task["ansible.builtin.include_tasks"])
-    assert choice and choice["role"] == role and choice["auth"] == entry + "_auth.yml", task
-    # the wrapper is one block, around the same steps
-    [wrapper] = _load(role, choice["auth"])
-    blocks = [wrapper] if "block" in wrapper and "module_defaults" in wrapper else []
-    assert len(blocks) == 1, "%s/tasks/%s: wrap the steps in one block with module_defaults" % (role, choice["auth"])
-    assert [t.get("ansible.builtin.include_tasks") for t in wrapper["block"]] == [choice["steps"]]
-    assert "when" not in wrapper
-    defaults = blocks[0]["module_defaults"]
-    assert set(defaults) >= MODULES, "module_defaults of %s/%s lack %s" % (role, entry, sorted(MODULES - set(defaults)))
-    assert {defaults[m] for m in MODULES} == {"{{ %s }}" % auth}
-    # per module, never group/...: a group key would replace the play's group defaults instead of adding to them
-    assert not [k for k in defaults if k.startswith("group/")]
-    with open(os.path.join(ROOT, "roles", role, "vars", "main.yml"), encoding="utf-8") as handle:
-        expression = yaml.safe_load(handle)[auth]
-    assert re.search(r"\b%s_kubeconfig\b" % role, expression) and re.search(r"\b%s_context\b" % role, expression)
+@pytest.mark.parametrize("path, play", PLAYS, ids=["%s: %s" % (path, play["name"]) for path, play in PLAYS])
+def test_no_task_sits_more_than_four_includes_below_its_playbook(path, play):
+    assert _play_reach(play)[1] <= MAX_DEPTH
