@@ -21,13 +21,10 @@ description:
   - A read that cannot be made (not in the Ansible worker, a kubeconfig it cannot find or take, credentials, an API error)
     makes no call in place; the reason is returned, and the calls can run as before and fail, if they must, with
     kubernetes.core's own message. Only O(batches) that are not calls, and unknown options, fail the task.
-  - Reads as M(gpu_ops.cluster.k8s_objects_info) reads, in the Ansible worker with the connection options of
-    M(kubernetes.core.k8s_info) (this task's, over the C(module_defaults) of C(kubernetes.core.k8s_info),
-    C(group/kubernetes.core.k8s) and C(group/k8s)); unlike it, it never runs M(kubernetes.core.k8s_info) on the target.
-  - This module file only documents the action plugin of the same name; it cannot run on its own.
-  - Reads only; nothing changes. No credential is returned, and messages have them replaced by C(********).
+  - Reads as M(gpu_ops.cluster.k8s_objects_info) reads, but in the Ansible worker only; it never runs M(kubernetes.core.k8s_info) on the target.
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes.INFO_MODULE
+  - gpu_ops.cluster.k8s_reader
   - kubernetes.core.k8s_auth_options
 options:
   batches:

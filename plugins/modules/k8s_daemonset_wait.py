@@ -21,13 +21,11 @@ description:
   - Fails with one short message naming each node that is not ready and why (the pod's phase, its containers' waiting
     reasons, a NotReady or cordoned node), or how many labelled nodes were found, or that the DaemonSet is missing.
     Before each retry it prints a C(WAITING) line saying what it waits for.
-  - Reads as M(gpu_ops.cluster.k8s_objects_info) reads - in the Ansible worker with the connection options of
-    M(kubernetes.core.k8s_info) (this task's, over the C(module_defaults) of C(kubernetes.core.k8s_info),
-    C(group/kubernetes.core.k8s) and C(group/k8s)), or elsewhere with M(kubernetes.core.k8s_info) on the target.
-  - This module file only documents the action plugin of the same name; it cannot run on its own.
-  - Reads only; nothing changes. No credential is returned, and messages have them replaced by C(********).
+  - Reads as M(gpu_ops.cluster.k8s_objects_info) reads - in the Ansible worker, or elsewhere with
+    M(kubernetes.core.k8s_info) on the target.
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes.INFO_MODULE
+  - gpu_ops.cluster.k8s_reader
   - kubernetes.core.k8s_auth_options
 options:
   name:
@@ -121,11 +119,11 @@ nodes:
       description: Why the node is not ready (null when it is).
       type: str
 in_worker:
-  description: Whether the objects were read in the Ansible worker (else by kubernetes.core.k8s_info on the target).
+  description: Whether the nodes, the DaemonSet and its pods were read in the Ansible worker (else by kubernetes.core.k8s_info on the target).
   returned: always
   type: bool
 in_worker_reason:
-  description: Why the objects were not read in the worker.
+  description: Why they were not read in the worker.
   returned: when in_worker is false
   type: str
 """

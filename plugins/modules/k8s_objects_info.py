@@ -17,13 +17,9 @@ description:
     is not set and C(ansible_python_interpreter) is the controller's Python, through kubernetes.core's own client code;
     no module process is started. Elsewhere each query runs M(kubernetes.core.k8s_info) on the target (or, with
     O(fallback=false), nothing is read and C(in_worker) is false).
-  - The connection is exactly what M(kubernetes.core.k8s_info) gets - the options of this task over the C(module_defaults)
-    of C(kubernetes.core.k8s_info), C(group/kubernetes.core.k8s) and C(group/k8s), the task's C(environment), the C(K8S_AUTH_*)
-    environment, the kubeconfig and its context - and the client is built by kubernetes.core's own code.
-  - This module file only documents the action plugin of the same name; it cannot run on its own.
-  - Reads only; nothing changes. No credential is returned, and messages have them replaced by C(********).
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes.INFO_MODULE
+  - gpu_ops.cluster.k8s_reader
   - kubernetes.core.k8s_auth_options
 options:
   queries:

@@ -19,12 +19,19 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudi
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import parse_taints as parse_node_taints
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import taint_text as node_taint_text
 
+
+def _lowercase_name(longest):
+    """(pattern, rule) of a name of 1 to ``longest`` lowercase letters, digits and hyphens that starts with a letter
+    and does not end with a hyphen: the naming rule GKE and Compute Engine share, each with its own longest length."""
+    return (re.compile(r"^[a-z](?:[-a-z0-9]{0,%d}[a-z0-9])?\Z" % (longest - 2)),
+            "1 to %d lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen" % longest)
+
+
 # Every pattern ends in \Z, not $: $ also matches before a trailing newline, which is no part of a name.
-# GKE cluster and node pool names: lowercase letters, digits and hyphens, starting with a letter,
-# not ending with a hyphen, at most 40 characters.
-GKE_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?\Z")
+# GKE cluster and node pool names: at most 40 characters.
+GKE_NAME, GKE_NAME_RULE = _lowercase_name(40)
 # Compute Engine resource names (networks, subnetworks, reservations, resource policies): RFC 1035, <= 63.
-GCE_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?\Z")
+GCE_NAME, GCE_NAME_RULE = _lowercase_name(63)
 # Compute Engine machine types: predefined (a3-megagpu-8g, e2-medium) or custom (n2-custom-8-32768[-ext]):
 # a resource name with at least one hyphen
 MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+\Z")
@@ -32,8 +39,10 @@ MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+\Z")
 DISK_TYPE = re.compile(r"^(?:pd|hyperdisk)-[a-z]+\Z")
 # GKE node image types (COS_CONTAINERD, UBUNTU_CONTAINERD, ...); the API takes either case
 IMAGE_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*\Z")
-REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+\Z")
-ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]\Z")
+_REGION = r"[a-z]+-[a-z]+[0-9]+"
+REGION = re.compile(r"^%s\Z" % _REGION)
+# a zone is its region and a letter
+ZONE = re.compile(r"^(%s)-[a-z]\Z" % _REGION)
 # a project ID (6-30 characters), optionally domain-scoped (example.com:my-project), 63 characters at most
 PROJECT = re.compile(r"^(?=.{6,63}\Z)(?:[a-z][-a-z0-9.]*[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]\Z")
 SERVICE_ACCOUNT = re.compile(r"^(?:default|[a-z][-a-z0-9]{4,28}[a-z0-9]@[-a-z0-9.:]+\.(?:iam\.)?gserviceaccount\.com"
@@ -47,9 +56,6 @@ BUSY_CLUSTER_STATUSES = ("PROVISIONING", "RECONCILING", "STOPPING")
 BUSY_POOL_STATUSES = ("PROVISIONING", "RECONCILING", "STOPPING")
 
 
-GKE_NAME_RULE = "1 to 40 lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen"
-
-
 def check_name(problems, option, value, pattern=GKE_NAME, what=GKE_NAME_RULE):
     if value is None:
         return
@@ -58,8 +64,7 @@ def check_name(problems, option, value, pattern=GKE_NAME, what=GKE_NAME_RULE):
 
 
 def check_gce_name(problems, option, value):
-    check_name(problems, option, value, GCE_NAME,
-               "1 to 63 lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen")
+    check_name(problems, option, value, GCE_NAME, GCE_NAME_RULE)
 
 
 def check_node_types(problems, prefix, machine_type=None, disk_type=None, image_type=None, accelerator_type=None):

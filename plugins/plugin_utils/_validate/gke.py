@@ -24,8 +24,11 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nc
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import GPU_RESOURCE, MIG_CONFIG_LABEL
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpudirect import workload
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing.gpu_sharing import pod_gpu_requests
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, register
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, described_by
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import node_labels, node_name
+
+# each check's phase, title, reads, cause and fix: gke.yml beside this file
+described = described_by(__file__)
 
 # GKE sets this node label on pools with NCCL Fast Socket enabled (GKE guide "Improve workload efficiency using
 # NCCL Fast Socket", https://cloud.google.com/kubernetes-engine/docs/how-to/nccl-fast-socket).
@@ -118,13 +121,7 @@ def _image_is(image, wanted):
 # preflight
 # --------------------------------------------------------------------------------------------
 
-@register("gke.gpudirect.version_gate", "preflight", "GKE version meets the GPUDirect profile's minimum patch",
-          reads=["kubernetes.nodes"],
-          cause="The GKE version of a GPUDirect node is below the minimum patch of its profile (or, on a node with "
-                "GKE-managed accelerator networking, accelerator_network_profile auto / DRANET, below that floor), so the "
-                "NCCL plugin, the RxDM daemon or the managed RDMA NICs do not work there.",
-          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_version",
-                   manual="upgrade the control plane and the GPUDirect node pool to a patch at or above the minimum"))
+@described("gke.gpudirect.version_gate")
 def version_gate(view):
     evidence, problems = [], []
     for node, fabric in _gpudirect_nodes(view):
@@ -145,10 +142,7 @@ def _gke_cluster(view):
     return view.need("gke.cluster")
 
 
-@register("gke.dataplane_v2", "preflight", "The cluster runs Dataplane V2", reads=["kubernetes.nodes", "gke.cluster"],
-          cause="The cluster does not run Dataplane V2 (ADVANCED_DATAPATH), which GKE multi-networking and so the GPU NICs need.",
-          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_recreate",
-                   manual="the datapath is fixed at creation: recreate the cluster with Dataplane V2"))
+@described("gke.dataplane_v2")
 def dataplane_v2(view):
     cluster = _gke_cluster(view)
     datapath = cluster.get("datapath_provider")
@@ -156,19 +150,14 @@ def dataplane_v2(view):
     return ["datapath provider %s" % datapath], problems
 
 
-@register("gke.multi_networking", "preflight", "Multi-networking is on", reads=["kubernetes.nodes", "gke.cluster"],
-          cause="GKE multi-networking is off, so pods cannot attach the GPU NICs and NCCL falls back to the primary NIC.",
-          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_recreate",
-                   manual="multi-networking is set at creation: recreate the cluster with it on"))
+@described("gke.multi_networking")
 def multi_networking(view):
     cluster = _gke_cluster(view)
     on = cluster.get("multi_networking") is True
     return ["multi_networking %s" % cluster.get("multi_networking")], [] if on else ["multi-networking is off"]
 
 
-@register("gke.standard_cluster", "preflight", "The cluster is Standard, not Autopilot", reads=["kubernetes.nodes", "gke.cluster"],
-          cause="The cluster is an Autopilot cluster, which cannot run GPUDirect node pools with multi-networking.",
-          fix=dict(manual="create a GKE Standard cluster (role gpu_ops.cluster.gke_gpu_cluster creates one) and move the workloads"))
+@described("gke.standard_cluster")
 def standard_cluster(view):
     cluster = _gke_cluster(view)
     if "autopilot" not in cluster or cluster["autopilot"] is None:
@@ -176,12 +165,7 @@ def standard_cluster(view):
     return ["autopilot %s" % cluster["autopilot"]], ["the cluster is Autopilot"] if cluster["autopilot"] else []
 
 
-@register("gke.cos_image", "preflight", "GPUDirect node pools run Container-Optimized OS",
-          reads=["kubernetes.nodes", "gke.node_pools"],
-          cause="A GPUDirect node pool does not run Container-Optimized OS (COS_CONTAINERD), the only image the "
-                "GPUDirect installers and gVNIC support.",
-          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_node_pool",
-                   manual="set image_type COS_CONTAINERD on the GPUDirect node pool"))
+@described("gke.cos_image")
 def cos_image(view):
     _gpudirect_nodes(view)
     pools = [p for p in view.need("gke.node_pools") if p.get("gpudirect")]
@@ -193,14 +177,7 @@ def cos_image(view):
     return evidence, problems
 
 
-@register("gke.gpudirect.pool_networks", "preflight", "GPUDirect pools have their profile's additional node networks",
-          reads=["kubernetes.nodes", "gke.node_pools"],
-          cause="A GPUDirect node pool has fewer additional node networks than its machine's profile (TCPX/TCPXO: one per GPU "
-                "NIC; GPUDirect-RDMA: the gVNIC network and one per RDMA NIC), so its nodes lack GPU NICs and the pods "
-                "cannot attach every GPU NIC network.",
-          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_gpudirect",
-                   manual="node networks are fixed at creation: recreate the pool with the profile's networks "
-                          "(gpu_ops.cluster.gke_multinetwork's additional_node_networks)"))
+@described("gke.gpudirect.pool_networks")
 def pool_networks(view):
     nodes = _gpudirect_nodes(view)
     # pools whose nodes run GKE DRANET get their accelerator networks from GKE (accelerator_network_profile auto)
@@ -250,13 +227,7 @@ def _ds_images(ds):
     return [c.get("image") for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])]
 
 
-@register("gpudirect.installer", "deployment", "The NCCL plugin installer runs the release of the GKE version on every node",
-          reads=["kubernetes.nodes", "kubernetes.daemonsets"],
-          cause="The GPUDirect NCCL plugin installer DaemonSet (TCPX/TCPXO plugin, or gIB for GPUDirect-RDMA) is missing, "
-                "not ready on every GPUDirect node, or runs another release (or CPU architecture variant) than the node needs, "
-                "so workloads load no plugin or a mismatched one.",
-          fix=dict(role="gpudirect_installer", variable="gpudirect_installer_gpudirect",
-                   manual="set gpudirect_installer_gke_version to the nodes' version"))
+@described("gpudirect.installer")
 def installer(view):
     nodes = _gpudirect_nodes(view)
     evidence, problems = [], []
@@ -280,11 +251,7 @@ def installer(view):
     return evidence, problems
 
 
-@register("gpudirect.nri_injector", "deployment", "The NRI device injector runs on every TCPX/TCPXO node",
-          reads=["kubernetes.nodes", "kubernetes.daemonsets"],
-          cause="The NRI device injector is missing or not ready, so the RxDM daemon gets no GPU devices and GPUDirect "
-                "pods fail to start.",
-          fix=dict(role="nri_device_injector", variable="nri_device_injector_state"))
+@described("gpudirect.nri_injector")
 def nri_injector(view):
     nodes = [(n, f) for n, f in _gpudirect_nodes(view) if f in gd.DAEMONS]
     if not nodes:
@@ -296,11 +263,7 @@ def nri_injector(view):
     return ["%s: %s" % (entry["name"], ", ".join(i or "?" for i in _ds_images(ds)))], _ds_problems(ds, entry["name"], len(nodes))
 
 
-@register("gpudirect.allocatable_gpus", "deployment", "Every GPUDirect node advertises all of its machine's GPUs",
-          reads=["kubernetes.nodes"],
-          cause="A GPUDirect node advertises fewer GPUs than its machine type has, so whole-node GPUDirect pods do not "
-                "schedule there (a GPU, its driver or the device plugin failed).",
-          fix=dict(manual="read the node's device-plugin log and dmesg (Xid errors); drain and recreate the node"))
+@described("gpudirect.allocatable_gpus")
 def allocatable_gpus(view):
     evidence, problems = [], []
     for node, _fabric in _gpudirect_nodes(view):
@@ -317,13 +280,7 @@ def _by_object_name(documents):
     return dict(((d.get("metadata") or {}).get("name"), d) for d in documents or [])
 
 
-@register("gpudirect.rdma_networks", "deployment", "The RDMA pools' GKENetworkParamSet / Network pairs exist with their device modes",
-          reads=["kubernetes.nodes", "kubernetes.network_param_sets", "kubernetes.networks"],
-          cause="A GKENetworkParamSet / Network pair the GPUDirect-RDMA pods attach (the gVNIC network in NetDevice mode, "
-                "one RDMA network per RDMA NIC in RDMA mode) is missing or has another device mode, so the pods do not get "
-                "their RDMA NICs and NCCL cannot use gIB.",
-          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_gpudirect",
-                   manual="re-run the role with the RDMA profile: gpu_ops.cluster.gke_multinetwork applies the pairs"))
+@described("gpudirect.rdma_networks")
 def rdma_networks(view):
     nodes = _rdma_nodes(view)
     profiles = sorted(set(f for n, f in nodes if not _dranet(n)))
@@ -354,12 +311,7 @@ def rdma_networks(view):
     return evidence, sorted(set(problems), key=problems.index)
 
 
-@register("gpudirect.daemon_pair", "deployment", "Workload RxDM daemons match the installer release",
-          reads=["kubernetes.nodes", "kubernetes.pods"],
-          cause="A GPUDirect pod's RxDM daemon is not the release paired with the NCCL plugin the installer puts on "
-                "its node, so the plugin and the daemon disagree and NCCL fails or falls back.",
-          fix=dict(manual="re-render the workload with the gpu_ops.cluster.gpudirect_workload filter "
-                          "(it pins the daemon image of the release for the GKE version)"))
+@described("gpudirect.daemon_pair")
 def daemon_pair(view):
     nodes = [(n, f) for n, f in _gpudirect_nodes(view) if f in gd.DAEMONS]
     if not nodes:
@@ -381,12 +333,7 @@ def daemon_pair(view):
 # conformance
 # --------------------------------------------------------------------------------------------
 
-@register("gpudirect.no_gpu_sharing", "conformance", "GPUDirect nodes do not share GPUs (MIG, time-sharing, MPS)",
-          reads=["kubernetes.nodes"],
-          cause="A GPUDirect node pool shares its GPUs (multi-instance GPU, time-sharing or MPS), which GPUDirect refuses: "
-                "NCCL cannot map GPU memory to the GPU NICs.",
-          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_node_pool",
-                   manual="create the GPUDirect pool without gpu_partition_size or gpu_sharing and without a MIG config"))
+@described("gpudirect.no_gpu_sharing")
 def no_gpu_sharing(view):
     problems, evidence = [], []
     for node, fabric in _gpudirect_nodes(view):
@@ -400,11 +347,7 @@ def no_gpu_sharing(view):
     return evidence, problems
 
 
-@register("gpudirect.pod_whole_node", "conformance", "GPUDirect pods request every GPU of their node",
-          reads=["kubernetes.nodes", "kubernetes.pods"],
-          cause="A pod on a GPUDirect node requests fewer GPUs than the node has, so its GPUs and GPU NICs do not pair "
-                "and the pod sees only part of the node's bandwidth.",
-          fix=dict(manual="request all GPUs of the node (nvidia.com/gpu = the machine's GPU count) in one container per node"))
+@described("gpudirect.pod_whole_node")
 def pod_whole_node(view):
     evidence, problems = [], []
     for pod, node, _fabric, requests in _gpu_pods(view, _gpudirect_nodes(view)):
@@ -433,11 +376,7 @@ def _pod_checks(view, judge, annotated=False):
     return evidence, problems
 
 
-@register("gpudirect.pod_annotations", "conformance", "GPUDirect pods carry the network and device annotations",
-          reads=["kubernetes.nodes", "kubernetes.pods"],
-          cause="A GPU pod on a GPUDirect node lacks the networking.gke.io interfaces annotation or the NRI device "
-                "annotation of its RxDM daemon, so it gets no GPU NICs and NCCL runs over the primary NIC.",
-          fix=dict(manual="patch the workload with the gpu_ops.cluster.gpudirect_workload filter"))
+@described("gpudirect.pod_annotations")
 def pod_annotations(view):
     def judge(pod, _node, fabric):
         annotations = (pod.get("metadata") or {}).get("annotations") or {}
@@ -449,13 +388,7 @@ def pod_annotations(view):
     return _pod_checks(view, judge, annotated=True)
 
 
-@register("gpudirect.pod_interfaces", "conformance", "GPUDirect pods attach exactly the GPU NIC networks, on the fabric's interfaces",
-          reads=["kubernetes.nodes", "kubernetes.pods", "gke.nics"],
-          cause="A GPU pod on a GPUDirect node attaches another network in a GPU NIC's place (RDMA: rdma-0..N-1 on the GPU "
-                "interfaces, eth0 on the default network), or too few GPU NIC networks, so NCCL's GPU NIC list names an "
-                "interface that is not a GPU NIC and traffic leaves the fast path.",
-          fix=dict(manual="attach the GPU NIC networks only, as the gpu_ops.cluster.gpudirect_workload filter writes them; "
-                          "give other networks interfaces after the GPU NICs, or a pod of their own"))
+@described("gpudirect.pod_interfaces")
 def pod_interfaces(view):
     nics = view.need("gke.nics") if view.has("gke.nics") else None
     by_interface = dict((n.get("interface"), n.get("k8s_network")) for n in nics or [])
@@ -484,12 +417,7 @@ def pod_interfaces(view):
     return _pod_checks(view, judge, annotated=True)
 
 
-@register("gpudirect.pod_volumes", "conformance", "GPUDirect pods mount the fabric's volumes",
-          reads=["kubernetes.nodes", "kubernetes.pods"],
-          cause="A GPU pod on a GPUDirect node lacks a volume of its fabric (plugin libraries, sockets, aperture devices, the "
-                "gIB plugin directory), or a GPU container does not mount it where the plugin is looked for, so NCCL cannot "
-                "load the plugin or reach the RxDM daemon.",
-          fix=dict(manual="patch the workload with the gpu_ops.cluster.gpudirect_workload filter"))
+@described("gpudirect.pod_volumes")
 def pod_volumes(view):
     def judge(pod, _node, fabric):
         have = set(v.get("name") for v in pod["spec"].get("volumes") or [])
@@ -510,12 +438,7 @@ def _gpu_containers(pod):
 _ENV_SCRIPTS = {"tcpxo": gd.TCPXO_ENV_SCRIPT, "rdma": gd.GIB_ENV_SCRIPT}   # by the profile's fabric (rdma-a4x: rdma)
 
 
-@register("gpudirect.pod_nccl_env", "conformance", "GPUDirect GPU containers set the fabric's NCCL environment",
-          reads=["kubernetes.nodes", "kubernetes.pods"],
-          cause="A GPU container on a GPUDirect node lacks NCCL variables of its fabric's recommended environment, so "
-                "NCCL does not use the GPUDirect plugin or runs it untuned.",
-          fix=dict(manual="patch the workload with the gpu_ops.cluster.gpudirect_workload filter (or source the fabric's "
-                          "NCCL environment script in the container)"))
+@described("gpudirect.pod_nccl_env")
 def pod_nccl_env(view):
     def judge(pod, node, fabric):
         version = _kubelet_version(node)
@@ -537,14 +460,7 @@ def pod_nccl_env(view):
     return _pod_checks(view, judge)
 
 
-@register("gpudirect.rdma_conflicts", "conformance", "GPUDirect-RDMA pods carry no TCPX/TCPXO, Fast Socket or socket setting",
-          reads=["kubernetes.nodes", "kubernetes.pods"],
-          cause="A pod on a GPUDirect-RDMA node runs the TCPX/TCPXO RxDM daemon or its NRI device annotation, or a GPU container "
-                "sets TCPX/TCPXO plugin variables, NCCL Fast Socket or an NCCL_NET other than gIB, so NCCL does not load gIB "
-                "or falls back to sockets.",
-          fix=dict(manual="render the workload for the RDMA profile with the gpu_ops.cluster.gpudirect_workload filter "
-                          "(sidecar auto, no TCPX/TCPXO or Fast Socket key in nccl_overrides); the gpu_ops.cluster."
-                          "gpudirect_conflicts filter names such settings before a deployment"))
+@described("gpudirect.rdma_conflicts")
 def rdma_conflicts(view):
     daemons = sorted(d["name"] for d in gd.DAEMONS.values())
     prefix = gd.NRI_INJECTOR["annotation_prefix"]
@@ -564,12 +480,7 @@ def rdma_conflicts(view):
     return evidence, problems
 
 
-@register("gke.gpudirect.boot_disk", "conformance", "GPUDirect pools use a boot disk type their machine takes",
-          reads=["kubernetes.nodes", "gke.node_pools"],
-          cause="A GPUDirect node pool of a machine type that takes only some boot disk types (A4X: Hyperdisk only) has "
-                "another one, which the machine cannot attach.",
-          fix=dict(role="gke_gpu_cluster", variable="gke_gpu_cluster_node_pool",
-                   manual="recreate the pool with disk_type hyperdisk-balanced (the default the collection asks for on A4X)"))
+@described("gke.gpudirect.boot_disk")
 def boot_disk(view):
     _gpudirect_nodes(view)
     pools = [p for p in view.need("gke.node_pools") if (gd.MACHINES.get(p.get("machine_type")) or {}).get("boot_disk_types")]
@@ -588,11 +499,7 @@ def boot_disk(view):
     return evidence, problems
 
 
-@register("gpudirect.fast_socket", "conformance", "NCCL Fast Socket is off on GPUDirect nodes",
-          reads=["kubernetes.nodes"],
-          cause="NCCL Fast Socket is enabled on a GPUDirect node pool; its plugin competes with the GPUDirect plugin "
-                "and NCCL may pick the socket transport.",
-          fix=dict(manual="disable NCCL Fast Socket on the GPUDirect node pool (node pool setting fastSocket.enabled: false)"))
+@described("gpudirect.fast_socket")
 def fast_socket(view):
     evidence, problems = [], []
     for node, _fabric in _gpudirect_nodes(view):
@@ -603,12 +510,7 @@ def fast_socket(view):
     return evidence, problems
 
 
-@register("gke.gpu_vpc", "conformance", "GPU VPCs exist with the GPUDirect MTU and their firewall rules",
-          reads=["kubernetes.nodes", "gke.nics"],
-          cause="A GPU NIC's VPC, subnet or firewall rule is missing or its MTU is not its profile's (8244 for TCPX/TCPXO, "
-                "8896 for the GPUDirect-RDMA gVNIC and RoCE VPCs, whose RDMA NICs take no firewall rule), so GPU NIC "
-                "traffic is dropped or fragmented.",
-          fix=dict(role="gcp_gpu_vpcs", variable="gcp_gpu_vpcs_mtu"))
+@described("gke.gpu_vpc")
 def gpu_vpc(view):
     nodes = _gpudirect_nodes(view)
     nics = view.need("gke.nics")

@@ -11,7 +11,10 @@ nvidia-peermem, the rule of ``_catalog/gpudirect_rdma.py``).
 from __future__ import annotations
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gpudirect_rdma
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, register
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, described_by
+
+# each check's phase, title, reads, cause and fix: host.yml beside this file
+described = described_by(__file__)
 
 
 def _facts(view, *keys):
@@ -23,10 +26,7 @@ def _facts(view, *keys):
     return facts
 
 
-@register("host.driver", "preflight", "The NVIDIA driver is loaded", reads=["host.kernel_module", "host.gpus", "host.driver_version"],
-          cause="The host runs no NVIDIA driver (no kernel module loaded, nvidia-smi lists no GPU).",
-          fix=dict(role="gpu_operator", variable="gpu_operator_driver",
-                   manual="or install the driver on the host (playbooks/gpu_hosts.yml reports the host's state)"))
+@described("host.driver")
 def driver(view):
     facts = _facts(view, "kernel_module", "gpus", "driver_version")
     loaded = gpudirect_rdma.driver_loaded(facts)
@@ -35,12 +35,7 @@ def driver(view):
     return evidence, [] if loaded else ["no NVIDIA driver is loaded"]
 
 
-@register("host.gpudirect_rdma_mode", "preflight", "Driver, kernel and CUDA allow GPUDirect RDMA (DMA-BUF or peermem)",
-          reads=["host.rdma_devices", "host.gpus", "host.kernel_version", "host.cuda_version", "host.kernel_module", "host.ofed"],
-          cause="The host has RDMA devices but neither DMA-BUF (open kernel modules, Linux >= 5.12, CUDA >= 11.7) nor "
-                "nvidia-peermem (MOFED/DOCA-OFED) is possible, so NCCL cannot move GPU memory over RDMA.",
-          fix=dict(role="gpu_operator", variable="gpu_operator_rdma",
-                   manual="install the open kernel modules on Linux >= 5.12, or MOFED/DOCA-OFED for peermem"))
+@described("host.gpudirect_rdma_mode")
 def gpudirect_rdma_mode(view):
     facts = _facts(view, "rdma_devices", "gpus", "kernel_version", "cuda_version", "kernel_module", "ofed")
     if not facts["rdma_devices"]:
@@ -50,10 +45,7 @@ def gpudirect_rdma_mode(view):
     return evidence, verdict["reasons"] if verdict["mode"] == "unsupported" else []
 
 
-@register("host.gpus_visible", "deployment", "The driver sees every NVIDIA GPU on the PCI bus", reads=["host.pci_gpus", "host.gpus"],
-          cause="A GPU on the host's PCI bus is not listed by the driver (fell off the bus, Xid error, or not bound), so "
-                "workloads see fewer GPUs than the host has.",
-          fix=dict(manual="read dmesg for Xid / 'fallen off the bus' errors; reset the GPU or reboot, else replace it"))
+@described("host.gpus_visible")
 def gpus_visible(view):
     facts = _facts(view, "pci_gpus", "gpus")
     on_bus, seen = len(facts["pci_gpus"] or []), len(facts["gpus"] or [])
@@ -63,10 +55,7 @@ def gpus_visible(view):
         "the driver lists %d of the %d GPUs on the PCI bus" % (seen, on_bus)]
 
 
-@register("host.mig_mode_applied", "deployment", "No MIG mode change waits for a GPU reset", reads=["host.gpus"],
-          cause="A GPU's MIG mode was changed but the change waits for a GPU reset or reboot, so its geometry is not the "
-                "one configured.",
-          fix=dict(manual="reset the GPU (nvidia-smi -r -i <index>) when idle, or reboot the host; then re-run playbooks/gpu_hosts.yml"))
+@described("host.mig_mode_applied")
 def mig_mode_applied(view):
     gpus = _facts(view, "gpus")["gpus"] or []
     capable = [g for g in gpus if g.get("mig_capable")]
@@ -78,13 +67,7 @@ def mig_mode_applied(view):
     return evidence, problems
 
 
-@register("host.peermem_matches_mode", "conformance", "nvidia-peermem is loaded only where the driver uses it",
-          reads=["host.rdma_devices", "host.gpus", "host.kernel_version", "host.cuda_version", "host.kernel_module", "host.ofed",
-                 "host.modules_loaded"],
-          cause="nvidia-peermem is loaded where the driver uses DMA-BUF, or missing where peermem is the only mode, so "
-                "NCCL's GPUDirect RDMA path is not the one the driver supports.",
-          fix=dict(role="gpu_operator", variable="gpu_operator_rdma",
-                   manual="set the RDMA mode to the host's (dmabuf where supported); unload or load nvidia-peermem on hosts outside the operator"))
+@described("host.peermem_matches_mode")
 def peermem_matches_mode(view):
     facts = _facts(view, "rdma_devices", "gpus", "kernel_version", "cuda_version", "kernel_module", "ofed", "modules_loaded")
     if not facts["rdma_devices"]:

@@ -19,8 +19,11 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.placement import standard_layouts
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing.gpu_sharing import is_gpu_name, pod_gpu_requests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.readiness import not_ready_pods, readiness_report
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, register
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, described_by
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import node_labels, node_name
+
+# each check's phase, title, reads, cause and fix: operators.yml beside this file
+described = described_by(__file__)
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"      # GPU Feature Discovery (the MIG catalog's expected_labels use it)
 STRATEGY_LABEL = "nvidia.com/mig.strategy"
@@ -55,11 +58,7 @@ def _strategy(view, node):
 # preflight
 # --------------------------------------------------------------------------------------------
 
-@register("mig.capable_gpus", "preflight", "Nodes that ask for MIG have MIG-capable GPUs", reads=["kubernetes.nodes"],
-          cause="A node asks the MIG manager for a MIG config but its GPU is not MIG-capable (or unknown to the MIG "
-                "catalog), so the config never applies.",
-          fix=dict(role="mig_manager", variable="mig_manager_nodes",
-                   manual="take the node out of mig_manager_nodes and set its nvidia.com/mig.config to all-disabled"))
+@described("mig.capable_gpus")
 def capable_gpus(view):
     evidence, problems = [], []
     for node in _mig_nodes(view):
@@ -76,12 +75,7 @@ def capable_gpus(view):
 # deployment
 # --------------------------------------------------------------------------------------------
 
-@register("gpu.device_plugin", "deployment", "A ready NVIDIA device plugin pod runs on every GPU node",
-          reads=["kubernetes.nodes", "kubernetes.pods"],
-          cause="A GPU node has no ready NVIDIA device plugin pod (DaemonSet or static pod), so it advertises no GPUs or "
-                "stale ones and GPU pods stay Pending.",
-          fix=dict(role="nvidia_device_plugin", variable="nvidia_device_plugin_state",
-                   manual="or gpu_operator_device_plugin with the GPU Operator; GKE and ACK run their own device plugin"))
+@described("gpu.device_plugin")
 def device_plugin(view):
     nodes = view.gpu_nodes()
     if not nodes:
@@ -108,10 +102,7 @@ def _is_device_plugin_pod(pod):
     return "device-plugin" in name and ("nvidia" in name or any("device-plugin" in i for i in images))
 
 
-@register("gpu.allocatable", "deployment", "Every GPU node advertises a GPU resource", reads=["kubernetes.nodes"],
-          cause="A GPU node advertises no nvidia.com GPU resource, so no GPU pod schedules there (driver, toolkit or "
-                "device plugin not running on it).",
-          fix=dict(manual="read the node's driver and device-plugin pods; the deployment checks of the GPU Operator name the failing one"))
+@described("gpu.allocatable")
 def gpu_allocatable(view):
     nodes = view.gpu_nodes()
     if not nodes:
@@ -126,20 +117,13 @@ def gpu_allocatable(view):
     return evidence, problems
 
 
-@register("gpu_operator.cluster_policy", "deployment", "The GPU Operator's ClusterPolicy is ready",
-          reads=["kubernetes.cluster_policies"],
-          cause="The GPU Operator's ClusterPolicy is not ready: one of its components (driver, toolkit, device plugin, "
-                "validator) did not reconcile.",
-          fix=dict(role="gpu_operator", variable="gpu_operator_state"))
+@described("gpu_operator.cluster_policy")
 def cluster_policy(view):
     report = readiness_report(_policy(view), None)
     return report["summary"][:1], [] if report["ready"] else report["summary"]
 
 
-@register("gpu_operator.driver_pods", "deployment", "The GPU Operator's driver pods are ready on every driver node",
-          reads=["kubernetes.cluster_policies", "kubernetes.nodes", "kubernetes.pods"],
-          cause="A GPU node that the GPU Operator installs the driver on has no ready driver pod, so its GPUs are unusable.",
-          fix=dict(role="gpu_operator", variable="gpu_operator_driver"))
+@described("gpu_operator.driver_pods")
 def driver_pods(view):
     policy = _policy(view)
     if ((policy.get("spec") or {}).get("driver") or {}).get("enabled") is False:
@@ -158,11 +142,7 @@ def driver_pods(view):
     return evidence, problems
 
 
-@register("network_operator.nic_cluster_policy", "deployment", "The Network Operator's NicClusterPolicy is ready",
-          reads=["kubernetes.nic_cluster_policies"],
-          cause="The Network Operator's NicClusterPolicy is not ready (OFED driver, RDMA device plugin or IPAM did not "
-                "reconcile), so pods get no RDMA devices.",
-          fix=dict(role="network_operator", variable="network_operator_state"))
+@described("network_operator.nic_cluster_policy")
 def nic_cluster_policy(view):
     policies = view.kubernetes("nic_cluster_policies")
     if not policies:
@@ -171,11 +151,7 @@ def nic_cluster_policy(view):
     return report["summary"][:1], [] if report["ready"] else report["summary"]
 
 
-@register("mig.config_state", "deployment", "The MIG manager applied each node's MIG config", reads=["kubernetes.nodes"],
-          cause="The MIG manager has not applied the node's MIG config (state pending, rebooting or failed), so the "
-                "node advertises the old geometry or none.",
-          fix=dict(role="mig_manager", variable="mig_manager_config",
-                   manual="read the nvidia-mig-manager pod's log on the node; re-run role mig_manager"))
+@described("mig.config_state")
 def config_state(view):
     evidence, problems = [], []
     for node in _mig_nodes(view):
@@ -209,13 +185,7 @@ def _geometry_problem(node, model, layout, strategy):
     return None
 
 
-@register("mig.geometry", "deployment", "MIG nodes advertise the geometry of their config and strategy",
-          reads=["kubernetes.nodes", "kubernetes.cluster_policies", "mig_parted"],
-          cause="A node's allocatable MIG resources do not match its MIG config under the MIG strategy (a custom config: "
-                "as the mig-parted config defines it, which must name profiles of the node's GPU that fit it), so "
-                "workloads request devices the node does not have.",
-          fix=dict(role="mig_manager", variable="mig_manager_config",
-                   manual="and gpu_operator_mig (strategy), or the custom config in the mig-parted ConfigMap; re-run role mig_manager"))
+@described("mig.geometry")
 def geometry(view):
     evidence, problems = [], []
     for node in _mig_nodes(view):
@@ -307,12 +277,7 @@ def _exact_problem(node, expected, strategy):
 # conformance
 # --------------------------------------------------------------------------------------------
 
-@register("gpu.requests_advertised", "conformance", "Pods request GPU resources their nodes advertise (MIG strategy)",
-          reads=["kubernetes.nodes", "kubernetes.pods"],
-          cause="A pod requests a GPU resource name its node (or, Pending, any node) does not advertise, typically "
-                "nvidia.com/gpu on a mixed-strategy MIG node or nvidia.com/mig-* under the single strategy.",
-          fix=dict(role="nvidia_device_plugin", variable="nvidia_device_plugin_mig_strategy",
-                   manual="or change the pod's resource names to those the nodes advertise"))
+@described("gpu.requests_advertised")
 def requests_advertised(view):
     nodes = dict((node_name(n), (n.get("status") or {}).get("allocatable") or {}) for n in view.kubernetes("nodes"))
     advertised = set(k for a in nodes.values() for k, v in a.items() if str(v) not in ("0", ""))

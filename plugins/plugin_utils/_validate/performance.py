@@ -31,13 +31,12 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gk
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nccl_tests as _nccl_tests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import perftest as _perftest
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, register
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, described_by
+
+# each check's phase, title, reads, cause and fix: performance.yml beside this file
+described = described_by(__file__)
 
 _NET_SOCKET = re.compile(r"NET/Socket\b")
-
-_NCCL_FIX = dict(role="gpudirect_installer", variable="gpudirect_installer_gpudirect",
-                 manual="the installer's profile, the node pool's machine type and its GPU NIC networks must match "
-                        "(A3 High tcpx, A3 Mega tcpxo, A3 Ultra / A4 rdma); then compare with the nccl_test role's table")
 
 
 def _number(value):
@@ -122,11 +121,7 @@ def _floor(value, tolerance):
     return value * (1.0 - tolerance)
 
 
-@register("perf.nccl_avg_busbw", "performance", "NCCL collectives between the node pair reach the average bus bandwidth floor",
-          reads=["performance.nccl", "performance.tolerance"],
-          cause="The NCCL collectives' average bus bandwidth between the probe nodes is below the GPUDirect profile's floor "
-                "(or the table holds wrong values), so multi-node training runs slower than the fabric allows.",
-          fix=_NCCL_FIX)
+@described("perf.nccl_avg_busbw")
 def nccl_avg_busbw(view):
     profile, _section_, runs = _nccl_runs(view)
     tolerance = _tolerance(view)
@@ -148,11 +143,7 @@ def _large_busbw(row):
     return value if isinstance(value, (int, float)) else None
 
 
-@register("perf.nccl_large_busbw", "performance", "NCCL collectives reach the large-message bus bandwidth floor",
-          reads=["performance.nccl", "performance.tolerance"],
-          cause="The bus bandwidth of the largest messages between the probe nodes is below the profile's large-message "
-                "floor, so bandwidth-bound collectives (gradients, all-gather of shards) do not use the GPU NICs fully.",
-          fix=_NCCL_FIX)
+@described("perf.nccl_large_busbw")
 def nccl_large_busbw(view):
     profile, _section_, runs = _nccl_runs(view)
     tolerance = _tolerance(view)
@@ -174,13 +165,7 @@ def nccl_large_busbw(view):
     return evidence, problems
 
 
-@register("perf.nccl_transport", "performance", "NCCL used the profile's net plugin, not a fallback to sockets",
-          reads=["performance.nccl"],
-          cause="NCCL did not load the GPUDirect net plugin and fell back to its own transport (NET/Socket), so the "
-                "collectives run over the host network at a fraction of the fabric's bandwidth.",
-          fix=dict(role="gpudirect_installer", variable="gpudirect_installer_gpudirect",
-                   manual="the plugin must be on the pod's LD_LIBRARY_PATH (/usr/local/nvidia/lib64) and its env script "
-                          "sourced (role nccl_test shows a working pod); read the NCCL INFO lines above 'Using network'"))
+@described("perf.nccl_transport")
 def nccl_transport(view):
     section = _section(view, "nccl")
     profile = section.get("profile")
@@ -212,13 +197,7 @@ def nccl_transport(view):
     return evidence, problems
 
 
-@register("perf.ib_write_bw", "performance", "ib_write_bw between the bare-metal node pair reaches the floor",
-          reads=["performance.ib_write_bw", "performance.tolerance"],
-          cause="GPUDirect RDMA bandwidth (ib_write_bw, largest message) between the two nodes is below the floor derived "
-                "from their link rate, so NCCL over InfiniBand/RoCE cannot reach the fabric's bandwidth.",
-          fix=dict(role="gpu_operator", variable="gpu_operator_rdma",
-                   manual="check the link's rate and state (ibstat) and the NIC's PCIe placement next to the GPU; "
-                          "the floor is the rdma_test role's (rdma_test_threshold_fraction of the link rate)"))
+@described("perf.ib_write_bw")
 def ib_write_bw(view):
     section = _section(view, "ib_write_bw")
     tolerance = _tolerance(view)

@@ -14,7 +14,10 @@ not captured. ``other`` is never a pass; ``summary`` counts it and ``exit_status
 
 from __future__ import annotations
 
+import os
 import time
+
+import yaml
 
 PHASES = ("preflight", "deployment", "conformance", "performance")
 STATUSES = ("passed", "failed", "skipped", "other")
@@ -74,6 +77,31 @@ def register(check_id, phase, title, reads, cause, fix):
         CHECKS.append(Check(check_id, phase, title, reads, cause, fix, function))
         return function
     return wrap
+
+
+DESCRIPTION_KEYS = ("phase", "title", "reads", "cause", "fix")
+
+
+def described_by(path):
+    """The decorator of the checks of the file ``path``: ``@described(check_id)`` registers a check function with the
+    phase, title, reads, cause and fix that the YAML file beside it (``gke.yml`` for ``gke.py``) gives ``check_id``.
+
+    The checks' prose is one table per file that the docs are generated from; the file itself holds their logic.
+    """
+    table_path = os.path.splitext(path)[0] + ".yml"
+    name = os.path.basename(table_path)
+    with open(table_path, encoding="utf-8") as handle:
+        table = yaml.safe_load(handle) or {}
+
+    def described(check_id):
+        entry = table.get(check_id)
+        if not isinstance(entry, dict):
+            raise ValueError("check %s has no description in %s" % (check_id, name))
+        if sorted(entry) != sorted(DESCRIPTION_KEYS):
+            raise ValueError("check %s: its description in %s has %s; a description has %s" % (
+                check_id, name, ", ".join(sorted(entry)), ", ".join(DESCRIPTION_KEYS)))
+        return register(check_id, *[entry[key] for key in DESCRIPTION_KEYS])
+    return described
 
 
 def by_id(check_id):

@@ -10,8 +10,11 @@ workloads that follow the guide's rules. The rules, labels and findings are ``_g
 from __future__ import annotations
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing import gpu_sharing
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Skip, register
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Skip, described_by
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import node_labels
+
+# each check's phase, title, reads, cause and fix: sharing.yml beside this file
+described = described_by(__file__)
 
 
 def _mps_nodes(view):
@@ -21,11 +24,7 @@ def _mps_nodes(view):
     return nodes
 
 
-@register("mps.ack_daemons", "deployment", "An MPS control daemon runs on every ACK MPS node",
-          reads=["kubernetes.nodes", "kubernetes.pods"],
-          cause="A node labelled for MPS has no running, ready MPS control daemon pod, so GPU pods scheduled there fail to "
-                "start or run without MPS.",
-          fix=dict(role="mps", variable="mps_ack_nodes", manual="run the mps role's ack entry point for the node"))
+@described("mps.ack_daemons")
 def ack_daemons(view):
     nodes = _mps_nodes(view)
     daemons = [p for p in view.kubernetes("pods")
@@ -34,12 +33,7 @@ def ack_daemons(view):
     return ["%d MPS node(s), %d daemon pod(s)" % (len(report["nodes"]), len(daemons))], report["problems"]
 
 
-@register("mps.ack_workloads", "conformance", "Workloads on ACK MPS nodes follow the MPS rules",
-          reads=["kubernetes.nodes", "kubernetes.pods"],
-          cause="A GPU pod breaks an ACK MPS rule (no hostIPC, NVIDIA_VISIBLE_DEVICES in its env, privileged, or a GPU "
-                "request outside aliyun.com/gpu-mem), so it fails to start or escapes the scheduler's GPU memory books.",
-          fix=dict(role="mps", variable="mps_ack_workload_check",
-                   manual="set hostIPC: true, request aliyun.com/gpu-mem, drop NVIDIA_VISIBLE_DEVICES and privileged"))
+@described("mps.ack_workloads")
 def ack_workloads(view):
     nodes = _mps_nodes(view)
     findings = gpu_sharing.ack_workload_findings(view.kubernetes("pods"), nodes)

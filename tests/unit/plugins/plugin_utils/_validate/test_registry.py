@@ -137,3 +137,46 @@ def test_the_duration_is_in_milliseconds():
         return [], []
     duration = registry.run_check(_check(slow), FakeView())["duration_ms"]
     assert 40 <= duration < 5000, duration
+
+
+def test_described_registers_a_check_with_the_description_beside_its_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(registry, "CHECKS", [])
+    (tmp_path / "checks.yml").write_text(
+        "t.one:\n  phase: conformance\n  title: One thing holds\n  reads: [kubernetes.nodes, gke.cluster]\n"
+        "  cause: >-\n    The thing does not\n    hold.\n  fix:\n    role: r\n    variable: r_v\n    manual: then m\n")
+    described = registry.described_by(str(tmp_path / "checks.py"))
+
+    def function(view):
+        return ["seen"], []
+    assert described("t.one")(function) is function
+    assert [c.id for c in registry.CHECKS] == ["t.one"]
+    assert registry.by_id("t.one").function is function
+    assert registry.by_id("t.one").describe() == dict(
+        id="t.one", phase="conformance", title="One thing holds", reads=["kubernetes.nodes", "gke.cluster"],
+        cause="The thing does not hold.", fix="role gpu_ops.cluster.r, variable r_v: then m")
+
+
+def test_a_check_without_a_whole_description_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(registry, "CHECKS", [])
+    (tmp_path / "checks.yml").write_text(
+        "t.partial:\n  phase: preflight\n  title: t\n  reads: []\n  fix: {manual: m}\n"
+        "t.extra:\n  phase: preflight\n  title: t\n  reads: []\n  cause: c\n  fix: {manual: m}\n  why: w\n"
+        "t.text: just a title\n")
+    described = registry.described_by(str(tmp_path / "checks.py"))
+    with pytest.raises(ValueError, match="^check t.missing has no description in checks.yml$"):
+        described("t.missing")
+    with pytest.raises(ValueError, match="^check t.text has no description in checks.yml$"):
+        described("t.text")
+    with pytest.raises(ValueError, match="^check t.partial: its description in checks.yml has fix, phase, reads, title; "
+                                         "a description has phase, title, reads, cause, fix$"):
+        described("t.partial")
+    with pytest.raises(ValueError, match="has cause, fix, phase, reads, title, why;"):
+        described("t.extra")
+    assert registry.CHECKS == []
+
+
+def test_an_empty_description_file_describes_no_check(tmp_path, monkeypatch):
+    monkeypatch.setattr(registry, "CHECKS", [])
+    (tmp_path / "checks.yml").write_text("# nothing yet\n")
+    with pytest.raises(ValueError, match="no description in checks.yml"):
+        registry.described_by(str(tmp_path / "checks.py"))("t.any")

@@ -7,8 +7,10 @@ written and read back gives the same results, and every check says what it reads
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+import yaml
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import View
@@ -70,6 +72,14 @@ def test_every_check_documents_itself():
         assert entry["phase"] in ("preflight", "deployment", "conformance", "performance")
     assert [e["phase"] for e in listed] == sorted((e["phase"] for e in listed),
                                                   key=("preflight", "deployment", "conformance", "performance").index)
+
+
+def test_every_description_beside_a_checks_file_belongs_to_a_check_of_that_file():
+    for module in suite.CHECK_MODULES:
+        with open(os.path.splitext(module.__file__)[0] + ".yml", encoding="utf-8") as handle:
+            described = list(yaml.safe_load(handle))
+        registered = [c.id for c in suite.CHECKS if c.function.__module__ == module.__name__]
+        assert described == registered, module.__name__
 
 
 def test_a_missing_collection_makes_its_checks_other(load_raw, build_snapshot):
