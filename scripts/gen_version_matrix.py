@@ -298,7 +298,7 @@ def plugin_case(mig, sharing):
 def plugin_role_values():
     """The chart value keys the nvidia_device_plugin role writes (its install tasks' value dicts), as rendered."""
     import yaml
-    with open(os.path.join(ROOT, "roles", "nvidia_device_plugin", "tasks", "install.yml"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "roles", "nvidia_device_plugin", "tasks", "_install.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
     values = {}
     for task in tasks:

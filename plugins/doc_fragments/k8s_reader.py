@@ -14,10 +14,18 @@ class ModuleDocFragment:
 
     DOCUMENTATION = r"""
 options: {}
+attributes:
+  action_group:
+    description: Use C(group/gpu_ops.cluster.k8s) in C(module_defaults) to set the connection options of this module and of
+      every Kubernetes module the collection's roles run.
+    support: full
+    membership:
+      - gpu_ops.cluster.k8s
 notes:
   - This module file only documents the action plugin of the same name; it cannot run on its own.
   - Reads only; nothing changes. No credential is returned, and messages have them replaced by C(********).
   - The connection is exactly what M(kubernetes.core.k8s_info) gets - the options of this task over the C(module_defaults)
-    of C(kubernetes.core.k8s_info), C(group/kubernetes.core.k8s) and C(group/k8s), the task's C(environment), the C(K8S_AUTH_*)
+    of C(kubernetes.core.k8s_info), C(group/kubernetes.core.k8s), C(group/k8s) and C(group/gpu_ops.cluster.k8s), the task's
+    C(environment), the C(K8S_AUTH_*)
     environment, the kubeconfig and its context - and the client is built by kubernetes.core's own code.
 """

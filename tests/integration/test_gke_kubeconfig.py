@@ -55,7 +55,7 @@ def play(kubeconfig, gke, **role_vars):
         "hosts": "localhost", "gather_facts": False,
         "tasks": [
             {"name": "Write the kubeconfig through the role",
-             "ansible.builtin.include_role": {"name": "gpu_ops.cluster.gke_gpu_cluster", "tasks_from": "kubeconfig"},
+             "ansible.builtin.include_role": {"name": "gpu_ops.cluster.gke_gpu_cluster", "tasks_from": "_kubeconfig"},
              "vars": dict({"gke_gpu_cluster_project": GCP_PROJECT, "gke_gpu_cluster_location": "us-central1",
                            "gke_gpu_cluster_name": "a3", "gke_gpu_cluster_kubeconfig": kubeconfig,
                            "__gke_gpu_cluster_cluster": gke}, **role_vars)},

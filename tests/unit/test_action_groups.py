@@ -69,6 +69,8 @@ def test_member_accepts_the_whole_shared_spec_of_its_group(group, name):
 def fragment_docs(name):
     """The documentation the module's doc fragments add, each read as ansible-doc reads it (slug -> var)."""
     for slug in yaml.safe_load(module_named(name).DOCUMENTATION)["extends_documentation_fragment"]:
+        if not slug.startswith("gpu_ops.cluster."):
+            continue  # another collection's fragment (kubernetes.core's connection options)
         parts = slug.split(".")
         fragment = importlib.import_module("ansible_collections.gpu_ops.cluster.plugins.doc_fragments.%s" % parts[2])
         yield yaml.safe_load(getattr(fragment.ModuleDocFragment, parts[3].upper() if len(parts) > 3 else "DOCUMENTATION"))
@@ -139,3 +141,6 @@ def test_the_k8s_group_carries_kubernetes_core_connection_options_only_to_member
     for name in own:
         fragments = yaml.safe_load(module_named(name).DOCUMENTATION)["extends_documentation_fragment"]
         assert "kubernetes.core.k8s_auth_options" in fragments, name
+        documented = [doc["attributes"]["action_group"]["membership"] for doc in fragment_docs(name)
+                      if "action_group" in doc.get("attributes", {})]
+        assert documented == [["gpu_ops.cluster.k8s"]], name

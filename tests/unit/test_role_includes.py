@@ -45,7 +45,7 @@ def role_includes():
 
 
 def internal(role, entry):
-    return role == "apply" or (role, entry) in INTERNAL
+    return role in ("apply", "preflight") or (role, entry) in INTERNAL
 
 
 def test_the_scan_finds_both_kinds():
@@ -70,19 +70,9 @@ def test_a_role_handed_user_options_validates_them():
 
 # --- no role reaches into another role's tasks/ by path -------------------------------------------------------------
 
-# The preflight's shared check is still imported by path into each role's tasks/preflight.yml (its tasks read the
-# calling role's role_path and defaults, which an include_role would not keep); these are the only reaches left, and
-# the list may only shrink.
-PATH_REACHES_LEFT = frozenset(
-    ("roles/%s/tasks/preflight.yml" % role, "../../preflight/tasks/%s" % entry)
-    for role, entry in (
-        ("awx_job_templates", "check.yml"), ("mps", "check.yml"),
-        ("gcp_gpu_vpcs", "check_inputs.yml"), ("gke_gpu_cluster", "check_inputs.yml"),
-        ("gpu_operator", "check_inputs.yml"), ("nccl_test", "check_inputs.yml"),
-        ("network_operator", "check_inputs.yml"), ("nri_device_injector", "check_inputs.yml"),
-        ("nvidia_device_plugin", "check_inputs.yml"), ("rdma_test", "check_inputs.yml"),
-        ("tcpx_installer", "check_inputs.yml"), ("tcpxo_installer", "check_inputs.yml"),
-    ))
+# none left: the preflight's shared check is imported as an entry point (import_role, tasks_from) and finds the calling
+# role through ansible_parent_role_paths
+PATH_REACHES_LEFT = frozenset()
 TASK_FILE_KEYS = ("ansible.builtin.import_tasks", "ansible.builtin.include_tasks", "import_tasks", "include_tasks")
 
 
@@ -109,3 +99,30 @@ def test_no_role_reaches_into_another_roles_tasks_by_path():
 
 def test_the_list_of_reaches_left_is_not_stale():
     assert sorted(PATH_REACHES_LEFT - path_reaches()) == []
+
+
+def test_every_role_a_role_includes_names_an_entry_point_of_its_argument_spec():
+    missing = []
+    for path, role, entry, _validate in role_includes():
+        with open(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+            if entry not in yaml.safe_load(handle)["argument_specs"]:
+                missing.append((path, role, entry))
+    assert missing == [], "include documented entry points only (meta/argument_specs.yml): %s" % missing
+
+
+def test_a_tasks_file_is_an_entry_point_or_marked_internal_by_name():
+    """A role's tasks/<name>.yml is an entry point of its meta/argument_specs.yml, or named _<name>.yml: internal,
+    reached only from the role's own files."""
+    wrong = []
+    for spec in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml"))):
+        role_dir = os.path.dirname(os.path.dirname(spec))
+        with open(spec, encoding="utf-8") as handle:
+            entries = set(yaml.safe_load(handle)["argument_specs"])
+        for path in glob.glob(os.path.join(role_dir, "tasks", "*.yml")):
+            name = os.path.basename(path)[:-len(".yml")]
+            if (name in entries) == name.startswith("_"):
+                wrong.append(os.path.relpath(path, ROOT))
+    assert wrong == [], "an entry point of the spec, or an internal file named _<name>.yml: %s" % sorted(wrong)
+    # and the internal files are not included from elsewhere
+    outside = [(path, role, entry) for path, role, entry, _validate in role_includes() if entry.startswith("_")]
+    assert outside == []

@@ -43,9 +43,9 @@ KUBERNETES_CORE_GROUPS = {
 # the templated includes, followed by hand: roles/preflight/tasks/check.yml includes a read-only tasks file of the
 # calling role (roles/preflight/README.md); apply's manifests.yml includes its render or its lookup tasks; the GKE
 # playbooks include the installer of the cluster's profile
-PREFLIGHT_ROLE_TASKS = "{{ role_path }}/tasks/{{ preflight_tasks }}"
-APPLY_RENDER_OR_LOOKUP = ("{{ 'manifests_render.yml' if __apply_render | bool else 'manifests_lookup.yml' if __apply_lookup | bool"
-                          " else 'manifests_check.yml' }}")
+PREFLIGHT_ROLE_TASKS = "{{ __preflight_caller }}/tasks/{{ preflight_tasks }}"
+APPLY_RENDER_OR_LOOKUP = ("{{ '_manifests_render.yml' if __apply_render | bool else '_manifests_lookup.yml' if __apply_lookup | bool"
+                          " else '_manifests_check.yml' }}")
 TEMPLATED_ROLES = {"gpu_ops.cluster.{{ gke_gpu_cluster_gpudirect }}_installer": ("tcpx_installer", "tcpxo_installer"),
                    "gpu_ops.cluster.{{ gke_gpudirect_choice }}_installer": ("tcpx_installer", "tcpxo_installer")}
 
@@ -87,7 +87,7 @@ def _targets(role, name, task):
             if target == PREFLIGHT_ROLE_TASKS:
                 continue  # the calling role's read-only checks (mps validate.yml, ...): scanned as that role's files
             if " ".join(target.split()) == APPLY_RENDER_OR_LOOKUP:
-                for part in ("manifests_render.yml", "manifests_lookup.yml", "manifests_check.yml"):
+                for part in ("_manifests_render.yml", "_manifests_lookup.yml", "_manifests_check.yml"):
                     yield role, _resolve(role, name, part), level
                 continue
             assert "{{" not in target, "%s/%s: templated include %s (follow it by hand)" % (role, name, target)

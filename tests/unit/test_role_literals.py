@@ -33,15 +33,15 @@ ALLOWED = {
     ("roles/nvidia_device_plugin/defaults/main.yml", "nvidia.com/gpu"): "nvidia_device_plugin_tolerations default",
     ("roles/gpu_operator/templates/vectoradd.yaml.j2", "nvidia.com/gpu"): "toleration key",
     # Text of an error message (a hint naming the upstream chart and the MIG resource pattern), not a value a task uses.
-    ("roles/network_operator/tasks/install.yml", "network-operator"): "helm pull hint in the kubeVersion refusal",
-    ("roles/nvidia_device_plugin/tasks/install.yml", "nvidia.com/mig-"): "the time-slicing message names the pattern",
+    ("roles/network_operator/tasks/_install.yml", "network-operator"): "helm pull hint in the kubeVersion refusal",
+    ("roles/nvidia_device_plugin/tasks/_install.yml", "nvidia.com/mig-"): "the time-slicing message names the pattern",
     # Follow-ups: these read the GPU resource name and GKE's accelerator label in place; no filter result
     # carries them to these roles yet. The toleration keys in the same templates are the taint (see above).
-    ("roles/gke_gpu_cluster/tasks/verify.yml", "nvidia.com/gpu"): "follow-up: check the pool through mig_verify_nodes",
-    ("roles/gke_gpu_cluster/tasks/verify.yml", "cloud.google.com/gke-accelerator"): "follow-up: as above",
+    ("roles/gke_gpu_cluster/tasks/_verify.yml", "nvidia.com/gpu"): "follow-up: check the pool through mig_verify_nodes",
+    ("roles/gke_gpu_cluster/tasks/_verify.yml", "cloud.google.com/gke-accelerator"): "follow-up: as above",
     ("roles/nccl_test/templates/nccl-test.yaml.j2", "nvidia.com/gpu"): "follow-up: resource limit key and toleration",
     ("roles/rdma_test/templates/rdma-test.yaml.j2", "nvidia.com/gpu"): "follow-up: resource limit key and toleration",
-    ("roles/nvidia_device_plugin/tasks/expectations.yml", "nvidia.com/mig-"): "follow-up: MIG devices of a layout",
+    ("roles/nvidia_device_plugin/tasks/_expectations.yml", "nvidia.com/mig-"): "follow-up: MIG devices of a layout",
 }
 
 
