@@ -144,6 +144,19 @@ def test_gke_gpudirect_bad_input_of_the_last_roles_fails_before_the_first_reques
     assert not result.tasks("GPU NIC fabric of cluster")
 
 
+def test_gke_gpudirect_refuses_two_kubeconfigs_before_the_first_request(run_playbook, gcp_double, k8s_double, tmp_path):
+    """The file gke_gpu_cluster writes and gpu_ops_kubeconfig, the connection of every later request, must be one."""
+    written = str(tmp_path / "kube" / "a3mega.yaml")
+    result = run_playbook(_playbook("gke_gpudirect.yml"), extra_args=_inventory("gke"), extra_vars=_gke_vars(
+        gcp_double, k8s_double, gke_gpu_cluster_kubeconfig=written))
+    message = _report(result, "gke_gpudirect.yml")
+    assert " found 1 problem(s)" in message, message
+    assert ("gke_gpudirect.yml: gpu_ops_kubeconfig (%s) is not gke_gpu_cluster_kubeconfig (%s)"
+            % (k8s_double.kubeconfig, written)) in message
+    assert gcp_double.mutating_requests() == [] and k8s_double.requests() == []
+    assert not (tmp_path / "kube").exists()
+
+
 def test_gke_gpudirect_teardown_bad_fabric_input_fails_before_any_request(run_playbook, gcp_double, k8s_double):
     result = run_playbook(_playbook("gke_gpudirect_teardown.yml"), extra_args=_inventory("gke"), extra_vars=_gke_vars(
         gcp_double, k8s_double, gcp_gpu_vpcs_subnet_prefix_length="narrow"))
