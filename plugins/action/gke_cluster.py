@@ -2,12 +2,16 @@
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runs the gke_cluster module as a module process; a failure names the options whose value came from module_defaults,
-and render mode records the files it wrote (plugins/plugin_utils/_clouds/action.py)."""
+render mode records the files it wrote, and validate_only is answered in
+the controller (plugins/plugin_utils/_clouds/action.py)."""
 
 from __future__ import annotations
 
+from ansible_collections.gpu_ops.cluster.plugins.modules import gke_cluster as module
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._clouds.action import CloudDefaultsAction
 
 
 class ActionModule(CloudDefaultsAction):
     """See plugins/plugin_utils/_clouds/action.py."""
+
+    MODULE = module

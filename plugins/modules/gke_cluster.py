@@ -29,6 +29,7 @@ description:
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes.CHANGES
   - gpu_ops.cluster.gcp
+  - gpu_ops.cluster.input_check
 options:
   name:
     description:
@@ -269,6 +270,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+problems:
+  description:
+    - With O(validate_only), every problem of the options, one line each (the option, a colon, the problem); empty when the options
+      are valid. Nothing was sent.
+  returned: with O(validate_only)
+  type: list
+  elements: str
+  sample: ["node_locations: zone us-east5-a is not in the region of location us-central1"]
 resolved_version:
   description: The alias given in O(cluster_version) and the full version it resolved to.
   returned: when O(cluster_version) is an alias
@@ -305,13 +314,13 @@ multi_networking:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, INPUT_CHECK_SPEC, with_common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import cluster as engine
 
 
 def argument_spec():
-    return with_common(GCP_COMMON_SPEC, dict(
+    return with_common(dict(GCP_COMMON_SPEC, **INPUT_CHECK_SPEC), dict(
         name=dict(type="str", required=True),
         location=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"]),
@@ -359,8 +368,19 @@ def argument_spec():
     ))
 
 
+def module_kwargs():
+    """The AnsibleModule arguments; the action plugin checks O(validate_only) runs against them in the controller."""
+    return dict(argument_spec=argument_spec(), supports_check_mode=True)
+
+
+def engine_for(params):
+    """The engine of a run with these (validated) options."""
+    return engine
+
+
 def main():
-    run_module(AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True), engine.run)
+    module = AnsibleModule(**module_kwargs())
+    run_module(module, engine_for(module.params).run)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ extends_documentation_fragment:
   - gpu_ops.cluster.attributes.CHANGES
   - gpu_ops.cluster.gcp
   - gpu_ops.cluster.gke_multinetwork
+  - gpu_ops.cluster.input_check
 options:
   location:
     description:
@@ -162,6 +163,16 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+problems:
+  description:
+    - With O(validate_only), every problem of the options, one line each (the option, a colon, the problem); empty when the options
+      are valid. Nothing was sent.
+    - With valid options, the fabric's names (RV(gpudirect) to RV(pod_annotations), RV(state)) come with it, as a
+      converge would return them.
+  returned: with O(validate_only)
+  type: list
+  elements: str
+  sample: ["subnet_prefix_length: /20 is larger than cidr_base 10.0.0.0/24"]
 changes:
   description: What was (or, in check mode, would be) done, in plan order.
   returned: always
@@ -260,13 +271,13 @@ state:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, with_common
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC, INPUT_CHECK_SPEC, with_common
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import multinetwork as engine
 
 
 def argument_spec():
-    return with_common(GCP_COMMON_SPEC, dict(
+    return with_common(dict(GCP_COMMON_SPEC, **INPUT_CHECK_SPEC), dict(
         engine.NAMING_SPEC,
         location=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"]),
@@ -280,8 +291,19 @@ def argument_spec():
     ))
 
 
+def module_kwargs():
+    """The AnsibleModule arguments; the action plugin checks O(validate_only) runs against them in the controller."""
+    return dict(argument_spec=argument_spec(), supports_check_mode=True)
+
+
+def engine_for(params):
+    """The engine of a run with these (validated) options."""
+    return engine
+
+
 def main():
-    run_module(AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True), engine.run)
+    module = AnsibleModule(**module_kwargs())
+    run_module(module, engine_for(module.params).run)
 
 
 if __name__ == "__main__":

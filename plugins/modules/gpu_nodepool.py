@@ -30,6 +30,7 @@ description:
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes.CHANGES
   - gpu_ops.cluster.azure.WITH_GCP
+  - gpu_ops.cluster.input_check
 options:
   name:
     description:
@@ -325,6 +326,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+problems:
+  description:
+    - With O(validate_only), what the pool's options have wrong for O(provider), one line each (the option, a colon, the problem); empty
+      when they are valid. Nothing was sent; what needs the cluster as it exists (its version, its networks) is not
+      judged.
+  returned: with O(validate_only)
+  type: list
+  elements: str
+  sample: ["machine_type: gpudirect=tcpxo runs on a3-megagpu-8g, not a3-ultragpu-8g"]
 changes:
   description:
     - What was done to the pool, in order (in check mode, what would be done).
@@ -348,7 +358,7 @@ expected_resources:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import (
-    PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common,
+    INPUT_CHECK_SPEC, PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as aks_engine
@@ -356,7 +366,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepo
 
 
 def argument_spec():
-    return with_common(TWO_CLOUD_SPEC, dict(
+    return with_common(dict(TWO_CLOUD_SPEC, **INPUT_CHECK_SPEC), dict(
         name=dict(type="str", required=True),
         cluster=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"]),
@@ -417,14 +427,24 @@ def argument_spec():
     ))
 
 
-def main():
-    module = AnsibleModule(
+def module_kwargs():
+    """The AnsibleModule arguments; the action plugin checks O(validate_only) runs against them in the controller."""
+    return dict(
         argument_spec=argument_spec(),
         supports_check_mode=True,
         required_if=PROVIDER_REQUIRED_IF + [("enable_autoscaling", True, ("min_count", "max_count"))],
         mutually_exclusive=[("gpu_sharing", "gpudirect")],
     )
-    run_module(module, gke_engine.run if module.params["provider"] == "gke" else aks_engine.run)
+
+
+def engine_for(params):
+    """The engine of a run with these (validated) options: the cloud O(provider) names."""
+    return gke_engine if params["provider"] == "gke" else aks_engine
+
+
+def main():
+    module = AnsibleModule(**module_kwargs())
+    run_module(module, engine_for(module.params).run)
 
 
 if __name__ == "__main__":

@@ -227,6 +227,39 @@ def test_a_failed_background_fabric_fails_the_run_and_a_rerun_converges(run_play
     assert any(p["selfLink"].endswith("/" + POOL) for p in state["nodePools"])
 
 
+def test_a_refused_cluster_waits_for_the_background_fabric_and_says_what_it_left(run_playbook, gcp_double, k8s_double):
+    """The cluster request fails while the fabric converges in the background (held by a slow firewall insert): the run
+    waits for the fabric before it fails, so nothing goes on after it, and the message says what exists and how to go
+    on or remove it."""
+    hold = 10.0
+    gcp_double.inject("delay", method="POST", path="/global/firewalls$", count=1, delay=hold)
+    gcp_double.inject("op_error", method="POST", path="/clusters$", count=1, message="GCE_STOCKOUT")
+    _gpu_nodes(k8s_double)
+    extra = _live_vars(gcp_double, k8s_double, gke_gpudirect_install=False, gke_gpu_cluster_fabric_wait_delay=1)
+    failed = run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY))
+    failed.assert_failed()
+    # everything the fabric's job sends is done when the run ends
+    state = gcp_double.state(GCP_PROJECT)
+    assert len(state["subnetworks"]) == 8 and len(state["firewalls"]) == 8
+    assert state["clusters"] == [] or all(c["name"] != CLUSTER or c.get("status") == "ERROR" for c in state["clusters"])
+    # the cluster's failure (rescued), then the one that ends the run
+    assert [f["task"].split(" : ")[-1] for f in failed.failed] == [
+        "Create or update the cluster (in the preflight, check the request) - %s" % CLUSTER,
+        "Fail with the cluster's error and what the fabric left"]
+    message = failed.failed[-1]["result"]["msg"]
+    assert "GCE_STOCKOUT" in message
+    assert "converged in the background meanwhile, exists: 8 network(s) (%s-gpunic-1" % CLUSTER in message, message
+    assert "8 subnet(s)" in message and "playbooks/gke_gpudirect_teardown.yml" in message
+    # GKE leaves a cluster whose create failed in status ERROR: the re-run says so, names no fabric (nothing runs in
+    # the background: the fabric is in place), and goes on with recreate
+    stuck = run_playbook(PLAYBOOK, extra_vars=extra, extra_args=("-i", INVENTORY))
+    stuck.assert_failed()
+    assert stuck.failed[-1]["result"]["msg"].endswith("set recreate: true to delete and create it again"), stuck.output
+    again = run_playbook(PLAYBOOK, extra_vars=dict(extra, gke_gpu_cluster_recreate=True), extra_args=("-i", INVENTORY))
+    again.assert_ok()
+    assert any(p["selfLink"].endswith("/" + POOL) for p in gcp_double.state(GCP_PROJECT)["nodePools"])
+
+
 # ------------------------------------------------------------------ GPUDirect-RDMA (A3 Ultra, A4; issue 21)
 
 def _fabric_builds_rdma():

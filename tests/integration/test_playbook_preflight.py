@@ -46,6 +46,12 @@ def _report(result, playbook):
     return message
 
 
+def _after_preflight(result, name):
+    """The tasks named ``name`` of the plays after the preflight (the preflight runs some of the roles' own tasks files
+    to check their requests)."""
+    return [task for task in result.tasks(name) if not task["play"].startswith("Preflight")]
+
+
 def _no_rendered_plan(render):
     """Render mode: the preflight runs after the render folder is prepared; no step of the plan is written."""
     assert not any((render / name).exists() for name in ("requests", "manifests", "charts", "checks", "nccl", "awx"))
@@ -141,7 +147,7 @@ def test_gke_gpudirect_bad_input_of_the_last_roles_fails_before_the_first_reques
     assert "[a3mega-demo] nri_device_injector: " in message and "nri_device_injector_wait_timeout" in message
     assert "[a3mega-demo] nccl_test: " in message and "all_redcue" in message
     assert gcp_double.mutating_requests() == [] and k8s_double.writes() == []
-    assert not result.tasks("GPU NIC fabric of cluster")
+    assert not _after_preflight(result, "GPU NIC fabric of cluster")
 
 
 def test_gke_gpudirect_refuses_two_kubeconfigs_before_the_first_request(run_playbook, gcp_double, k8s_double, tmp_path):
@@ -155,6 +161,53 @@ def test_gke_gpudirect_refuses_two_kubeconfigs_before_the_first_request(run_play
             % (k8s_double.kubeconfig, written)) in message
     assert gcp_double.mutating_requests() == [] and k8s_double.requests() == []
     assert not (tmp_path / "kube").exists()
+
+
+def test_gke_gpudirect_cloud_request_problems_fail_before_the_first_request(run_playbook, gcp_double, k8s_double):
+    """What gke_cluster and gpu_nodepool refuse (a zone outside the region, 60 authorized networks on a public cluster, a
+    machine type of another profile) used to fail at their turn: the fabric converging in the background had already created networks.
+    The preflight asks the modules themselves (validate_only), so nothing is read or created, and no background job
+    starts."""
+    networks = [{"cidr_block": "10.%d.0.0/16" % index} for index in range(60)]
+    result = run_playbook(_playbook("gke_gpudirect.yml"), extra_args=_inventory("gke"), extra_vars=_gke_vars(
+        gcp_double, k8s_double, gke_gpu_cluster_node_locations=["us-east5-a"],
+        gke_gpu_cluster_master_authorized_networks=networks,
+        gke_gpu_cluster_node_pool={"machine_type": "a3-ultragpu-8g"}))
+    message = _report(result, "gke_gpudirect.yml")
+    assert " found 3 problem(s)" in message, message
+    # each under the variable that sets it, and the zone once, although both requests take it
+    assert message.count("us-east5-a") == 1, message
+    assert "[a3mega-demo] gke_gpu_cluster: gke_gpu_cluster_node_locations: zone us-east5-a is not in the region" in message
+    assert "[a3mega-demo] gke_gpu_cluster: gke_gpu_cluster_master_authorized_networks: lists 60 CIDR blocks" in message
+    assert ("[a3mega-demo] gke_gpu_cluster: gke_gpu_cluster_node_pool.machine_type: gpudirect=tcpxo runs on "
+            "a3-megagpu-8g, not a3-ultragpu-8g") in message
+    assert gcp_double.requests == [] and k8s_double.requests() == []
+    assert not _after_preflight(result, "GPU NIC fabric of cluster")
+
+
+def test_gke_gpudirect_fabric_request_problem_fails_before_the_first_request(run_playbook, gcp_double, k8s_double):
+    """gke_multinetwork's own checks of the fabric (here its subnets do not fit in the base range) run in the
+    preflight; the node pool, which takes the fabric's networks, is not judged without them."""
+    result = run_playbook(_playbook("gke_gpudirect.yml"), extra_args=_inventory("gke"), extra_vars=_gke_vars(
+        gcp_double, k8s_double, gcp_gpu_vpcs_cidr_base="10.0.0.0/24", gcp_gpu_vpcs_subnet_prefix_length=20))
+    message = _report(result, "gke_gpudirect.yml")
+    assert " found 1 problem(s)" in message, message
+    assert "[a3mega-demo] gcp_gpu_vpcs: gcp_gpu_vpcs_subnet_prefix_length: " in message
+    assert "gke_gpu_cluster" not in message
+    assert gcp_double.requests == [] and k8s_double.requests() == []
+
+
+def test_gke_gpudirect_rdma_pool_of_another_machine_fails_before_the_first_request(run_playbook, gcp_double, k8s_double):
+    """An RDMA cluster: the pool is checked against the fabric the preflight planned (one gVNIC network and eight
+    RDMA subnets in the zone of the first node location), so only the wrong machine type is refused."""
+    result = run_playbook(_playbook("gke_gpudirect.yml"), extra_args=_inventory("gke"), extra_vars=_gke_vars(
+        gcp_double, k8s_double, gke_gpu_cluster_gpudirect="rdma", gke_gpu_cluster_version="1.32.4-gke.1533000",
+        gke_gpu_cluster_node_locations=["us-central1-b"], gke_gpu_cluster_node_pool={"machine_type": "a3-megagpu-8g"}))
+    message = _report(result, "gke_gpudirect.yml")
+    assert " found 1 problem(s)" in message, message
+    assert ("[a3mega-demo] gke_gpu_cluster: gke_gpu_cluster_node_pool.machine_type: gpudirect=rdma runs on "
+            "a3-ultragpu-8g, a4-highgpu-8g, not a3-megagpu-8g") in message
+    assert gcp_double.requests == [] and k8s_double.requests() == []
 
 
 def test_gke_gpudirect_teardown_bad_fabric_input_fails_before_any_request(run_playbook, gcp_double, k8s_double):
@@ -184,6 +237,22 @@ def test_aks_mig_bad_device_plugin_input_fails_before_the_pool_request(run_playb
                           extra_vars={"gpu_ops_render_dir": str(render), "nvidia_device_plugin_wait_timeout": "later"})
     message = _report(result, "aks_mig.yml")
     assert "nvidia_device_plugin: " in message and "nvidia_device_plugin_wait_timeout" in message
+    _no_rendered_plan(render)
+    assert not result.tasks("Create the multi-instance GPU node pool")
+
+
+def test_aks_mig_node_pool_request_problems_fail_before_anything_is_rendered(run_playbook, tmp_path):
+    """gpu_nodepool's checks of the AKS pool (a pool name AKS refuses, a taint not written key=value:Effect) in the
+    preflight, with every other problem, before the pool request is planned."""
+    render = tmp_path / "render"
+    result = run_playbook(_playbook("aks_mig.yml"), extra_args=_inventory("aks"),
+                          env={"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000"},
+                          extra_vars={"gpu_ops_render_dir": str(render), "aks_mig_pool_name": "Mig_Pool",
+                                      "aks_mig_node_taints": ["bad taint"]})
+    message = _report(result, "aks_mig.yml")
+    assert " found 2 problem(s)" in message, message
+    assert "[gpu-aks] aks_mig.yml: aks_mig_pool_name: 'Mig_Pool' is not valid" in message
+    assert "[gpu-aks] aks_mig.yml: aks_mig_node_taints: 'bad taint' is not written key=value:Effect" in message
     _no_rendered_plan(render)
     assert not result.tasks("Create the multi-instance GPU node pool")
 

@@ -36,6 +36,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure.session imp
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import NodePoolEngine, PoolError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import foreign_option_problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import input_check as check_engine
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import run as run_engine
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import differing_fields
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems, check_labels, parse_taints
@@ -460,3 +461,8 @@ def run(params, context, **session_options):
     """Entry point of gpu_nodepool for provider aks (the contract of ``_core.contract``; ``session_options``
     go to ArmSession, for tests)."""
     return run_engine(params, context, PoolEngine, **session_options)
+
+
+def input_check(params):
+    """What ``validate_only`` returns for provider aks: the input problems, without any request."""
+    return check_engine(params, PoolEngine)

@@ -80,6 +80,11 @@ AZURE_ACCOUNT_SPEC = dict(
     authority_host=dict(type="str", fallback=_env("AZURE_AUTHORITY_HOST")),
 )
 
+# documented by the doc fragment input_check: the modules that change cloud resources take it
+INPUT_CHECK_SPEC = dict(
+    validate_only=dict(type="bool", default=False),
+)
+
 # documented by the doc fragment gcp (its ACCOUNT options plus session.py)
 GCP_COMMON_SPEC = dict(GCP_ACCOUNT_SPEC, **SESSION_SPEC)
 

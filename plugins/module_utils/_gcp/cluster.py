@@ -613,8 +613,16 @@ def _scrub_cluster(cluster):
     return cluster
 
 
+def input_check(params):
+    """What ``validate_only`` returns: every input problem (``problems``, ``option: problem`` lines), and no request.
+    The module's run and the action plugin's check in the controller both answer with it."""
+    return dict(changed=False, problems=list(validate(params).items))
+
+
 def run(params, context):
     """Entry point of the gke_cluster module (the contract of ``_core.contract``)."""
+    if params.get("validate_only"):
+        return input_check(params)
     problems = validate(params)
     if problems:
         raise EngineError(problems.message("gke_cluster"), problems=problems.items)

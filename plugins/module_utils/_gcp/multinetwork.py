@@ -828,8 +828,21 @@ def _reason(exc):
 # ---------------------------------------------------------------------------------------------
 
 
+def input_check(params):
+    """What ``validate_only`` returns: every input problem (``problems``, ``option: problem`` lines) and, when there is
+    none, the fabric the options describe (the names later steps take, as a converge returns them), without any
+    request. The module's run and the action plugin's check in the controller both answer with it."""
+    try:
+        fabric = resolve(params)
+    except FabricError as exc:
+        return dict(changed=False, problems=list(exc.problems) or [str(exc)])
+    return dict(outputs(fabric), changed=False, problems=[], state=params["state"])
+
+
 def run(params, context):
     """Entry point of the gke_multinetwork module (the contract of ``_core.contract``)."""
+    if params.get("validate_only"):
+        return input_check(params)
     try:
         fabric = resolve(params)
     except FabricError as exc:

@@ -40,6 +40,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import ApiError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import NodePoolEngine, PoolError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import foreign_option_problems
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import input_check as check_engine
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._nodepool.engine import run as run_engine
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.plan import as_given, differing_fields
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.problems import Problems, check_labels
@@ -265,9 +266,13 @@ def _validate_networks(problems, params, values):
 
 
 def _a3_mega_trap(params):
-    """More additional networks than GPU NICs on an A3 Mega (TCPXO) machine."""
+    """More additional networks than GPU NICs on an A3 Mega (TCPXO) machine. Not with a GPUDirect profile that the
+    machine does not run: the machine type is the fault then, and _validate_gpudirect names it."""
     machine = gpudirect.MACHINES.get(params.get("machine_type") or "")
     networks = params.get("additional_node_networks") or []
+    profile = gpudirect.PROFILES.get(params.get("gpudirect") or "")
+    if profile and params.get("machine_type") not in profile["machine_types"]:
+        return False
     return bool(machine) and machine["fabric"] == "tcpxo" and \
         len(networks) > gpudirect.PROFILES["tcpxo"]["gpu_nic_count"]
 
@@ -940,3 +945,8 @@ def _cluster_busy(exc):
 def run(params, context):
     """Entry point of gpu_nodepool for provider gke (the contract of ``_core.contract``)."""
     return run_engine(params, context, PoolEngine)
+
+
+def input_check(params):
+    """What ``validate_only`` returns for provider gke: the input problems, without any request."""
+    return check_engine(params, PoolEngine)

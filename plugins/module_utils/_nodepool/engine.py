@@ -153,9 +153,18 @@ class NodePoolEngine:
         return result
 
 
+def input_check(params, engine_class):
+    """What ``validate_only`` returns: every input problem of the pool (``problems``, ``option: problem`` lines), and
+    no request. The module's run and the action plugin's check in the controller both answer with it."""
+    return dict(changed=False, problems=list(engine_class.validate(params).items))
+
+
 def run(params, context, engine_class, **session_options):
     """validate, then open the session and execute; returns the module result (the contract of
-    ``_core.contract``; ``session_options`` go to the session, for tests)."""
+    ``_core.contract``; ``session_options`` go to the session, for tests). With ``validate_only``, the problems
+    only (``input_check``)."""
+    if params.get("validate_only"):
+        return input_check(params, engine_class)
     problems = engine_class.validate(params)
     if problems:
         raise EngineError(problems.message("gpu_nodepool (provider %s)" % engine_class.PROVIDER),

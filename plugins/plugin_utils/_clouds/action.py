@@ -21,6 +21,8 @@ import re
 
 import yaml
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action.normal import ActionModule as NormalAction
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._render import plan as _render_plan
@@ -76,14 +78,37 @@ def origin_note(message, args, sources, template):
     return " (%s)" % "; ".join(named) if named else ""
 
 
+def input_check(module, args):
+    """What ``module`` (a cloud module's Python module: ``module_kwargs()``, ``engine_for(params)``) answers with
+    ``validate_only`` for the task arguments ``args``: its argument spec's errors, else its engine's input problems
+    (``input_check``). The same checks a module process makes before its first request; nothing is sent."""
+    kwargs = module.module_kwargs()
+    validator = ArgumentSpecValidator(kwargs["argument_spec"], **dict(
+        (key, kwargs[key]) for key in ("mutually_exclusive", "required_together", "required_one_of", "required_if",
+                                       "required_by") if key in kwargs))
+    validated = validator.validate(dict(args))
+    if validated.error_messages:
+        return dict(changed=False, problems=[str(message) for message in validated.error_messages])
+    params = validated.validated_parameters
+    return module.engine_for(params).input_check(params)
+
+
 class CloudDefaultsAction(NormalAction):
     """Runs the module as ``normal`` does, as a module process; a failure names
     the options that came from module_defaults.
 
+    With ``validate_only`` it answers in the controller instead (``input_check``): the checks need no host, no
+    credentials and no request, and the preflight asks them for every cluster of a fleet. ``MODULE`` (the module's
+    Python module) is set by each action plugin.
+
     In render mode it also takes the module's ``render_files`` out of the result and records them as the
     inventory host's in the render folder's host index (``_render_plan.record``), for the plan summary."""
 
+    MODULE = None
+
     def run(self, tmp=None, task_vars=None):
+        if self.MODULE is not None and boolean(self._task.args.get("validate_only", False), strict=False):
+            return input_check(self.MODULE, self._task.args)
         result = super().run(tmp, task_vars)
         rendered = result.pop("render_files", None)
         render_dir = self._task.args.get("render_dir")

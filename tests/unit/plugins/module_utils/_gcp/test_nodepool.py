@@ -385,6 +385,17 @@ def test_rdma_conflicts_are_refused_before_any_request(gcp, module_runner, rdma_
     assert mutations(gcp) == []
 
 
+def test_an_a3_mega_machine_on_an_rdma_profile_is_one_problem(gcp, module_runner, rdma_cluster):
+    """The machine type is the fault: its nine RDMA networks are not also called an extra gVNIC network on A3 Mega."""
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, machine_type="a3-megagpu-8g"))
+    assert result.get("failed") and [p.split(":")[0] for p in result["problems"]] == ["machine_type"], result
+    # the same nine networks on a TCPXO pool of that machine are the A3 Mega trap
+    result = module_runner(gpu_nodepool.main, pool_args(gcp, rdma_cluster["rdma"], gpudirect="tcpxo",
+                                                        machine_type="a3-megagpu-8g", node_locations=[ROCE_ZONE]))
+    assert result.get("failed") and "takes a GPU NIC's PCI slot" in result["msg"], result
+    assert mutations(gcp) == []
+
+
 def test_rdma_networks_must_share_one_roce_network(gcp, module_runner, rdma_cluster):
     networks = list(rdma_cluster["rdma"])
     networks[3] = dict(networks[3], network="u-gvnic")
