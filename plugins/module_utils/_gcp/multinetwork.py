@@ -835,7 +835,7 @@ def input_check(params):
     try:
         fabric = resolve(params)
     except FabricError as exc:
-        return dict(changed=False, problems=list(exc.problems) or [str(exc)])
+        return dict(changed=False, problems=list(exc.problems))
     return dict(outputs(fabric), changed=False, problems=[], state=params["state"])
 
 

@@ -305,7 +305,9 @@ def test_validate_only_passes_valid_requests_and_gives_the_fabric_it_would_build
 def test_validate_only_reports_argument_spec_errors_as_problems(world):
     """A value the argument spec refuses is a problem too, named as Ansible names it, never a traceback."""
     main, args = pool(node_count="two", gpu_driver_version="newest")
-    problems = input_check(gpu_nodepool, dict(args, validate_only=True, **world.module_args(project=PROJECT)))["problems"]
+    answer = input_check(gpu_nodepool, dict(args, validate_only=True, **world.module_args(project=PROJECT)))
+    assert answer["changed"] is False and "failed" not in answer
+    problems = answer["problems"]
     assert any("gpu_driver_version" in p and "default, latest, disabled" in p for p in problems), problems
     assert any("node_count" in p for p in problems), problems
     main, args = pool(enable_autoscaling=True, node_count=None)
