@@ -360,6 +360,25 @@ def test_apply_reads_the_region_once_before_the_first_write(double, capsys):
     assert [r["seq"] for r in double.requests if r["path"] == region][0] < first_write
 
 
+def test_a_plan_of_updates_and_creates_checks_the_location_before_its_first_write(double, capsys):
+    """A live fabric with one network added and a firewall rule to fix: the same reads before the first write as a
+    plan of creates only (the location, here a zone, and its region), once each."""
+    location = REGION + "-c"
+    run(double, capsys, nic_count=2, location=location)
+    double.edit(COMPUTE + "global/firewalls/a3mega-gpunic-1-internal", {"sourceRanges": ["10.9.0.0/16"]})
+    double.clear_log()
+    result = run(double, capsys, nic_count=3, location=location)
+    assert result["changed"]
+    writes = double.mutating_requests()
+    assert sorted(set(r["method"] for r in writes)) == ["PATCH", "POST"], writes
+    first_write = min(r["seq"] for r in writes)
+    reads = double.read_counts()
+    for path in ("/%sregions/%s" % (COMPUTE, REGION), "/%szones/%s" % (COMPUTE, location)):
+        assert reads[path] == 1, (path, reads)
+        assert [r["seq"] for r in double.requests if r["path"] == path][0] < first_write, path
+    assert counts(double) == (3, 3, 3)
+
+
 @pytest.mark.parametrize("location,what", [("us-central9", "region us-central9"), ("us-central1-z", "zone us-central1-z")])
 def test_a_region_or_zone_that_does_not_exist_is_refused_before_any_write(double, capsys, location, what):
     result = run(double, capsys, gpudirect="tcpx", location=location)
