@@ -189,7 +189,7 @@ def _network_object(doc):
 
 
 def _kept(documents, scrub):
-    """``documents`` scrubbed, without any Secret; None (not read) and what is not a list stay as they are."""
+    """``documents`` scrubbed, without any Secret; None (not read), or anything that is not a list, as it is."""
     if not isinstance(documents, list):
         return documents
     return [scrub(d) if isinstance(d, dict) else d for d in documents if not (isinstance(d, dict) and is_secret_kind(d.get("kind")))]
@@ -282,7 +282,13 @@ def loaded(document):
                 if k in document)
     kept["target"] = dict(name=document["target"]["name"], kind=document["target"]["kind"])
     if isinstance(document.get("kubernetes"), dict):
-        kept["kubernetes"] = _kubernetes(document["kubernetes"])
+        collections = dict((k, document["kubernetes"].get(k)) for k in KUBERNETES_KEYS)
+        # a collection that is not a list was not captured: its checks end as other, saying so (and it is not shown)
+        malformed = dict(("kubernetes." + k, "the snapshot file holds %s here, not a list" % type(v).__name__)
+                         for k, v in collections.items() if v is not None and not isinstance(v, list))
+        if malformed:
+            kept["read_errors"] = dict(kept.get("read_errors") or {}, **malformed)
+        kept["kubernetes"] = _kubernetes(dict((k, None if "kubernetes." + k in malformed else v) for k, v in collections.items()))
     elif "kubernetes" in document:
         kept["kubernetes"] = document["kubernetes"]
     return kept

@@ -318,3 +318,19 @@ def test_a_snapshot_built_here_loads_back_unchanged(load_raw, build_snapshot):
     for name in ("gke-tcpxo", "gke-a3ultra", "gke-a4x", "gpu-operator-mig", "host", "ack-mps"):
         built = json.loads(json.dumps(build_snapshot(load_raw(name))))
         assert snap.loaded(built) == built, name
+
+
+def test_a_collection_that_is_not_a_list_in_a_snapshot_file_is_not_captured_and_says_why():
+    _node, _daemonset, _policy, _pod, secret = _hostile_cluster()
+    document = {"format": snap.FORMAT, "version": snap.VERSION, "target": {"name": "c", "kind": "kubernetes"},
+                "read_errors": {"kubernetes.networks": "404 NotFound: the server could not find the requested resource"},
+                "kubernetes": {"nodes": [], "pods": secret, "daemonsets": "all of them"}}
+    loaded = snap.loaded(document)
+    assert SENTINEL not in json.dumps(loaded)
+    assert (loaded["kubernetes"]["pods"], loaded["kubernetes"]["daemonsets"], loaded["kubernetes"]["nodes"]) == (None, None, [])
+    assert loaded["read_errors"] == {"kubernetes.networks": "404 NotFound: the server could not find the requested resource",
+                                     "kubernetes.pods": "the snapshot file holds dict here, not a list",
+                                     "kubernetes.daemonsets": "the snapshot file holds str here, not a list"}
+    with pytest.raises(Missing) as missing:
+        snap.View(loaded).kubernetes("pods")
+    assert missing.value.why == "the snapshot file holds dict here, not a list"
