@@ -22,6 +22,7 @@ import uuid
 from urllib.parse import quote, quote_plus
 
 import pytest
+import yaml
 
 from ansible_collections.gpu_ops.cluster.tests.doubles.entra import EntraDouble
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import AZURE_CLUSTER, AZURE_RESOURCE_GROUP
@@ -274,12 +275,15 @@ def validate_runs(run_playbook_module, k8s_double_module, tmp_path_factory):
     secrets = {"kubeconfig token": k8s_double_module.token}
     _planted_cluster(k8s_double_module, secrets)
     target = _planted_snapshot(folder / "sent.json", secrets)
+    # the connection as the playbooks take it, the kubeconfig itself (a dict, its token inside) in gpu_ops_kubeconfig
+    with open(k8s_double_module.kubeconfig, encoding="utf-8") as handle:
+        kubeconfig = yaml.safe_load(handle)
     runs = {}
     for verbosity in VERBOSITIES:
         out = folder / ("live-%d" % verbosity)
         result = run_playbook_module(VALIDATE, extra_vars=dict(validate_clusters="localhost", validate_hosts="no-such-group",
-                                                               validate_output_dir=str(out)),
-                                     env=k8s_double_module.env(), verbosity=verbosity)
+                                                               validate_output_dir=str(out), gpu_ops_kubeconfig=kubeconfig),
+                                     env={"KUBECONFIG": str(folder / "no-such-kubeconfig")}, verbosity=verbosity)
         runs[("live", verbosity)] = (result, out / "localhost")
         out = folder / ("offline-%d" % verbosity)
         result = run_playbook_module(VALIDATE, extra_vars=dict(validate_snapshot=str(folder / "sent.json"),
