@@ -16,6 +16,7 @@ Shape (``format``/``version`` name it)::
     gke: {cluster, node_pools, nics}                                             (GKE targets, optional)
     mig_parted: {source, config}      (optional: the MIG manager's mig-parted config, for custom MIG configs)
     host: <gpu_host facts>                                                       (host targets)
+    performance: {tolerance, nccl, ib_write_bw}     (optional: the performance phase's probe outputs)
 
 A collection that was not read, or whose read failed, is null (or absent): the checks that need it end as
 ``other``. An empty list is a read that found nothing. Pods keep what the checks judge (resources, the
@@ -262,6 +263,10 @@ def build_host(name, facts, captured_at=None):
                 host=copy.deepcopy(facts))
 
 
+# the parts of a snapshot besides target and kubernetes (performance: the probes' outputs, see roles/validate)
+_PARTS = ("format", "version", "captured_at", "gke", "mig_parted", "host", "performance", "read_errors")
+
+
 def _no_secrets(value):
     """A copy of ``value`` without any Secret object, at any depth."""
     if isinstance(value, dict):
@@ -278,8 +283,7 @@ def loaded(document):
     problems = snapshot_problems(document)
     if problems:
         raise ValueError("not a validation snapshot: " + "; ".join(problems))
-    kept = dict((k, _no_secrets(document[k])) for k in ("format", "version", "captured_at", "gke", "mig_parted", "host", "read_errors")
-                if k in document)
+    kept = dict((k, _no_secrets(document[k])) for k in _PARTS if k in document)
     kept["target"] = dict(name=document["target"]["name"], kind=document["target"]["kind"])
     if isinstance(document.get("kubernetes"), dict):
         collections = dict((k, document["kubernetes"].get(k)) for k in KUBERNETES_KEYS)
