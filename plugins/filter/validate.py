@@ -48,6 +48,25 @@ def validate_snapshot(reads, name, kind="kubernetes", gke=None, captured_at=None
                     mig_parted_config=plain(mig_parted_config) if mig_parted_config else None)
 
 
+def validate_snapshot_file(document, source="the snapshot file"):
+    """A snapshot file's text (or its parsed document) reduced to what the role keeps: no Secret, no env value."""
+    if not isinstance(source, str) or not source:
+        raise AnsibleFilterError("validate_snapshot_file: source must name where the snapshot came from (a non-empty string)")
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except ValueError as exc:
+            # the position only: the text itself may be anything, a credential included
+            raise AnsibleFilterError("validate_snapshot_file: %s is not JSON (line %d, column %d: %s)"
+                                     % (source, exc.lineno, exc.colno, exc.msg)) from None
+    if not isinstance(document, dict):
+        raise AnsibleFilterError("validate_snapshot_file: %s must hold a snapshot (a mapping), got %s" % (source, type(document).__name__))
+    try:
+        return _snapshot.loaded(plain(document))
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("validate_snapshot_file: %s: %s" % (source, exc)) from None
+
+
 def validate_results(snapshot, phases=None, checks=None):
     """The checks of ``phases`` (default all but performance) run on a snapshot."""
     if phases is not None and (not isinstance(phases, (list, tuple)) or not all(isinstance(p, str) for p in phases)):
@@ -90,4 +109,5 @@ class FilterModule:
             "validate_results": validate_results,
             "validate_report": validate_report,
             "validate_snapshot_diff": validate_snapshot_diff,
+            "validate_snapshot_file": validate_snapshot_file,
         }

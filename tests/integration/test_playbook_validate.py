@@ -260,3 +260,67 @@ def test_a_custom_mig_config_is_judged_by_the_mig_parted_configmap_given(run_pla
     assert snapshot["mig_parted"]["source"] == "ConfigMap gpu-operator/custom-mig-config"
     assert not [r for r in cluster.requests() if r.kind == "ConfigMap"], "the role reads no ConfigMap"
     assert "1 failed" in result.output
+
+
+def _sample(**changes):
+    document = json.loads((REPO_ROOT / "tests" / "samples" / "validate" / "snapshot-a3mega.json").read_text())
+    document.update(changes)
+    return document
+
+
+def _files_under(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("name", ["../escaped", "../../escaped", "reports/../../escaped", "/tmp/escaped-validate", ".."])
+def test_a_snapshot_target_name_that_leaves_the_output_folder_is_refused_before_anything_is_written(run_playbook, tmp_path, name):
+    work = tmp_path / "work"
+    work.mkdir()
+    sent = work / "sent.json"
+    sent.write_text(json.dumps(_sample(target={"name": name, "kind": "kubernetes"})), encoding="utf-8")
+    result = run_playbook(PLAYBOOK, extra_vars=dict(validate_snapshot=str(sent), validate_output_dir=str(work / "out" / "reports")))
+    result.assert_failed()
+    [failed] = result.failed
+    message = failed["result"]["msg"]
+    assert message.startswith("validate: target.name of the snapshot file %s: " % sent), message
+    assert "validate_output_dir" in message and ("path separator" in message or "would leave its folder" in message)
+    # nothing beside the snapshot file, nothing beside the run's own folder (run-01: its inventory, config, results)
+    assert _files_under(work) == ["sent.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run-01", "work"]
+    assert not list(tmp_path.rglob("escaped*"))
+
+
+def test_an_inventory_host_name_that_leaves_the_output_folder_is_refused_before_the_cluster_is_read(run_playbook, cluster, tmp_path):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"../../escaped": {
+        "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}), encoding="utf-8")
+    before = len(cluster.requests())
+    result = run_playbook(PLAYBOOK, extra_vars=dict(validate_clusters="all:!localhost", validate_hosts="no-such-group",
+                                                    validate_output_dir=str(tmp_path / "out" / "reports")),
+                          env=cluster.env(), extra_args=["-i", str(inventory)])
+    result.assert_failed()
+    [failed] = result.failed
+    assert failed["result"]["msg"].startswith("validate: validate_name (default: the inventory host name): '../../escaped' holds a path "
+                                              "separator"), failed["result"]["msg"]
+    assert cluster.requests()[before:] == [], "nothing is read before the names are checked"
+    assert not (tmp_path / "out").exists() and not (tmp_path / "escaped").exists()
+
+
+def test_every_report_parses_when_the_snapshot_holds_control_characters(run_playbook, tmp_path):
+    document = _sample()
+    for pod in document["kubernetes"]["pods"]:
+        pod["metadata"]["name"] += "\x00\x08\x1b[2J\x7f"
+    sent = tmp_path / "sent.json"
+    sent.write_text(json.dumps(document), encoding="utf-8")
+    run_playbook(PLAYBOOK, extra_vars=dict(validate_snapshot=str(sent), validate_output_dir=str(tmp_path / "out"))).assert_failed()
+    folder = tmp_path / "out" / "a3mega-us-central1"
+    root = ET.parse(str(folder / "junit.xml")).getroot()
+    [failure] = [f for f in root.iter("failure") if "pod_whole_node" in f.get("message") or "nccl-test-0" in f.get("message")]
+    assert "pod default/nccl-test-0\\x00\\x08\\x1b[2J\\x7f requests 4 GPU(s)" in failure.get("message")
+    tests = dict((t["name"], t) for t in json.loads((folder / "ctrf.json").read_text())["results"]["tests"])
+    assert "nccl-test-0\\x00\\x08\\x1b[2J\\x7f" in tests["gpudirect.pod_whole_node"]["message"]
+    page = (folder / "report.md").read_text()
+    assert "nccl-test-0\\x00\\x08\\x1b[2J\\x7f requests" in page
+    for name in ("junit.xml", "ctrf.json", "report.md"):
+        text = (folder / name).read_text()
+        assert not [c for c in "\x00\x08\x1b\x7f" if c in text], name

@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""No credential in any output, in any form: every credential option of every cloud module, at ``-vvv``.
+"""No credential in any output, in any form: every credential option of every cloud module, at ``-vvv``; and what
+playbooks/validate.yml reads (live from the Kubernetes double, or offline from a snapshot file a user sent) at the
+default verbosity, ``-v`` and ``-vvv``.
 
 One ``ansible-playbook -vvv`` run holds every case as a task (``ignore_errors``, registered), against the GCP
 double (its token endpoint for service-account keys), the ARM double and a Microsoft Entra authority double
@@ -20,9 +22,11 @@ import uuid
 from urllib.parse import quote, quote_plus
 
 import pytest
+import yaml
 
 from ansible_collections.gpu_ops.cluster.tests.doubles.entra import EntraDouble
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import AZURE_CLUSTER, AZURE_RESOURCE_GROUP
+from ansible_collections.gpu_ops.cluster.tests.integration.test_playbook_validate import PLAYBOOK as VALIDATE, _seed
 
 TENANT = "7d4bb8c0-6b1e-4a84-9d1e-0000000000aa"
 CLIENT = "3f9a2e11-5c4d-4e5f-8a7b-0000000000bb"
@@ -204,3 +208,111 @@ def test_no_secret_in_any_form_anywhere(scan):
     # the scan searched something real: -vvv output of module processes, and every case's result
     assert "ESTABLISH LOCAL CONNECTION" in result.stdout
     assert len(result.results) == len(scenario.cases) + 2
+
+
+# ---- playbooks/validate.yml: values planted where a cluster keeps credentials, live and offline, at three verbosities
+
+VERBOSITIES = (0, 1, 3)
+
+
+def _planted_cluster(k8s, secrets):
+    """The healthy cluster of test_playbook_validate with a credential in every place a workload may keep one."""
+    planted = dict((where, _unique("planted-" + where)) for where in (
+        "pod-env", "pod-init-env", "pod-args", "pod-command", "pod-annotation", "last-applied", "secret-data",
+        "secret-string-data", "daemonset-env", "daemonset-args", "policy-env", "node-annotation"))
+    secrets.update(planted)
+    _seed(k8s)
+    k8s.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf", "namespace": "default"},
+             "data": {"token": base64.b64encode(planted["secret-data"].encode()).decode()},
+             "stringData": {"other": planted["secret-string-data"]}})
+    init = {"name": "init", "image": "busybox", "env": [{"name": "INIT_TOKEN", "value": planted["pod-init-env"]}]}
+    main = {"name": "t", "image": "pytorch", "command": ["sh", "-c", "run --key " + planted["pod-command"]],
+            "args": ["--token", planted["pod-args"]], "resources": {"limits": {"nvidia.com/mig-1g.5gb": "1"}},
+            "env": [{"name": "API_TOKEN", "value": planted["pod-env"]},
+                    {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}]}
+    annotations = {"example.com/api-key": planted["pod-annotation"],
+                   "kubectl.kubernetes.io/last-applied-configuration": json.dumps({"token": planted["last-applied"]})}
+    k8s.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "planted", "namespace": "default", "annotations": annotations},
+             "spec": {"nodeName": "dgx-0", "initContainers": [init], "containers": [main]}})
+    k8s.modify("DaemonSet", "nvidia-driver-daemonset", lambda d: d["spec"]["template"]["spec"]["containers"][0].update(
+        env=[{"name": "REGISTRY_PASSWORD", "value": planted["daemonset-env"]}], args=["--password", planted["daemonset-args"]]),
+        namespace="gpu-operator")
+    k8s.modify("ClusterPolicy", "cluster-policy", lambda p: p["spec"]["driver"].update(
+        env=[{"name": "HTTPS_PROXY", "value": "http://user:%s@proxy:3128" % planted["policy-env"]}]))
+    k8s.modify("Node", "dgx-1", lambda n: n["metadata"].setdefault("annotations", {}).update(note=planted["node-annotation"]))
+
+
+def _planted_snapshot(path, secrets):
+    """A snapshot file as a user may send it: raw objects (env values, command lines, annotations) and Secrets."""
+    planted = dict((where, _unique("planted-file-" + where)) for where in (
+        "pod-env", "pod-args", "pod-annotation", "secret-in-pods", "secret-part", "secret-under-gke", "target-field"))
+    secrets.update(planted)
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf", "namespace": "default"},
+              "data": {"token": base64.b64encode(planted["secret-in-pods"].encode()).decode()}}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-0", "labels": {"nvidia.com/gpu.present": "true"}},
+            "status": {"allocatable": {"nvidia.com/gpu": "8"}, "nodeInfo": {"kubeletVersion": "v1.32.2"}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "default",
+                                                           "annotations": {"example.com/api-key": planted["pod-annotation"]}},
+           "spec": {"nodeName": "gpu-0", "containers": [{"name": "t", "image": "pytorch", "args": [planted["pod-args"]],
+                                                         "resources": {"limits": {"nvidia.com/gpu": "8"}},
+                                                         "env": [{"name": "API_TOKEN", "value": planted["pod-env"]}]}]},
+           "status": {"phase": "Running"}}
+    document = {"format": "gpu_ops.cluster/validate-snapshot", "version": 1,
+                "target": {"name": "sent-by-a-user", "kind": "kubernetes", "token": planted["target-field"]},
+                "kubernetes": {"nodes": [node], "daemonsets": [], "pods": [pod, secret], "cluster_policies": [],
+                               "nic_cluster_policies": [],
+                               "secrets": [dict(secret, data={"token": base64.b64encode(planted["secret-part"].encode()).decode()})]},
+                "gke": {"cluster": None, "node_pools": None, "nics": None,
+                        "also": dict(secret, data={"token": base64.b64encode(planted["secret-under-gke"].encode()).decode()})}}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return "sent-by-a-user"
+
+
+@pytest.fixture(scope="module")
+def validate_runs(run_playbook_module, k8s_double_module, tmp_path_factory):
+    """validate.yml live and offline at each verbosity: {(mode, verbosity): (result, report folder)}, the secrets."""
+    folder = tmp_path_factory.mktemp("validate-secret-scan")
+    secrets = {"kubeconfig token": k8s_double_module.token}
+    _planted_cluster(k8s_double_module, secrets)
+    target = _planted_snapshot(folder / "sent.json", secrets)
+    # the connection as the playbooks take it, the kubeconfig itself (a dict, its token inside) in gpu_ops_kubeconfig
+    with open(k8s_double_module.kubeconfig, encoding="utf-8") as handle:
+        kubeconfig = yaml.safe_load(handle)
+    runs = {}
+    for verbosity in VERBOSITIES:
+        out = folder / ("live-%d" % verbosity)
+        result = run_playbook_module(VALIDATE, extra_vars=dict(validate_clusters="localhost", validate_hosts="no-such-group",
+                                                               validate_output_dir=str(out), gpu_ops_kubeconfig=kubeconfig),
+                                     env={"KUBECONFIG": str(folder / "no-such-kubeconfig")}, verbosity=verbosity)
+        runs[("live", verbosity)] = (result, out / "localhost")
+        out = folder / ("offline-%d" % verbosity)
+        result = run_playbook_module(VALIDATE, extra_vars=dict(validate_snapshot=str(folder / "sent.json"),
+                                                               validate_output_dir=str(out)), verbosity=verbosity)
+        runs[("offline", verbosity)] = (result, out / target)
+    yield runs, secrets
+
+
+@pytest.mark.parametrize("mode", ["live", "offline"])
+@pytest.mark.parametrize("verbosity", VERBOSITIES)
+def test_validate_shows_no_planted_secret_at_any_verbosity(validate_runs, mode, verbosity):
+    runs, secrets = validate_runs
+    result, reports = runs[(mode, verbosity)]
+    written = sorted(p.name for p in reports.iterdir())
+    # the run validated: every report written, the snapshot (live) too
+    assert written == (["ctrf.json", "junit.xml", "report.md", "snapshot.json"] if mode == "live" else
+                       ["ctrf.json", "junit.xml", "report.md"]), result.output
+    searched = {"stdout": result.stdout, "stderr": result.stderr,
+                "registered results": json.dumps([r["result"] for r in result.results])}
+    searched.update(("file " + name, (reports / name).read_text(encoding="utf-8")) for name in written)
+    leaks = []
+    for name, secret in secrets.items():
+        for form in forms(secret):
+            leaks.extend("%s (%r) in %s" % (name, form[:24], where) for where, text in searched.items() if form in text)
+    assert not leaks, "\n".join(leaks[:40])
+    if verbosity >= 3:
+        assert "ESTABLISH LOCAL CONNECTION" in result.stdout
+    if mode == "live":
+        # the checks still judged the planted pod: its GPU request counts, its env names are kept
+        snapshot = json.loads((reports / "snapshot.json").read_text(encoding="utf-8"))
+        [pod] = [p for p in snapshot["kubernetes"]["pods"] if p["metadata"]["name"] == "planted"]
+        assert pod["spec"]["containers"][0]["env"] == [{"name": "API_TOKEN"}, {"name": "FROM_SECRET"}]

@@ -10,6 +10,7 @@ first, with the fixes) and the counts line the play ends with.
 
 from __future__ import annotations
 
+import re
 from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import PHASES, summary
@@ -17,6 +18,20 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry
 CTRF_SPEC_VERSION = "0.0.0"
 TOOL = "gpu_ops.cluster validate"
 _ORDER = {"failed": 0, "other": 1, "skipped": 2, "passed": 3}
+# control characters but tab and newlines (XML 1.0 forbids most even as references; a terminal runs them), the
+# noncharacters XML forbids and lone surrogates: a snapshot's names and messages may hold any of them
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def printable(value):
+    """``value`` with every control character (but tab, CR and LF) written as ``\\xNN`` / ``\\uNNNN``, at any depth."""
+    if isinstance(value, str):
+        return _UNPRINTABLE.sub(lambda m: ("\\x%02x" if ord(m.group()) < 0x100 else "\\u%04x") % ord(m.group()), value)
+    if isinstance(value, dict):
+        return dict((printable(k), printable(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [printable(v) for v in value]
+    return value
 
 
 def _detail(result):
@@ -27,6 +42,7 @@ def _detail(result):
 
 def ctrf(results, target, start_ms, stop_ms, tool_version=None):
     """A CTRF document of one target's results (``start_ms`` / ``stop_ms``: epoch milliseconds)."""
+    results, target = printable(results), printable(target)
     counts = summary(results)
     tests = []
     for result in results:
@@ -50,6 +66,7 @@ def ctrf(results, target, start_ms, stop_ms, tool_version=None):
 
 def junit(results, target):
     """JUnit XML: one testsuite per phase; failed is a <failure>, other an <error>, skipped a <skipped>."""
+    results, target = printable(results), printable(target)
     counts = summary(results)
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              '<testsuites name=%s tests="%d" failures="%d" errors="%d" skipped="%d">' % (
@@ -77,11 +94,12 @@ def junit(results, target):
 
 
 def _cell(text):
-    return str(text or "").replace("|", "\\|").replace("\n", " ")
+    return str(text or "").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
 def markdown(results, target):
     """One page: the counts, then a table per phase, failures first, each failure with its cause and fix."""
+    results, target = printable(results), printable(target)
     counts = summary(results)
     lines = ["# Validation of %s" % target, "", counts_line(counts), ""]
     for phase in PHASES:

@@ -16,11 +16,14 @@ Shape (``format``/``version`` name it)::
     gke: {cluster, node_pools, nics}                                             (GKE targets, optional)
     mig_parted: {source, config}      (optional: the MIG manager's mig-parted config, for custom MIG configs)
     host: <gpu_host facts>                                                       (host targets)
+    performance: {tolerance, nccl, ib_write_bw}     (optional: the performance phase's probe outputs)
 
 A collection that was not read, or whose read failed, is null (or absent): the checks that need it end as
-``other``. An empty list is a read that found nothing. Pods keep what the checks judge (resources,
-annotations, volume names and kinds, NCCL environment); no environment value outside the NCCL and library
-path variables, no ``last-applied-configuration``, nothing of a Secret is kept.
+``other``. An empty list is a read that found nothing. Pods keep what the checks judge (resources, the
+multi-networking and device-injection annotations, volume names and kinds, NCCL environment). No object keeps an
+environment value outside the NCCL and library path variables, a command line, another annotation (such as
+``last-applied-configuration``) or its managed fields, and nothing of a Secret is kept. A snapshot read from a file
+(``loaded``) is reduced the same way before anything shows it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import re
 import yaml
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s.names import is_secret_kind
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing.gpu_sharing import pod_gpu_requests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip
 
@@ -41,23 +45,32 @@ KINDS = ("kubernetes", "host")
 KUBERNETES_KEYS = ("nodes", "daemonsets", "pods", "cluster_policies", "nic_cluster_policies", "network_param_sets", "networks")
 _KEPT_ENV = re.compile(r"^(NCCL_|LD_LIBRARY_PATH\Z|NVIDIA_VISIBLE_DEVICES\Z|CUDA_VISIBLE_DEVICES\Z)")
 _ENV_SCRIPTS = (gke_gpudirect.TCPXO_ENV_SCRIPT, gke_gpudirect.GIB_ENV_SCRIPT)
-_CONTAINER_KEYS = ("name", "image", "resources", "volumeMounts", "securityContext", "restartPolicy")
-_DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+# (sources_nccl_env_script: what a snapshot keeps of a command, so that a snapshot file loads back unchanged)
+_CONTAINER_KEYS = ("name", "image", "resources", "volumeMounts", "securityContext", "restartPolicy", "sources_nccl_env_script")
+# the annotations the checks judge (multi-networking, the NRI device injection); any other may hold anything
+_KEPT_ANNOTATIONS = (gke_gpudirect.INTERFACES_ANNOTATION, gke_gpudirect.DEFAULT_INTERFACE_ANNOTATION)
+_KEPT_ANNOTATION_PREFIX = gke_gpudirect.NRI_INJECTOR["annotation_prefix"]
+_COMMAND_KEYS = ("command", "args")
 
 
 # --------------------------------------------------------------------------------------------
 # Building a snapshot
 # --------------------------------------------------------------------------------------------
 
-def _container(container):
-    kept = dict((k, copy.deepcopy(container[k])) for k in _CONTAINER_KEYS if k in container)
+def _env(items):
     env = []
-    for item in container.get("env") or []:
-        name = item.get("name")
-        if name and _KEPT_ENV.match(name) and "value" in item:
+    for item in items if isinstance(items, list) else []:
+        name = item.get("name") if isinstance(item, dict) else None
+        if name and _KEPT_ENV.match(str(name)) and "value" in item:
             env.append(dict(name=name, value=item.get("value")))
         elif name:
             env.append(dict(name=name))   # the name tells the check it is set; its value or source is not kept
+    return env
+
+
+def _container(container):
+    kept = dict((k, copy.deepcopy(container[k])) for k in _CONTAINER_KEYS if k in container)
+    env = _env(container.get("env"))
     if env:
         kept["env"] = env
     command = " ".join(str(part) for part in (container.get("command") or []) + (container.get("args") or []))
@@ -76,12 +89,39 @@ def _volume(volume):
     return kept
 
 
+def _annotations(meta):
+    return dict((k, v) for k, v in (meta.get("annotations") or {}).items()
+                if k in _KEPT_ANNOTATIONS or str(k).startswith(_KEPT_ANNOTATION_PREFIX))
+
+
+def _without_values(value):
+    """A copy of a spec or status with every env list reduced to its names (NCCL's values kept) and every command
+    line left out, at any depth: a DaemonSet's pod template, a ClusterPolicy component's env and args."""
+    if isinstance(value, dict):
+        return dict((k, _env(v) if k == "env" else _without_values(v)) for k, v in value.items() if k not in _COMMAND_KEYS)
+    if isinstance(value, list):
+        return [_without_values(v) for v in value]
+    return value
+
+
+def scrub_object(doc):
+    """A Node, DaemonSet or operator policy as the checks read it: its metadata without managed fields and with only
+    the annotations the checks judge, its spec and status without env values or command lines."""
+    kept = dict((k, copy.deepcopy(doc[k])) for k in ("apiVersion", "kind") if k in doc)
+    meta = doc.get("metadata") or {}
+    kept["metadata"] = dict((k, copy.deepcopy(v)) for k, v in meta.items() if k not in ("annotations", "managedFields"))
+    if _annotations(meta):
+        kept["metadata"]["annotations"] = _annotations(meta)
+    kept.update((k, _without_values(doc[k])) for k in ("spec", "status") if k in doc)
+    return kept
+
+
 def scrub_pod(pod):
     """The parts of a Pod the checks read (spec only: no Secret data, no env values but NCCL's)."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
-    annotations = dict((k, v) for k, v in (meta.get("annotations") or {}).items() if k not in _DROPPED_ANNOTATIONS)
+    annotations = _annotations(meta)
     return dict(
         apiVersion="v1", kind="Pod",
         metadata=dict(name=meta.get("name"), namespace=meta.get("namespace"), labels=copy.deepcopy(meta.get("labels") or {}),
@@ -149,9 +189,24 @@ def _network_object(doc):
                 spec=copy.deepcopy(doc.get("spec") or {}), status=copy.deepcopy(doc.get("status") or {}))
 
 
-def _network_objects(read):
-    found = _resources(read)
-    return None if found is None else [_network_object(d) for d in found]
+def _kept(documents, scrub):
+    """``documents`` scrubbed, without any Secret; None (not read), or anything that is not a list, as it is."""
+    if not isinstance(documents, list):
+        return documents
+    return [scrub(d) if isinstance(d, dict) else d for d in documents if not (isinstance(d, dict) and is_secret_kind(d.get("kind")))]
+
+
+def _kubernetes(collections):
+    """The ``kubernetes`` part of a snapshot from the collections read (lists of objects; None: not read). Pods are
+    kept only on GPU nodes (and pending ones that ask for GPUs)."""
+    nodes, pods = _kept(collections.get("nodes"), scrub_object), collections.get("pods")
+    gpu_node_names = set(node_name(n) for n in nodes if isinstance(n, dict) and is_gpu_node(n)) if isinstance(nodes, list) else set()
+    if isinstance(pods, list):
+        pods = _on_nodes([p for p in pods if isinstance(p, dict)], gpu_node_names)
+    kept = dict(nodes=nodes, pods=_kept(pods, scrub_pod))
+    kept.update((k, _kept(collections.get(k), scrub_object)) for k in ("daemonsets", "cluster_policies", "nic_cluster_policies"))
+    kept.update((k, _kept(collections.get(k), _network_object)) for k in ("network_param_sets", "networks"))
+    return kept
 
 
 _PARTED_KEY = "config.yaml"    # the key of the MIG manager's mig-parted ConfigMaps (role mig_manager reads the same)
@@ -184,18 +239,9 @@ def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_c
     reads = dict(nodes=nodes, daemonsets=daemonsets, pods=pods, cluster_policies=cluster_policies,
                  nic_cluster_policies=nic_cluster_policies, network_param_sets=network_param_sets, networks=networks)
     errors = dict(("kubernetes." + k, _read_error(v)) for k, v in reads.items() if _read_error(v))
-    nodes = _resources(nodes)
-    pods = _resources(pods)
-    gpu_node_names = set(node_name(n) for n in nodes or [] if is_gpu_node(n))
+    collections = dict((k, _resources(v)) for k, v in reads.items())
     snapshot = dict(format=FORMAT, version=VERSION, target=dict(name=name, kind="kubernetes"), captured_at=captured_at,
-                    kubernetes=dict(
-                        nodes=copy.deepcopy(nodes),
-                        daemonsets=copy.deepcopy(_resources(daemonsets)),
-                        pods=None if pods is None else [scrub_pod(p) for p in _on_nodes(pods, gpu_node_names)],
-                        cluster_policies=copy.deepcopy(_resources(cluster_policies)),
-                        nic_cluster_policies=copy.deepcopy(_resources(nic_cluster_policies)),
-                        network_param_sets=_network_objects(network_param_sets),
-                        networks=_network_objects(networks)))
+                    kubernetes=_kubernetes(collections))
     if gke:
         gke = copy.deepcopy(gke)
         # the GKE reads' failures (the info modules' messages) join the Kubernetes ones
@@ -215,6 +261,41 @@ def build_host(name, facts, captured_at=None):
     """A host snapshot from gpu_host_facts' ``gpu_host`` fact."""
     return dict(format=FORMAT, version=VERSION, target=dict(name=name, kind="host"), captured_at=captured_at,
                 host=copy.deepcopy(facts))
+
+
+# the parts of a snapshot besides target and kubernetes (performance: the probes' outputs, see roles/validate)
+_PARTS = ("format", "version", "captured_at", "gke", "mig_parted", "host", "performance", "read_errors")
+
+
+def _no_secrets(value):
+    """A copy of ``value`` without any Secret object, at any depth."""
+    if isinstance(value, dict):
+        return dict((k, _no_secrets(v)) for k, v in value.items() if not (isinstance(v, dict) and is_secret_kind(v.get("kind"))))
+    if isinstance(value, list):
+        return [_no_secrets(v) for v in value if not (isinstance(v, dict) and is_secret_kind(v.get("kind")))]
+    return value
+
+
+def loaded(document):
+    """A snapshot read from a file (one this collection wrote, or one a user sent), reduced to what a snapshot built
+    here keeps: the known parts only, every object scrubbed as at read time, no Secret at any depth. ValueError when
+    the document is not a snapshot."""
+    problems = snapshot_problems(document)
+    if problems:
+        raise ValueError("not a validation snapshot: " + "; ".join(problems))
+    kept = dict((k, _no_secrets(document[k])) for k in _PARTS if k in document)
+    kept["target"] = dict(name=document["target"]["name"], kind=document["target"]["kind"])
+    if isinstance(document.get("kubernetes"), dict):
+        collections = dict((k, document["kubernetes"].get(k)) for k in KUBERNETES_KEYS)
+        # a collection that is not a list was not captured: its checks end as other, saying so (and it is not shown)
+        malformed = dict(("kubernetes." + k, "the snapshot file holds %s here, not a list" % type(v).__name__)
+                         for k, v in collections.items() if v is not None and not isinstance(v, list))
+        if malformed:
+            kept["read_errors"] = dict(kept.get("read_errors") or {}, **malformed)
+        kept["kubernetes"] = _kubernetes(dict((k, None if "kubernetes." + k in malformed else v) for k, v in collections.items()))
+    elif "kubernetes" in document:
+        kept["kubernetes"] = document["kubernetes"]
+    return kept
 
 
 def snapshot_problems(snapshot):

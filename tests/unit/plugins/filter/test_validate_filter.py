@@ -93,3 +93,18 @@ def test_a_diff_of_two_reads():
     node = dict(NODE, status=dict(NODE["status"], allocatable={"nvidia.com/gpu": "0"}))
     after = validate.validate_snapshot(_reads(nodes={"resources": [node]}), "c1")
     assert validate.validate_snapshot_diff(before, after) == ["node gpu-0 allocatable: nvidia.com/gpu 1 -> 0"]
+
+
+def test_a_snapshot_file_is_read_reduced_and_refused_without_quoting_it():
+    snapshot = validate.validate_snapshot(_reads(), "c1")
+    planted = dict(snapshot, kubernetes=dict(snapshot["kubernetes"], secrets=[
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"token": "cGxhbnRlZA=="}}]))
+    assert validate.validate_snapshot_file(json.dumps(planted), "s.json") == json.loads(json.dumps(snapshot))
+    assert validate.validate_snapshot_file(planted) == snapshot
+    with pytest.raises(AnsibleFilterError, match=r"^validate_snapshot_file: s\.json is not JSON \(line 1, column 1: Expecting value\)$") as caught:
+        validate.validate_snapshot_file('token: planted-in-yaml', "s.json")
+    assert "planted" not in str(caught.value)
+    with pytest.raises(AnsibleFilterError, match=r"s\.json must hold a snapshot \(a mapping\), got list"):
+        validate.validate_snapshot_file("[]", "s.json")
+    with pytest.raises(AnsibleFilterError, match=r"s\.json: not a validation snapshot: format is None"):
+        validate.validate_snapshot_file({"kind": "List"}, "s.json")

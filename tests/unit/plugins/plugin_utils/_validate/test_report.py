@@ -112,3 +112,32 @@ def test_ctrf_and_junit_keep_durations_and_the_messages_of_what_did_not_pass():
     assert cases["m.o"].find("error").text == "seen m.o"
     assert list(cases["a.p"]) == []
     assert [s.get("name") for s in root.findall("testsuite")] == ["t.deployment"]     # phases without results are left out
+
+
+def test_every_report_parses_when_names_and_messages_hold_control_characters(load_raw, build_snapshot):
+    """XML 1.0 forbids most C0 characters even as character references: every report writes them escaped."""
+    data = load_raw("gke-tcpxo")
+    data["gke"]["nics"][2]["network"]["mtu"] = 1460
+    result = suite.validate(build_snapshot(data))
+    hostile = "\x00\x01\x08\x0b\x0c\x1b[31m\x7f\x85\ufffe\ud800"
+    for entry in result["results"]:
+        entry["id"] += hostile
+        entry["message"] = (entry.get("message") or "") + hostile
+        entry["evidence"] = list(entry["evidence"]) + ["pod a" + hostile]
+        if entry["status"] == "failed":
+            entry.update(cause=entry["cause"] + hostile, fix=entry["fix"] + hostile)
+    target = "c" + hostile
+    junit = report.junit(result["results"], target)
+    root = ET.fromstring(junit.encode("utf-8"))
+    failure = root.find(".//failure")
+    escaped = "\\x00\\x01\\x08\\x0b\\x0c\\x1b[31m\\x7f\\x85\\ufffe\\ud800"
+    assert root.get("name") == "validate c" + escaped
+    assert failure is not None and escaped in failure.get("message") and failure.text.endswith("pod a" + escaped)
+    ctrf = report.ctrf(result["results"], target, 1, 2)
+    text = json.dumps(ctrf, ensure_ascii=False)
+    assert json.loads(text)["results"]["environment"]["extra"]["target"] == "c" + escaped
+    page = report.markdown(result["results"], target)
+    for text in (junit, text, page):
+        assert not [c for c in "\x00\x01\x08\x0b\x0c\x1b\x7f\x85\ufffe\ud800" if c in text]
+    # tab and newlines are text, not control characters to escape
+    assert report.printable({"a\tb": ["x\ny\r"]}) == {"a\tb": ["x\ny\r"]}

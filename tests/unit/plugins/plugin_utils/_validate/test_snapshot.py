@@ -247,3 +247,93 @@ def test_the_mig_parted_config_is_read_from_its_configmap_or_taken_as_it_is():
     built = snap.build_kubernetes("c", [], [], [], [], [], [], [], mig_parted_config=PARTED)
     assert built["mig_parted"]["config"] == PARTED and built["mig_parted"]["config"] is not PARTED
     assert "read_errors" not in built
+
+
+SENTINEL = "planted-secret-value-4d1c"
+
+
+def _hostile_cluster():
+    """A node, a DaemonSet, a ClusterPolicy and a GPU pod, each with the sentinel where a credential may sit."""
+    managed = [{"manager": "kubectl", "fieldsV1": {"f:data": {SENTINEL: {}}}}]
+    last_applied = {"kubectl.kubernetes.io/last-applied-configuration": json.dumps({"env": SENTINEL})}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu", "labels": {"nvidia.com/gpu.present": "true"},
+                                                             "annotations": dict(last_applied, note=SENTINEL), "managedFields": managed},
+            "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
+    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+                 "metadata": {"name": "agent", "namespace": "ops", "annotations": last_applied, "managedFields": managed},
+                 "spec": {"template": {"spec": {"containers": [{
+                     "name": "a", "image": "agent:1", "command": ["run", "--token=" + SENTINEL], "args": [SENTINEL],
+                     "env": [{"name": "API_KEY", "value": SENTINEL}, {"name": "NCCL_DEBUG", "value": "INFO"}]}]}}},
+                 "status": {"desiredNumberScheduled": 1, "numberReady": 1}}
+    policy = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+              "spec": {"driver": {"enabled": True, "env": [{"name": "HTTPS_PROXY", "value": "http://u:%s@proxy" % SENTINEL}],
+                                  "args": ["--key", SENTINEL]}, "mig": {"strategy": "mixed"}},
+              "status": {"state": "ready"}}
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "trainer", "namespace": "ml", "annotations": {
+               "example.com/api-key": SENTINEL, "networking.gke.io/interfaces": "[]",
+               "devices.gke.io/container.tcpxo-daemon": "- path: /dev/nvidia0\n"}},
+           "spec": {"nodeName": "gpu", "containers": [{"name": "t", "image": "pytorch", "args": ["--hf-token", SENTINEL],
+                                                       "env": [{"name": "HF_TOKEN", "value": SENTINEL}]}]}}
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"}, "stringData": {"token": SENTINEL}}
+    return node, daemonset, policy, pod, secret
+
+
+def test_nodes_daemonsets_and_policies_keep_no_env_value_command_line_or_other_annotation():
+    node, daemonset, policy, pod, _secret = _hostile_cluster()
+    built = snap.build_kubernetes("c", {"resources": [node]}, {"resources": [daemonset]}, {"resources": [pod]},
+                                  cluster_policies={"resources": [policy]})
+    assert SENTINEL not in json.dumps(built)
+    k8s = built["kubernetes"]
+    assert k8s["nodes"][0]["metadata"] == {"name": "gpu", "labels": {"nvidia.com/gpu.present": "true"}}
+    assert k8s["daemonsets"][0]["spec"]["template"]["spec"]["containers"] == [
+        {"name": "a", "image": "agent:1", "env": [{"name": "API_KEY"}, {"name": "NCCL_DEBUG", "value": "INFO"}]}]
+    assert k8s["daemonsets"][0]["status"] == daemonset["status"]
+    assert k8s["cluster_policies"][0]["spec"] == {"driver": {"enabled": True, "env": [{"name": "HTTPS_PROXY"}]}, "mig": {"strategy": "mixed"}}
+    assert k8s["pods"][0]["metadata"]["annotations"] == {"networking.gke.io/interfaces": "[]",
+                                                         "devices.gke.io/container.tcpxo-daemon": "- path: /dev/nvidia0\n"}
+
+
+def test_a_snapshot_file_is_reduced_as_it_is_loaded():
+    """A file a user sent: raw objects, a Secret in a collection, in a part of its own and under gke, unknown parts."""
+    node, daemonset, policy, pod, secret = _hostile_cluster()
+    document = {"format": snap.FORMAT, "version": snap.VERSION, "target": {"name": "c", "kind": "kubernetes", "token": SENTINEL},
+                "captured_at": "2026-01-01T00:00:00Z", "extra": SENTINEL,
+                "kubernetes": {"nodes": [node], "daemonsets": [daemonset], "pods": [pod, secret], "cluster_policies": [policy],
+                               "nic_cluster_policies": None, "secrets": [secret]},
+                "gke": {"cluster": {"name": "c"}, "node_pools": [], "nics": [], "found": [secret], "one": secret}}
+    loaded = snap.loaded(document)
+    assert SENTINEL not in json.dumps(loaded)
+    assert loaded["target"] == {"name": "c", "kind": "kubernetes"}
+    assert sorted(loaded) == ["captured_at", "format", "gke", "kubernetes", "target", "version"]
+    assert sorted(loaded["kubernetes"]) == sorted(snap.KUBERNETES_KEYS)
+    assert [p["metadata"]["name"] for p in loaded["kubernetes"]["pods"]] == ["trainer"]
+    assert loaded["gke"] == {"cluster": {"name": "c"}, "node_pools": [], "nics": [], "found": []}
+    assert loaded["kubernetes"]["nic_cluster_policies"] is None and loaded["kubernetes"]["networks"] is None
+    with pytest.raises(ValueError, match="not a validation snapshot: format is None"):
+        snap.loaded({"kind": "List", "items": [secret]})
+
+
+def test_a_snapshot_built_here_loads_back_unchanged(load_raw, build_snapshot):
+    for name in ("gke-tcpxo", "gke-a3ultra", "gke-a4x", "gpu-operator-mig", "host", "ack-mps"):
+        built = json.loads(json.dumps(build_snapshot(load_raw(name))))
+        assert snap.loaded(built) == built, name
+    # with what the performance phase adds (roles/validate/tasks/_performance.yml)
+    built["performance"] = {"tolerance": 0.1, "nccl": {"output": "# Avg bus bandwidth    : 48.2"}, "ib_write_bw": {"error": "not run"}}
+    assert snap.loaded(built) == built
+
+
+def test_a_collection_that_is_not_a_list_in_a_snapshot_file_is_not_captured_and_says_why():
+    _node, _daemonset, _policy, _pod, secret = _hostile_cluster()
+    document = {"format": snap.FORMAT, "version": snap.VERSION, "target": {"name": "c", "kind": "kubernetes"},
+                "read_errors": {"kubernetes.networks": "404 NotFound: the server could not find the requested resource"},
+                "kubernetes": {"nodes": [], "pods": secret, "daemonsets": "all of them"}}
+    loaded = snap.loaded(document)
+    assert SENTINEL not in json.dumps(loaded)
+    assert (loaded["kubernetes"]["pods"], loaded["kubernetes"]["daemonsets"], loaded["kubernetes"]["nodes"]) == (None, None, [])
+    assert loaded["read_errors"] == {"kubernetes.networks": "404 NotFound: the server could not find the requested resource",
+                                     "kubernetes.pods": "the snapshot file holds dict here, not a list",
+                                     "kubernetes.daemonsets": "the snapshot file holds str here, not a list"}
+    with pytest.raises(Missing) as missing:
+        snap.View(loaded).kubernetes("pods")
+    assert missing.value.why == "the snapshot file holds dict here, not a list"
