@@ -92,8 +92,9 @@ def _fabrics(nodes):
     return sorted(set(f for _n, f in nodes))
 
 
-def _gpu_pods(view, nodes):
-    """[(pod, node, fabric, requests)] of the active pods that request GPUs on GPUDirect nodes."""
+def _gpu_pods(view, nodes, where="GPUDirect"):
+    """[(pod, node, fabric, requests)] of the active pods that request GPUs on GPUDirect nodes; Skip when there is
+    none (a workload check with no workload to judge has not passed)."""
     by_name = dict((node_name(n), (n, f)) for n, f in nodes)
     found = []
     for pod in view.pods_on(by_name):
@@ -103,6 +104,8 @@ def _gpu_pods(view, nodes):
         if requests:
             node, fabric = by_name[pod["spec"]["nodeName"]]
             found.append((pod, node, fabric, requests))
+    if not found:
+        raise Skip("no running pod requests GPUs on a %s node (%d node(s)): there is no workload to judge" % (where, len(by_name)))
     return found
 
 
@@ -196,6 +199,9 @@ def pool_networks(view):
         if have is None or have < want:
             problems.append("pool %s (%s) has %s additional node network(s); %s needs %d" % (
                 pool.get("name"), machine_type, have, profile, want))
+    if not evidence:
+        raise Skip("no node pool read is of a GPUDirect machine type (%s): GKE listed %s" % (
+            ", ".join(sorted(gd.MACHINES)), ", ".join("%s (%s)" % (p.get("name"), p.get("machine_type")) for p in pools)))
     return evidence, problems
 
 
@@ -317,15 +323,19 @@ def daemon_pair(view):
     if not nodes:
         raise Skip("no TCPX or TCPXO node: the other GPUDirect fabrics run no RxDM daemon")
     evidence, problems = [], []
-    for pod, node, fabric, _requests in _gpu_pods(view, nodes):
+    for pod, node, fabric, _requests in _gpu_pods(view, nodes, "TCPX/TCPXO"):
         wanted = gd.release(fabric, _kubelet_version(node))["daemon"]
         name = gd.DAEMONS[fabric]["name"]
-        for container in (pod["spec"].get("containers") or []) + (pod["spec"].get("initContainers") or []):
-            if container.get("name") == name:
-                evidence.append("pod %s: %s" % (_pod_name(pod), container.get("image")))
-                if not _image_is(container.get("image"), wanted):
-                    problems.append("pod %s runs daemon %s; the node's release pairs %s:%s" % (
-                        _pod_name(pod), container.get("image"), wanted["repository"], wanted["tag"]))
+        daemons = [c for c in (pod["spec"].get("containers") or []) + (pod["spec"].get("initContainers") or []) if c.get("name") == name]
+        if not daemons:
+            evidence.append("pod %s: no %s container" % (_pod_name(pod), name))
+            problems.append("pod %s on node %s runs no %s container; the node's release pairs %s:%s" % (
+                _pod_name(pod), node_name(node), name, wanted["repository"], wanted["tag"]))
+        for container in daemons:
+            evidence.append("pod %s: %s" % (_pod_name(pod), container.get("image")))
+            if not _image_is(container.get("image"), wanted):
+                problems.append("pod %s runs daemon %s; the node's release pairs %s:%s" % (
+                    _pod_name(pod), container.get("image"), wanted["repository"], wanted["tag"]))
     return evidence, problems
 
 
@@ -359,20 +369,27 @@ def pod_whole_node(view):
     return evidence, problems
 
 
-def _pod_checks(view, judge, annotated=False):
+def _pod_checks(view, judge, annotated=False, unjudged=None):
     """``judge(pod, node, profile)`` over the GPU pods of GPUDirect nodes; ``annotated``: only the nodes whose pods attach
-    their GPU NICs by the multi-network annotation (not the DRANET nodes, whose pods claim them through DRA)."""
+    their GPU NICs by the multi-network annotation (not the DRANET nodes, whose pods claim them through DRA).
+    ``judge`` returns None for a pod it cannot judge; when it judged none, the check skips with ``unjudged``."""
     nodes = _gpudirect_nodes(view)
     if annotated:
         nodes = [(n, f) for n, f in nodes if not _dranet(n)]
         if not nodes:
             raise Skip("every GPUDirect node runs GKE DRANET: its pods claim the NICs through DRA, not annotations")
-    evidence, problems = [], []
+    evidence, problems, judged = [], [], 0
     for pod, node, fabric, _requests in _gpu_pods(view, nodes):
         missing = judge(pod, node, fabric)
+        if missing is None:
+            evidence.append("pod %s (%s): not judged" % (_pod_name(pod), fabric))
+            continue
+        judged += 1
         evidence.append("pod %s (%s): %s" % (_pod_name(pod), fabric, "complete" if not missing else "missing " + ", ".join(missing)))
         if missing:
             problems.append("pod %s on node %s lacks %s" % (_pod_name(pod), node_name(node), ", ".join(missing)))
+    if not judged:
+        raise Skip(unjudged)
     return evidence, problems
 
 
@@ -396,7 +413,7 @@ def pod_interfaces(view):
     def judge(pod, _node, fabric):
         text = ((pod.get("metadata") or {}).get("annotations") or {}).get(gd.INTERFACES_ANNOTATION)
         if not text:
-            return []       # gpudirect.pod_annotations reports the missing annotation
+            return None     # gpudirect.pod_annotations reports the missing annotation
         try:
             entries = json.loads(text)
             every = dict((e["interfaceName"], e["network"]) for e in entries)
@@ -414,7 +431,8 @@ def pod_interfaces(view):
         missing += ["%s for GPU NIC network %s (has %s)" % (i, networks[i], attached[i]) for i in wanted
                     if i in attached and networks.get(i) and attached[i] != networks[i]]
         return missing
-    return _pod_checks(view, judge, annotated=True)
+    return _pod_checks(view, judge, annotated=True, unjudged="no GPU pod carries the %s annotation, so no interface can be "
+                       "judged (gpudirect.pod_annotations reports the pods that lack it)" % gd.INTERFACES_ANNOTATION)
 
 
 @described("gpudirect.pod_volumes")
@@ -465,7 +483,7 @@ def rdma_conflicts(view):
     daemons = sorted(d["name"] for d in gd.DAEMONS.values())
     prefix = gd.NRI_INJECTOR["annotation_prefix"]
     evidence, problems = [], []
-    for pod, node, profile, _requests in _gpu_pods(view, _rdma_nodes(view)):
+    for pod, node, profile, _requests in _gpu_pods(view, _rdma_nodes(view), "GPUDirect-RDMA"):
         found = []
         for container in (pod["spec"].get("initContainers") or []) + (pod["spec"].get("containers") or []):
             if container.get("name") in daemons:

@@ -131,6 +131,9 @@ def driver_pods(view):
     key, value = gpu_catalog.DRIVER_DAEMONSET_LABEL.split("=", 1)
     deploy = "nvidia.com/gpu.deploy.driver"
     wanted = [n for n in view.gpu_nodes() if node_labels(n).get(deploy) not in ("false", "pre-installed")]
+    if not wanted:
+        raise Skip("no GPU node gets its driver from the GPU Operator (none, or every one labelled %s=false or "
+                   "pre-installed)" % deploy)
     pods = [p for p in view.pods_on([node_name(n) for n in wanted]) if ((p.get("metadata") or {}).get("labels") or {}).get(key) == value]
     by_node = dict((p["spec"]["nodeName"], p) for p in pods)
     evidence, problems = ["%d driver node(s), %d driver pod(s)" % (len(wanted), len(pods))], []
@@ -187,7 +190,7 @@ def _geometry_problem(node, model, layout, strategy):
 
 @described("mig.geometry")
 def geometry(view):
-    evidence, problems = [], []
+    evidence, problems, compared = [], [], 0
     for node in _mig_nodes(view):
         labels = node_labels(node)
         config = labels[mig_catalog.MIG_CONFIG_LABEL]
@@ -196,6 +199,7 @@ def geometry(view):
             evidence.append("node %s: not compared (GPU model %s, state %s; see mig.capable_gpus and mig.config_state)"
                             % (node_name(node), model, labels.get(mig_catalog.MIG_CONFIG_STATE_LABEL)))
             continue
+        compared += 1
         layouts = standard_layouts(model)
         strategy = _strategy(view, node)
         if config not in layouts:
@@ -206,6 +210,9 @@ def geometry(view):
             evidence.append("node %s: %s config %s strategy %s" % (node_name(node), model, config, strategy))
         if problem:
             problems.append("node %s: %s" % (node_name(node), problem))
+    if not compared:
+        raise Skip("no MIG node has a MIG-capable GPU with its config applied, so no geometry can be compared: "
+                   + "; ".join(evidence))
     return evidence, problems
 
 
