@@ -269,16 +269,48 @@ def nri_injector(view):
     return ["%s: %s" % (entry["name"], ", ".join(i or "?" for i in _ds_images(ds)))], _ds_problems(ds, entry["name"], len(nodes))
 
 
+def _gpu_count(node):
+    """The node's allocatable nvidia.com/gpu as a number (None when absent or not a whole number)."""
+    have = str(((node.get("status") or {}).get("allocatable") or {}).get(GPU_RESOURCE, "")).strip()
+    return int(have) if have.isdigit() else None
+
+
+def _sharing(node):
+    """What shows that a GPUDirect node shares its GPUs: its GKE sharing labels, a MIG config, or more nvidia.com/gpu
+    than its machine has GPUs (a device-plugin sharing config GKE does not label); [] when nothing does."""
+    labels = node_labels(node)
+    found = ["%s=%s" % (k, labels[k]) for k in gd.GPU_SHARING_LABELS if labels.get(k)]
+    if labels.get(MIG_CONFIG_LABEL, "") not in _MIG_OFF:
+        found.append("%s=%s" % (MIG_CONFIG_LABEL, labels[MIG_CONFIG_LABEL]))
+    have, gpus = _gpu_count(node), gd.machine(labels[gd.MACHINE_TYPE_LABEL])["gpus_per_node"]
+    if not found and have is not None and have > gpus:
+        found.append("%s=%d for %d GPUs" % (GPU_RESOURCE, have, gpus))
+    return found
+
+
 @described("gpudirect.allocatable_gpus")
 def allocatable_gpus(view):
-    evidence, problems = [], []
+    evidence, problems, judged = [], [], 0
     for node, _fabric in _gpudirect_nodes(view):
-        machine = gd.machine(node_labels(node)[gd.MACHINE_TYPE_LABEL])
+        want = gd.machine(node_labels(node)[gd.MACHINE_TYPE_LABEL])["gpus_per_node"]
         have = ((node.get("status") or {}).get("allocatable") or {}).get(GPU_RESOURCE)
+        # a shared node advertises partitions or replicas (gpudirect.no_gpu_sharing names that); a node with no GPU
+        # resource at all is gpu.allocatable's: either way the count here is not the cause
+        if _sharing(node):
+            evidence.append("node %s: %s=%s, not judged: it shares its GPUs" % (node_name(node), GPU_RESOURCE, have))
+            continue
+        if str(have or "0").strip() == "0":
+            evidence.append("node %s: no %s, not judged: it advertises no GPU" % (node_name(node), GPU_RESOURCE))
+            continue
+        judged += 1
         evidence.append("node %s: %s=%s" % (node_name(node), GPU_RESOURCE, have))
-        if str(have) != str(machine["gpus_per_node"]):
-            problems.append("node %s advertises %s=%s, its machine has %d" % (node_name(node), GPU_RESOURCE, have,
-                                                                              machine["gpus_per_node"]))
+        if _gpu_count(node) is None:
+            problems.append("node %s advertises %s=%s, not a whole number of GPUs; its machine has %d" % (
+                node_name(node), GPU_RESOURCE, have, want))
+        elif _gpu_count(node) < want:
+            problems.append("node %s advertises %s=%s, its machine has %d" % (node_name(node), GPU_RESOURCE, have, want))
+    if not judged:
+        raise Skip("no GPUDirect node's GPU count can be judged: %s" % "; ".join(evidence))
     return evidence, problems
 
 
@@ -347,10 +379,7 @@ def daemon_pair(view):
 def no_gpu_sharing(view):
     problems, evidence = [], []
     for node, fabric in _gpudirect_nodes(view):
-        labels = node_labels(node)
-        found = ["%s=%s" % (k, labels[k]) for k in gd.GPU_SHARING_LABELS if labels.get(k)]
-        if labels.get(MIG_CONFIG_LABEL, "") not in _MIG_OFF:
-            found.append("%s=%s" % (MIG_CONFIG_LABEL, labels[MIG_CONFIG_LABEL]))
+        found = _sharing(node)
         evidence.append("node %s: %s" % (node_name(node), ", ".join(found) or "no sharing label"))
         if found:
             problems.append("node %s (%s): %s" % (node_name(node), ", ".join(found), gd.sharing_refusal(gd.PROFILES[fabric]["fabric"])))

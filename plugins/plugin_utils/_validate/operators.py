@@ -288,7 +288,8 @@ def _exact_problem(node, expected, strategy):
 def requests_advertised(view):
     nodes = dict((node_name(n), (n.get("status") or {}).get("allocatable") or {}) for n in view.kubernetes("nodes"))
     advertised = set(k for a in nodes.values() for k, v in a.items() if str(v) not in ("0", ""))
-    evidence, problems = [], []
+    gpu_nodes = set(node_name(n) for n in view.gpu_nodes())
+    evidence, problems, judged = [], [], 0
     for pod in view.kubernetes("pods"):
         if (pod.get("status") or {}).get("phase") in _FINISHED:
             continue
@@ -298,11 +299,16 @@ def requests_advertised(view):
         where = (pod.get("spec") or {}).get("nodeName")
         have = set(k for k, v in nodes.get(where, {}).items() if str(v) not in ("0", "")) if where else advertised
         name = "%s/%s" % (pod["metadata"].get("namespace"), pod["metadata"].get("name"))
+        if where in gpu_nodes and not any(is_gpu_name(k) for k in have):
+            # a GPU node that lost every GPU resource is gpu.allocatable's failure; the pod's resource names are not the cause
+            evidence.append("pod %s: not judged, GPU node %s advertises no GPU resource" % (name, where))
+            continue
+        judged += 1
         evidence.append("pod %s: %s" % (name, ", ".join(sorted(requests))))
         for resource in sorted(requests):
             if resource not in have:
                 problems.append("pod %s requests %s, which %s" % (
                     name, resource, "node %s does not advertise" % where if where else "no node advertises"))
-    if not evidence:
-        raise Skip("no pod requests a GPU resource")
+    if not judged:
+        raise Skip("no pod requests a GPU resource%s" % (": " + "; ".join(evidence) if evidence else ""))
     return evidence, problems
