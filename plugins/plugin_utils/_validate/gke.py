@@ -36,6 +36,11 @@ FAST_SOCKET_LABEL = "cloud.google.com/gke-nccl-fastsocket"
 ADVANCED_DATAPATH = "ADVANCED_DATAPATH"
 # the node label GKE sets to the name of the node's pool (GKE node labels reference)
 _POOL_LABEL = "cloud.google.com/gke-nodepool"
+# the node label GKE sets to the node image's OS distribution (cos, ubuntu), and how the kubelet names COS in
+# status.nodeInfo.osImage: what a node shows of its image when the GKE API is not read
+OS_DISTRIBUTION_LABEL = "cloud.google.com/gke-os-distribution"
+_COS_DISTRIBUTION = "cos"
+_COS_OS_IMAGE = "Container-Optimized OS"
 # the MIG manager's "no MIG" config (also a GPU Operator default)
 _MIG_OFF = ("all-disabled", "")
 _FINISHED = ("Succeeded", "Failed")
@@ -168,9 +173,38 @@ def standard_cluster(view):
     return ["autopilot %s" % cluster["autopilot"]], ["the cluster is Autopilot"] if cluster["autopilot"] else []
 
 
+def _node_os(node):
+    """(is COS, what shows it) of a node from its OS distribution label, else its osImage; (None, None) when neither."""
+    label = node_labels(node).get(OS_DISTRIBUTION_LABEL)
+    if label:
+        return label.strip().lower() == _COS_DISTRIBUTION, "%s=%s" % (OS_DISTRIBUTION_LABEL, label)
+    image = ((node.get("status") or {}).get("nodeInfo") or {}).get("osImage")
+    if image:
+        return image.strip().startswith(_COS_OS_IMAGE), "osImage %s" % image
+    return None, None
+
+
+def _cos_nodes(view, nodes):
+    """gke.cos_image from what the nodes show when the GKE API's node pools were not read; other when a node shows nothing."""
+    why = (view.snapshot.get("read_errors") or {}).get("gke.node_pools") or "not read"
+    evidence, problems = ["gke.node_pools: %s; judged from the nodes" % why], []
+    for node, _fabric in nodes:
+        cos, shown = _node_os(node)
+        if cos is None:
+            raise Missing("gke.node_pools", "%s; node %s has neither the %s label nor status.nodeInfo.osImage: give "
+                          "validate_gke (cluster, location and GCP credentials) to read its pool's image type" % (
+                              why, node_name(node), OS_DISTRIBUTION_LABEL))
+        evidence.append("node %s: %s" % (node_name(node), shown))
+        if not cos:
+            problems.append("node %s (pool %s) runs %s" % (node_name(node), node_labels(node).get(_POOL_LABEL), shown))
+    return evidence, problems
+
+
 @described("gke.cos_image")
 def cos_image(view):
-    _gpudirect_nodes(view)
+    nodes = _gpudirect_nodes(view)
+    if not view.has("gke.node_pools"):
+        return _cos_nodes(view, nodes)
     pools = [p for p in view.need("gke.node_pools") if p.get("gpudirect")]
     if not pools:
         raise Missing("gke.node_pools", "GPUDirect nodes exist but no node pool of a GPUDirect machine type was read")

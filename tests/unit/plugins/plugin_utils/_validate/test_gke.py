@@ -184,9 +184,14 @@ def test_without_gke_reads_the_cluster_checks_are_other_not_passed(load_raw, bui
     del data["gke"]
     result = suite.validate(build_snapshot(data))
     by_id = dict((r["id"], r) for r in result["results"])
-    for check_id in ("gke.dataplane_v2", "gke.multi_networking", "gke.standard_cluster", "gke.cos_image", "gke.gpu_vpc"):
+    for check_id in ("gke.dataplane_v2", "gke.multi_networking", "gke.standard_cluster", "gke.gpu_vpc"):
         assert by_id[check_id]["status"] == "other", by_id[check_id]
         assert "cannot read gke." in by_id[check_id]["message"]
+    # the node image is what the nodes show of it (their osImage here)
+    assert by_id["gke.cos_image"]["status"] == "passed"
+    assert by_id["gke.cos_image"]["evidence"] == ["gke.node_pools: not read; judged from the nodes",
+                                                  "node gke-a3mega-0: osImage Container-Optimized OS from Google",
+                                                  "node gke-a3mega-1: osImage Container-Optimized OS from Google"]
     assert result["exit_status"] == 9
 
 
