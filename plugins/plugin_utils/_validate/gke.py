@@ -352,6 +352,45 @@ def _by_object_name(documents):
     return dict(((d.get("metadata") or {}).get("name"), d) for d in documents or [])
 
 
+def _not_ready(document):
+    """Why a GKENetworkParamSet or Network is not Ready (its Ready condition's status, reason and message), else None."""
+    ready = [c for c in ((document.get("status") or {}).get("conditions") or []) if c.get("type") == "Ready"]
+    if not ready:
+        return "no Ready condition"
+    if str(ready[-1].get("status")) == "True":
+        return None
+    detail = ": ".join(str(ready[-1].get(k)) for k in ("reason", "message") if ready[-1].get(k))
+    return "Ready %s%s" % (ready[-1].get("status"), ": " + detail if detail else "")
+
+
+def _pair_problems(name, mode, profile, param_sets, networks):
+    """What is wrong with the GKENetworkParamSet / Network pair ``name`` a profile's pods attach in device mode ``mode``."""
+    params, network = param_sets.get(name), networks.get(name)
+    problems = []
+    if params is None:
+        problems.append("GKENetworkParamSet %s not found (%s needs it, deviceMode %s)" % (name, profile, mode))
+    elif ((params.get("spec") or {}).get("deviceMode")) != mode:
+        problems.append("GKENetworkParamSet %s has deviceMode %s; %s needs %s" % (
+            name, (params.get("spec") or {}).get("deviceMode"), profile, mode))
+    elif _not_ready(params):
+        problems.append("GKENetworkParamSet %s is not Ready (%s)" % (name, _not_ready(params)))
+    ref = ((network or {}).get("spec") or {}).get("parametersRef") or {}
+    if network is None:
+        problems.append("Network %s not found (%s needs it)" % (name, profile))
+    elif (ref.get("group"), ref.get("kind"), ref.get("name")) != (gd.NETWORK_API_GROUP, "GKENetworkParamSet", name):
+        problems.append("Network %s does not refer to GKENetworkParamSet %s (parametersRef %s)" % (
+            name, name, json.dumps(ref, sort_keys=True)))
+    elif _not_ready(network) and not problems:     # a Network is not Ready while its GKENetworkParamSet is not
+        problems.append("Network %s is not Ready (%s)" % (name, _not_ready(network)))
+    return problems
+
+
+def _pair_evidence(profile, name, param_sets, networks):
+    params, network = param_sets.get(name), networks.get(name)
+    return "%s: GKENetworkParamSet %s deviceMode %s, Network %s" % (
+        profile, name, ((params.get("spec") or {}).get("deviceMode") if params else "(none)"), "present" if network else "(none)")
+
+
 @described("gpudirect.rdma_networks")
 def rdma_networks(view):
     nodes = _rdma_nodes(view)
@@ -363,24 +402,176 @@ def rdma_networks(view):
     networks = _by_object_name(view.kubernetes("networks"))
     evidence, problems = [], []
     for profile in profiles:
-        wanted = [(gd.RDMA_GVNIC_NETWORK, gd.DEFAULT_DEVICE_MODE)]
-        wanted += [(name, gd.PROFILES[profile]["device_mode"]) for name in gd.rdma_network_names(profile)]
-        for name, mode in wanted:
-            params, network = param_sets.get(name), networks.get(name)
-            have = ((params or {}).get("spec") or {}).get("deviceMode")
-            evidence.append("%s: GKENetworkParamSet %s deviceMode %s, Network %s" % (
-                profile, name, have if params else "(none)", "present" if network else "(none)"))
-            if params is None:
-                problems.append("GKENetworkParamSet %s not found (%s needs it, deviceMode %s)" % (name, profile, mode))
-            elif have != mode:
-                problems.append("GKENetworkParamSet %s has deviceMode %s; %s needs %s" % (name, have, profile, mode))
-            ref = ((network or {}).get("spec") or {}).get("parametersRef") or {}
-            if network is None:
-                problems.append("Network %s not found (%s needs it)" % (name, profile))
-            elif (ref.get("group"), ref.get("kind"), ref.get("name")) != (gd.NETWORK_API_GROUP, "GKENetworkParamSet", name):
-                problems.append("Network %s does not refer to GKENetworkParamSet %s (parametersRef %s)" % (
-                    name, name, json.dumps(ref, sort_keys=True)))
+        for name, mode in _rdma_pairs(profile):
+            evidence.append(_pair_evidence(profile, name, param_sets, networks))
+            problems += _pair_problems(name, mode, profile, param_sets, networks)
     return evidence, sorted(set(problems), key=problems.index)
+
+
+def _rdma_pairs(profile):
+    """[(Network name, device mode)] of an RDMA profile: the gVNIC network, then rdma-0..N-1."""
+    return [(gd.RDMA_GVNIC_NETWORK, gd.DEFAULT_DEVICE_MODE)] + [
+        (name, gd.PROFILES[profile]["device_mode"]) for name in gd.rdma_network_names(profile)]
+
+
+# GKE multi-networking on a node: one allocatable resource per attached Network (and one "<name>.IP"), the Networks
+# on the node's additional NICs with their IPs, and each NIC's first IP with its kernel name at boot
+# (GoogleCloudPlatform/gke-networking-api, apis/network/v1: NorthInterfacesAnnotationKey, NICInfoAnnotationKey)
+NETWORK_RESOURCE_PREFIX = "networking.gke.io.networks/"
+NORTH_INTERFACES_ANNOTATION = "networking.gke.io/north-interfaces"
+NIC_INFO_ANNOTATION = "networking.gke.io/nic-info"
+
+
+def _node_annotation(node, key):
+    """A node's JSON-list annotation as a list of mappings; None when absent; ValueError when it is not one."""
+    text = ((node.get("metadata") or {}).get("annotations") or {}).get(key)
+    if text is None:
+        return None
+    value = json.loads(text)
+    if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+        raise ValueError("node %s: annotation %s is not a JSON list of objects" % (node_name(node), key))
+    return value
+
+
+def _advertised_networks(node):
+    """The Networks a node advertises (allocatable networking.gke.io.networks/<name> above 0, not the .IP ones)."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    return set(k[len(NETWORK_RESOURCE_PREFIX):] for k, v in allocatable.items()
+               if k.startswith(NETWORK_RESOURCE_PREFIX) and not k.endswith(".IP") and str(v).strip() not in ("0", ""))
+
+
+def _named_networks(node):
+    """Every Network a node names: in its allocatable and in its north-interfaces annotation."""
+    north = _node_annotation(node, NORTH_INTERFACES_ANNOTATION) or []
+    return _advertised_networks(node) | set(e.get("network") for e in north if e.get("network"))
+
+
+def _fabric_networks(view, nodes):
+    """{profile: [(Network name, device mode)]} of the GPU NIC networks of the non-DRANET GPUDirect nodes' profiles.
+
+    RDMA profiles: the catalog's names. TCPX/TCPXO: named by whoever built the fabric, so the GKE API's GPU NICs when
+    read, every GKENetworkParamSet in NetDevice mode, and every Network the nodes of the profile name that no
+    GKENetworkParamSet gives another mode (a pair that is missing is still the fabric's: its check names it)."""
+    param_sets = _by_object_name(view.kubernetes("network_param_sets"))
+    rdma_names = set(n for p in gd.rdma_profile_names() for n, _m in _rdma_pairs(p))
+    from_api = set(n.get("k8s_network") for n in (view.need("gke.nics") if view.has("gke.nics") else None) or []
+                   if n.get("k8s_network") and not _rdma_device(n))
+    device = set(name for name, d in param_sets.items() if ((d.get("spec") or {}).get("deviceMode")) == gd.DEFAULT_DEVICE_MODE)
+    found = {}
+    for profile in sorted(set(f for _n, f in nodes)):
+        if _is_rdma(profile):
+            found[profile] = _rdma_pairs(profile)
+            continue
+        named = set(name for n, f in nodes if f == profile for name in _named_networks(n))
+        named = set(name for name in named if name not in param_sets or name in device)
+        names = sorted((from_api | device | named) - rdma_names - set([gd.DEFAULT_NETWORK]))
+        found[profile] = [(name, gd.PROFILES[profile]["device_mode"]) for name in names]
+    return found
+
+
+def _annotated_nodes(view):
+    """[(node, profile)] of the GPUDirect nodes whose GPU NICs GKE multi-networking attaches (not DRANET's)."""
+    nodes = [(n, f) for n, f in _gpudirect_nodes(view) if not _dranet(n)]
+    if not nodes:
+        raise Skip("every GPUDirect node runs GKE DRANET: GKE manages its accelerator networks")
+    return nodes
+
+
+@described("gpudirect.gpu_nic_networks")
+def gpu_nic_networks(view):
+    nodes = [(n, f) for n, f in _annotated_nodes(view) if not _is_rdma(f)]
+    if not nodes:
+        raise Skip("no TCPX or TCPXO node (gpudirect.rdma_networks judges the GPUDirect-RDMA networks)")
+    param_sets = _by_object_name(view.kubernetes("network_param_sets"))
+    networks = _by_object_name(view.kubernetes("networks"))
+    evidence, problems = [], []
+    for profile, pairs in sorted(_fabric_networks(view, nodes).items()):
+        if not pairs:
+            raise Missing("kubernetes.network_param_sets", "no GPU NIC network of %s is named by its nodes, a GKENetworkParamSet "
+                          "in %s mode or the GKE API: give validate_gke to read the fabric" % (profile, gd.DEFAULT_DEVICE_MODE))
+        for name, mode in pairs:
+            evidence.append(_pair_evidence(profile, name, param_sets, networks))
+            problems += _pair_problems(name, mode, profile, param_sets, networks)
+    return evidence, problems
+
+
+def _pool_short(view, node, profile):
+    """Whether the GKE API shows the node's pool with fewer node networks than its profile (gke.gpudirect.pool_networks)."""
+    if not view.has("gke.node_pools"):
+        return False
+    pool = [p for p in view.need("gke.node_pools") if p.get("name") == node_labels(node).get(_POOL_LABEL)]
+    have = ((pool[0].get("gpudirect") or {}).get("gpu_nics") if pool else None)
+    return isinstance(have, int) and have < gd.PROFILES[profile]["node_networks"]
+
+
+@described("gpudirect.node_networks")
+def node_networks(view):
+    nodes = _annotated_nodes(view)
+    fabric = _fabric_networks(view, nodes)
+    param_sets = _by_object_name(view.kubernetes("network_param_sets"))
+    networks = _by_object_name(view.kubernetes("networks"))
+    evidence, problems, judged = [], [], 0
+    for node, profile in nodes:
+        # a pair that is missing or not Ready is gpudirect.gpu_nic_networks' / rdma_networks' fault, a pool created
+        # short of networks gke.gpudirect.pool_networks': a node lacking those networks is their symptom
+        wanted = [name for name, mode in fabric[profile] if not _pair_problems(name, mode, profile, param_sets, networks)]
+        if _pool_short(view, node, profile):
+            evidence.append("node %s: not judged, its pool has fewer node networks than %s needs" % (node_name(node), profile))
+            continue
+        judged += 1
+        have = _advertised_networks(node)
+        evidence.append("node %s (%s): %s" % (node_name(node), profile, ", ".join(sorted(have)) or "no network"))
+        lacking = [name for name in wanted if name not in have]
+        if lacking:
+            problems.append("node %s lacks allocatable %s" % (node_name(node), ", ".join(NETWORK_RESOURCE_PREFIX + n for n in lacking)))
+        count = len([name for name, _mode in fabric[profile] if name in have])
+        if count < gd.PROFILES[profile]["gpu_nic_count"] and not _is_rdma(profile) and not lacking:
+            problems.append("node %s advertises %d GPU NIC network(s); %s needs %d" % (
+                node_name(node), count, profile, gd.PROFILES[profile]["gpu_nic_count"]))
+    if not judged:
+        raise Skip("no GPUDirect node can be judged: %s" % "; ".join(evidence))
+    return evidence, problems
+
+
+def _interfaces(node):
+    """{kernel interface name at boot: Network} of a node from its NIC annotations; the node's InternalIP marks the
+    primary (management) network; None when the node carries neither annotation."""
+    nic_info, north = _node_annotation(node, NIC_INFO_ANNOTATION), _node_annotation(node, NORTH_INTERFACES_ANNOTATION)
+    if nic_info is None and north is None:
+        return None
+    by_ip = dict((e.get("ipAddress"), e.get("network")) for e in north or [])
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            by_ip.setdefault(address.get("address"), "%s (the node's primary network)" % gd.DEFAULT_NETWORK)
+    return dict((e.get("birthName"), by_ip.get(e.get("birthIP"), "an unknown network (IP %s)" % e.get("birthIP")))
+                for e in nic_info or [] if e.get("birthName"))
+
+
+@described("gpudirect.node_nics")
+def node_nics(view):
+    nodes = _annotated_nodes(view)
+    fabric = _fabric_networks(view, nodes)
+    evidence, problems, judged = [], [], 0
+    for node, profile in nodes:
+        interfaces = _interfaces(node)
+        if interfaces is None:
+            if _advertised_networks(node):
+                raise Missing("kubernetes.nodes[%s].metadata.annotations" % node_name(node), "the node advertises GKE networks "
+                              "but carries neither %s nor %s, which place them on its interfaces" % (
+                                  NIC_INFO_ANNOTATION, NORTH_INTERFACES_ANNOTATION))
+            evidence.append("node %s: not judged, no GKE network on it (gpudirect.node_networks names it)" % node_name(node))
+            continue
+        judged += 1
+        gpu_networks = set(gd.rdma_network_names(profile) if _is_rdma(profile) else [name for name, _mode in fabric[profile]])
+        placed = ["%s=%s" % (i, interfaces.get(i, "(none)")) for i in gd.interface_names(profile)]
+        evidence.append("node %s (%s): %s" % (node_name(node), profile, ", ".join(placed)))
+        wrong = ["%s carries %s" % (i, interfaces[i]) for i in gd.interface_names(profile)
+                 if i in interfaces and interfaces[i] not in gpu_networks]
+        if wrong:
+            problems.append("node %s: %s, not a GPU NIC network of %s" % (node_name(node), "; ".join(wrong), profile))
+    if not judged:
+        raise Skip("no GPUDirect node carries a GKE network: %s" % "; ".join(evidence))
+    return evidence, problems
 
 
 @described("gpudirect.daemon_pair")
