@@ -524,7 +524,8 @@ def node_networks(view):
         lacking = [name for name in wanted if name not in have]
         if lacking:
             problems.append("node %s lacks allocatable %s" % (node_name(node), ", ".join(NETWORK_RESOURCE_PREFIX + n for n in lacking)))
-        count = len([name for name, _mode in fabric[profile] if name in have])
+        # a network whose pair is broken counts as present: its own check names it
+        count = len([name for name, _mode in fabric[profile] if name in have or name not in wanted])
         if count < gd.PROFILES[profile]["gpu_nic_count"] and not _is_rdma(profile) and not lacking:
             problems.append("node %s advertises %d GPU NIC network(s); %s needs %d" % (
                 node_name(node), count, profile, gd.PROFILES[profile]["gpu_nic_count"]))
@@ -535,9 +536,9 @@ def node_networks(view):
 
 def _interfaces(node):
     """{kernel interface name at boot: Network} of a node from its NIC annotations; the node's InternalIP marks the
-    primary (management) network; None when the node carries neither annotation."""
+    primary (management) network; None when the node lacks either annotation."""
     nic_info, north = _node_annotation(node, NIC_INFO_ANNOTATION), _node_annotation(node, NORTH_INTERFACES_ANNOTATION)
-    if nic_info is None and north is None:
+    if nic_info is None or north is None:
         return None
     by_ip = dict((e.get("ipAddress"), e.get("network")) for e in north or [])
     for address in (node.get("status") or {}).get("addresses") or []:
@@ -556,9 +557,9 @@ def node_nics(view):
         interfaces = _interfaces(node)
         if interfaces is None:
             if _advertised_networks(node):
+                absent = [k for k in (NIC_INFO_ANNOTATION, NORTH_INTERFACES_ANNOTATION) if _node_annotation(node, k) is None]
                 raise Missing("kubernetes.nodes[%s].metadata.annotations" % node_name(node), "the node advertises GKE networks "
-                              "but carries neither %s nor %s, which place them on its interfaces" % (
-                                  NIC_INFO_ANNOTATION, NORTH_INTERFACES_ANNOTATION))
+                              "but lacks %s, which GKE writes to place them on its interfaces" % " and ".join(absent))
             evidence.append("node %s: not judged, no GKE network on it (gpudirect.node_networks names it)" % node_name(node))
             continue
         judged += 1

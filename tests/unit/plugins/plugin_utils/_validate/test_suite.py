@@ -134,6 +134,9 @@ def variant(load_raw, cluster):
         if "delete" in change:
             parent = _parent(data, change["delete"])
             del parent[_step(parent, change["delete"][-1])]
+        elif "append" in change:
+            parent = _parent(data, change["append"])
+            parent[_step(parent, change["append"][-1])].append(copy.deepcopy(change["value"]))
         elif "update" in change:
             parent = _parent(data, change["update"])
             parent[_step(parent, change["update"][-1])].update(copy.deepcopy(change["value"]))
