@@ -81,9 +81,7 @@ def device_plugin(view):
     if not nodes:
         raise Skip("no GPU node")
     names = [node_name(n) for n in nodes]
-    plugins = [p for p in view.pods_on(names) if _is_device_plugin_pod(p)]
-    broken = dict((r["node"], r["problem"]) for r in not_ready_pods(plugins))
-    ready = set(p["spec"]["nodeName"] for p in plugins if p["spec"]["nodeName"] not in broken)
+    plugins, broken, ready = _device_plugins(view, names)
     evidence = ["node %s: %s" % (n, ", ".join(p["metadata"]["name"] for p in plugins if p["spec"]["nodeName"] == n) or "none")
                 for n in sorted(names)]
     problems = []
@@ -93,6 +91,13 @@ def device_plugin(view):
         problems.append("node %s: %s" % (name, "device plugin pod not ready (%s)" % broken[name] if name in broken
                                          else "no device plugin pod"))
     return evidence, problems
+
+
+def _device_plugins(view, names):
+    """(device plugin pods on the nodes ``names``, {node: why its pod is not ready}, names of the nodes with a ready one)."""
+    plugins = [p for p in view.pods_on(names) if _is_device_plugin_pod(p)]
+    broken = dict((r["node"], r["problem"]) for r in not_ready_pods(plugins))
+    return plugins, broken, set(p["spec"]["nodeName"] for p in plugins if p["spec"]["nodeName"] not in broken)
 
 
 def _is_device_plugin_pod(pod):
@@ -107,13 +112,22 @@ def gpu_allocatable(view):
     nodes = view.gpu_nodes()
     if not nodes:
         raise Skip("no GPU node")
-    evidence, problems = [], []
+    evidence, problems, lacking = [], [], []
     for node in sorted(nodes, key=lambda n: node_name(n) or ""):
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         gpu = dict((k, v) for k, v in allocatable.items() if is_gpu_name(k) and str(v) not in ("0", ""))
         evidence.append("node %s: %s" % (node_name(node), ", ".join("%s=%s" % kv for kv in sorted(gpu.items())) or "none"))
         if not gpu:
-            problems.append("node %s advertises no GPU resource" % node_name(node))
+            lacking.append(node_name(node))
+    # a node whose device plugin is missing or not ready advertises nothing because of it: gpu.device_plugin names that
+    ready = _device_plugins(view, lacking)[2] if lacking else set()
+    for name in lacking:
+        if name in ready:
+            problems.append("node %s advertises no GPU resource" % name)
+        else:
+            evidence.append("node %s: not judged, it has no ready device plugin pod (gpu.device_plugin)" % name)
+    if lacking and not problems and len(lacking) == len(nodes):
+        raise Skip("no GPU node can be judged: %s" % "; ".join(evidence))
     return evidence, problems
 
 
@@ -198,6 +212,11 @@ def geometry(view):
         if model is None or labels.get(mig_catalog.MIG_CONFIG_STATE_LABEL) != "success":
             evidence.append("node %s: not compared (GPU model %s, state %s; see mig.capable_gpus and mig.config_state)"
                             % (node_name(node), model, labels.get(mig_catalog.MIG_CONFIG_STATE_LABEL)))
+            continue
+        if not any(is_gpu_name(k) and str(v) not in ("0", "") for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()):
+            # no GPU resource at all is no geometry: gpu.allocatable or gpu.device_plugin names why
+            evidence.append("node %s: not compared, it advertises no GPU resource (see gpu.allocatable and gpu.device_plugin)"
+                            % node_name(node))
             continue
         compared += 1
         layouts = standard_layouts(model)
