@@ -526,7 +526,7 @@ def node_networks(view):
             problems.append("node %s lacks allocatable %s" % (node_name(node), ", ".join(NETWORK_RESOURCE_PREFIX + n for n in lacking)))
         # a network whose pair is broken counts as present: its own check names it
         count = len([name for name, _mode in fabric[profile] if name in have or name not in wanted])
-        if count < gd.PROFILES[profile]["gpu_nic_count"] and not _is_rdma(profile) and not lacking:
+        if count < gd.PROFILES[profile]["gpu_nic_count"] and not lacking:
             problems.append("node %s advertises %d GPU NIC network(s); %s needs %d" % (
                 node_name(node), count, profile, gd.PROFILES[profile]["gpu_nic_count"]))
     if not judged:
@@ -536,7 +536,8 @@ def node_networks(view):
 
 def _interfaces(node):
     """{kernel interface name at boot: Network} of a node from its NIC annotations; the node's InternalIP marks the
-    primary (management) network; None when the node lacks either annotation."""
+    primary (management) network; an interface on no Network GKE lists is left out (a GPU NIC whose pair is missing
+    is gpudirect.gpu_nic_networks'); None when the node lacks either annotation."""
     nic_info, north = _node_annotation(node, NIC_INFO_ANNOTATION), _node_annotation(node, NORTH_INTERFACES_ANNOTATION)
     if nic_info is None or north is None:
         return None
@@ -544,8 +545,7 @@ def _interfaces(node):
     for address in (node.get("status") or {}).get("addresses") or []:
         if address.get("type") == "InternalIP":
             by_ip.setdefault(address.get("address"), "%s (the node's primary network)" % gd.DEFAULT_NETWORK)
-    return dict((e.get("birthName"), by_ip.get(e.get("birthIP"), "an unknown network (IP %s)" % e.get("birthIP")))
-                for e in nic_info or [] if e.get("birthName"))
+    return dict((e.get("birthName"), by_ip[e.get("birthIP")]) for e in nic_info or [] if e.get("birthName") and e.get("birthIP") in by_ip)
 
 
 @described("gpudirect.node_nics")
