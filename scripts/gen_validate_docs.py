@@ -25,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECKS_DOC = os.path.join(ROOT, "docs", "validate-checks.md")
 SAMPLE_DOC = os.path.join(ROOT, "docs", "validate-sample-report.md")
 SAMPLE = os.path.join(ROOT, "tests", "samples", "validate", "snapshot-a3mega.json")
+CLUSTERS = os.path.join(ROOT, "tests", "unit", "plugins", "plugin_utils", "_validate", "fixtures", "clusters.yml")
 PACKAGE = "ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate."
 
 
@@ -81,7 +82,27 @@ def render_checks():
             reads = ", ".join("`%s`" % r for r in check["reads"])
             lines.append("| `%s` | %s | %s | %s | %s |" % (check["id"], _cell(check["title"]), reads, _cell(check["cause"]), _cell(check["fix"])))
         lines.append("")
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return "\n".join(lines + _faults(checks)).rstrip("\n") + "\n"
+
+
+def _faults(checks):
+    """The faults the test clusters hold, by check: what each broken cluster fails, and what a cluster with nothing to
+    judge skips."""
+    import yaml
+    with open(CLUSTERS, encoding="utf-8") as handle:
+        clusters = yaml.safe_load(handle)
+    lines = ["## Faults caught", "",
+             "The test clusters of `%s` (each a healthy test cluster broken one or two ways, or left with nothing" % (
+                 os.path.relpath(CLUSTERS, ROOT)),
+             "to judge) and what each check says of them; the unit tests hold that each fails exactly these checks and no",
+             "other, and that a check with nothing to judge is skipped with its reason.", "", "| test cluster | check | result |", "| --- | --- | --- |"]
+    for check in checks:
+        for cluster in clusters:
+            for status, key in (("failed", "fails"), ("skipped", "skipped"), ("other", "other")):
+                text = (cluster.get(key) or {}).get(check["id"])
+                if text:
+                    lines.append("| %s (from %s) | `%s` | %s: %s |" % (cluster["name"], cluster["base"], check["id"], status, _cell(text)))
+    return lines + [""]
 
 
 def render_sample():

@@ -141,7 +141,7 @@ def test_the_sample_snapshot_validates_offline_and_fails_on_its_breaks(run_playb
     result.assert_failed()
     statuses = _statuses(tmp_path / "a3mega-us-central1" / "ctrf.json")
     assert sorted(k for k, v in statuses.items() if v == "failed") == ["gke.gpu_vpc", "gpudirect.fast_socket", "gpudirect.pod_whole_node"]
-    assert "a3mega-us-central1: 37 checks: 18 passed, 3 failed, 16 skipped, 0 other - NOT OK" in result.output
+    assert "a3mega-us-central1: 40 checks: 21 passed, 3 failed, 16 skipped, 0 other - NOT OK" in result.output
     page = (tmp_path / "a3mega-us-central1" / "report.md").read_text()
     assert page == (REPO_ROOT / "docs" / "validate-sample-report.md").read_text().split("-->\n\n", 1)[1]
 
@@ -202,7 +202,8 @@ def test_a_gke_cluster_is_read_through_the_info_modules(run_playbook, k8s_double
 
 def test_a_gke_rdma_cluster_is_read_with_its_network_objects(run_playbook, k8s_double, gcp_double, gcp_defaults, tmp_path):
     """GPUDirect-RDMA (A4X, regional cluster, zone of the RoCE VPC): the pool's boot disk and the GKENetworkParamSet /
-    Network objects reach the checks through the role's reads."""
+    Network objects reach the checks through the role's reads; the pair whose subnet is taken is not Ready and fails
+    gpudirect.rdma_networks alone, naming it and its reason."""
     from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_PROJECT
     store = gcp_double._project(GCP_PROJECT)
     store["clusters"]["us-central1/a4x"] = {
@@ -217,9 +218,11 @@ def test_a_gke_rdma_cluster_is_read_with_its_network_objects(run_playbook, k8s_d
     for name in ("gke-a4x-0", "gke-a4x-1"):
         k8s_double.add_node(name, labels=labels, allocatable={"nvidia.com/gpu": "4"})
         k8s_double.modify("Node", name, lambda n: n["status"].update(nodeInfo={"kubeletVersion": "v1.34.1-gke.1829001"}))
+    # one subnet per network, but rdma-2 names rdma-1's: GKE refuses it (DeviceModeSubnetAlreadyInUse)
     for name, mode in [("gvnic-1", "NetDevice")] + [("rdma-%d" % i, "RDMA") for i in range(4)]:
+        subnet = "s-rdma-1" if name == "rdma-2" else "s-" + name
         k8s_double.put({"apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet", "metadata": {"name": name},
-                        "spec": {"vpc": "v", "vpcSubnet": "s", "deviceMode": mode}})
+                        "spec": {"vpc": "v-gvnic" if mode == "NetDevice" else "v-roce", "vpcSubnet": subnet, "deviceMode": mode}})
         k8s_double.put({"apiVersion": "networking.gke.io/v1", "kind": "Network", "metadata": {"name": name},
                         "spec": {"type": "Device", "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet",
                                                                      "name": name}}})
@@ -230,9 +233,16 @@ def test_a_gke_rdma_cluster_is_read_with_its_network_objects(run_playbook, k8s_d
     run_playbook(play, env=k8s_double.env()).assert_ok()
     assert gcp_double.mutating_requests() == []
     tests = dict((t["name"], t) for t in json.loads((tmp_path / "out" / "localhost" / "ctrf.json").read_text())["results"]["tests"])
-    for check in ("gke.dataplane_v2", "gke.multi_networking", "gke.gpudirect.version_gate", "gpudirect.rdma_networks",
+    for check in ("gke.dataplane_v2", "gke.multi_networking", "gke.gpudirect.version_gate",
                   "gpudirect.allocatable_gpus", "gke.cos_image"):
         assert tests[check]["status"] == "passed", tests[check]
+    assert tests["gpudirect.rdma_networks"]["status"] == "failed"
+    assert tests["gpudirect.rdma_networks"]["extra"]["evidence"][0] == (
+        "rdma-a4x: GKENetworkParamSet gvnic-1 deviceMode NetDevice, Network present")
+    message = tests["gpudirect.rdma_networks"]["message"]
+    assert (" GKENetworkParamSet rdma-2 is not Ready (Ready False: DeviceModeSubnetAlreadyInUse: subnet s-rdma-1 is already used "
+            "by rdma-1) Fix: ") in message, message
+    assert message.endswith("Fix: " + tests["gpudirect.rdma_networks"]["extra"]["fix"]) and "gke_gpu_cluster_gpudirect" in message
     assert tests["gke.gpudirect.boot_disk"]["status"] == "failed"
     assert "pool a4x-pool (a4x-highgpu-4g) boots from pd-balanced" in tests["gke.gpudirect.boot_disk"]["message"]
     assert tests["gpudirect.nri_injector"]["status"] == "skipped"

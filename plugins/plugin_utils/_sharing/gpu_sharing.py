@@ -157,18 +157,14 @@ def _exempt(pod, exempt_namespaces, exempt_labels):
     return any(labels.get(k) == str(v) for k, v in (exempt_labels or {}).items())
 
 
-def ack_workload_findings(pods, nodes, exempt_namespaces=("kube-system",), exempt_labels=None):
-    """What the ACK MPS guide forbids or requires, found in running pods.
-
-    ``nodes``: Node documents; those labelled ``ack.node.gpu.schedule=mps`` are the MPS nodes.
-    ``pods``: Pod documents. Pods on MPS nodes, and pods anywhere that request GPU resources, are
-    checked; finished pods, the MPS control daemon's own pods and exempt namespaces/labels are not.
-    Returns a list of findings: dict(namespace, pod, node, container, rule, message).
-    """
+def ack_workload_pods(pods, nodes, exempt_namespaces=("kube-system",), exempt_labels=None):
+    """The pods the ACK MPS rules judge, in order: the active pods on MPS nodes and those anywhere that request GPU
+    resources or pick GPUs by NVIDIA_VISIBLE_DEVICES; not finished pods, the MPS control daemon's own pods nor exempt
+    namespaces/labels. Returns a list of dict(pod, on_mps, requests, picked)."""
     exempt = dict(exempt_labels or {})
     exempt.setdefault(ACK_DAEMON_LABEL, ACK_DAEMON_VALUE)
     mps_nodes = {_meta(n).get("name") for n in nodes or [] if _labels(n).get(ACK_MPS_LABEL) == ACK_MPS_VALUE}
-    findings = []
+    judged = []
     for pod in sorted(pods or [], key=lambda p: (_meta(p).get("namespace", ""), _meta(p).get("name") or "")):
         if not _active(pod) or _exempt(pod, exempt_namespaces, exempt):
             continue
@@ -177,8 +173,23 @@ def ack_workload_findings(pods, nodes, exempt_namespaces=("kube-system",), exemp
         on_mps = spec.get("nodeName") in mps_nodes
         containers = (spec.get("initContainers") or []) + (spec.get("containers") or [])
         picked = [(c.get("name"), _visible_devices(c)) for c in containers if _visible_devices(c) is not None]
-        if not (on_mps or requests or picked):
-            continue
+        if on_mps or requests or picked:
+            judged.append(dict(pod=pod, on_mps=on_mps, requests=requests, picked=picked))
+    return judged
+
+
+def ack_workload_findings(pods, nodes, exempt_namespaces=("kube-system",), exempt_labels=None):
+    """What the ACK MPS guide forbids or requires, found in running pods.
+
+    ``nodes``: Node documents; those labelled ``ack.node.gpu.schedule=mps`` are the MPS nodes.
+    ``pods``: Pod documents, judged as ``ack_workload_pods`` picks them.
+    Returns a list of findings: dict(namespace, pod, node, container, rule, message).
+    """
+    findings = []
+    for one in ack_workload_pods(pods, nodes, exempt_namespaces, exempt_labels):
+        pod, on_mps, requests, picked = one["pod"], one["on_mps"], one["requests"], one["picked"]
+        spec = pod.get("spec") or {}
+        containers = (spec.get("initContainers") or []) + (spec.get("containers") or [])
         uses_gpu = bool(requests or picked)
         for name, value in picked:
             findings.append(_finding(pod, "visible-devices-env", "sets NVIDIA_VISIBLE_DEVICES=%s" % value, name))

@@ -36,6 +36,11 @@ FAST_SOCKET_LABEL = "cloud.google.com/gke-nccl-fastsocket"
 ADVANCED_DATAPATH = "ADVANCED_DATAPATH"
 # the node label GKE sets to the name of the node's pool (GKE node labels reference)
 _POOL_LABEL = "cloud.google.com/gke-nodepool"
+# the node label GKE sets to the node image's OS distribution (cos, ubuntu), and how the kubelet names COS in
+# status.nodeInfo.osImage: what a node shows of its image when the GKE API is not read
+OS_DISTRIBUTION_LABEL = "cloud.google.com/gke-os-distribution"
+_COS_DISTRIBUTION = "cos"
+_COS_OS_IMAGE = "Container-Optimized OS"
 # the MIG manager's "no MIG" config (also a GPU Operator default)
 _MIG_OFF = ("all-disabled", "")
 _FINISHED = ("Succeeded", "Failed")
@@ -92,8 +97,9 @@ def _fabrics(nodes):
     return sorted(set(f for _n, f in nodes))
 
 
-def _gpu_pods(view, nodes):
-    """[(pod, node, fabric, requests)] of the active pods that request GPUs on GPUDirect nodes."""
+def _gpu_pods(view, nodes, where="GPUDirect"):
+    """[(pod, node, fabric, requests)] of the active pods that request GPUs on GPUDirect nodes; Skip when there is
+    none (a workload check with no workload to judge has not passed)."""
     by_name = dict((node_name(n), (n, f)) for n, f in nodes)
     found = []
     for pod in view.pods_on(by_name):
@@ -103,6 +109,8 @@ def _gpu_pods(view, nodes):
         if requests:
             node, fabric = by_name[pod["spec"]["nodeName"]]
             found.append((pod, node, fabric, requests))
+    if not found:
+        raise Skip("no running pod requests GPUs on a %s node (%d node(s)): there is no workload to judge" % (where, len(by_name)))
     return found
 
 
@@ -165,9 +173,38 @@ def standard_cluster(view):
     return ["autopilot %s" % cluster["autopilot"]], ["the cluster is Autopilot"] if cluster["autopilot"] else []
 
 
+def _node_os(node):
+    """(is COS, what shows it) of a node from its OS distribution label, else its osImage; (None, None) when neither."""
+    label = node_labels(node).get(OS_DISTRIBUTION_LABEL)
+    if label:
+        return label.strip().lower() == _COS_DISTRIBUTION, "%s=%s" % (OS_DISTRIBUTION_LABEL, label)
+    image = ((node.get("status") or {}).get("nodeInfo") or {}).get("osImage")
+    if image:
+        return image.strip().startswith(_COS_OS_IMAGE), "osImage %s" % image
+    return None, None
+
+
+def _cos_nodes(view, nodes):
+    """gke.cos_image from what the nodes show when the GKE API's node pools were not read; other when a node shows nothing."""
+    why = (view.snapshot.get("read_errors") or {}).get("gke.node_pools") or "not read"
+    evidence, problems = ["gke.node_pools: %s; judged from the nodes" % why], []
+    for node, _fabric in nodes:
+        cos, shown = _node_os(node)
+        if cos is None:
+            raise Missing("gke.node_pools", "%s; node %s has neither the %s label nor status.nodeInfo.osImage: give "
+                          "validate_gke (cluster, location and GCP credentials) to read its pool's image type" % (
+                              why, node_name(node), OS_DISTRIBUTION_LABEL))
+        evidence.append("node %s: %s" % (node_name(node), shown))
+        if not cos:
+            problems.append("node %s (pool %s) runs %s" % (node_name(node), node_labels(node).get(_POOL_LABEL), shown))
+    return evidence, problems
+
+
 @described("gke.cos_image")
 def cos_image(view):
-    _gpudirect_nodes(view)
+    nodes = _gpudirect_nodes(view)
+    if not view.has("gke.node_pools"):
+        return _cos_nodes(view, nodes)
     pools = [p for p in view.need("gke.node_pools") if p.get("gpudirect")]
     if not pools:
         raise Missing("gke.node_pools", "GPUDirect nodes exist but no node pool of a GPUDirect machine type was read")
@@ -196,6 +233,9 @@ def pool_networks(view):
         if have is None or have < want:
             problems.append("pool %s (%s) has %s additional node network(s); %s needs %d" % (
                 pool.get("name"), machine_type, have, profile, want))
+    if not evidence:
+        raise Skip("no node pool read is of a GPUDirect machine type (%s): GKE listed %s" % (
+            ", ".join(sorted(gd.MACHINES)), ", ".join("%s (%s)" % (p.get("name"), p.get("machine_type")) for p in pools)))
     return evidence, problems
 
 
@@ -263,21 +303,92 @@ def nri_injector(view):
     return ["%s: %s" % (entry["name"], ", ".join(i or "?" for i in _ds_images(ds)))], _ds_problems(ds, entry["name"], len(nodes))
 
 
+def _gpu_count(node):
+    """The node's allocatable nvidia.com/gpu as a number (None when absent or not a whole number)."""
+    have = str(((node.get("status") or {}).get("allocatable") or {}).get(GPU_RESOURCE, "")).strip()
+    return int(have) if have.isdigit() else None
+
+
+def _sharing(node):
+    """What shows that a GPUDirect node shares its GPUs: its GKE sharing labels, a MIG config, or more nvidia.com/gpu
+    than its machine has GPUs (a device-plugin sharing config GKE does not label); [] when nothing does."""
+    labels = node_labels(node)
+    found = ["%s=%s" % (k, labels[k]) for k in gd.GPU_SHARING_LABELS if labels.get(k)]
+    if labels.get(MIG_CONFIG_LABEL, "") not in _MIG_OFF:
+        found.append("%s=%s" % (MIG_CONFIG_LABEL, labels[MIG_CONFIG_LABEL]))
+    have, gpus = _gpu_count(node), gd.machine(labels[gd.MACHINE_TYPE_LABEL])["gpus_per_node"]
+    if not found and have is not None and have > gpus:
+        found.append("%s=%d for %d GPUs" % (GPU_RESOURCE, have, gpus))
+    return found
+
+
 @described("gpudirect.allocatable_gpus")
 def allocatable_gpus(view):
-    evidence, problems = [], []
+    evidence, problems, judged = [], [], 0
     for node, _fabric in _gpudirect_nodes(view):
-        machine = gd.machine(node_labels(node)[gd.MACHINE_TYPE_LABEL])
+        want = gd.machine(node_labels(node)[gd.MACHINE_TYPE_LABEL])["gpus_per_node"]
         have = ((node.get("status") or {}).get("allocatable") or {}).get(GPU_RESOURCE)
+        # a shared node advertises partitions or replicas (gpudirect.no_gpu_sharing names that); a node with no GPU
+        # resource at all is gpu.allocatable's: either way the count here is not the cause
+        if _sharing(node):
+            evidence.append("node %s: %s=%s, not judged: it shares its GPUs" % (node_name(node), GPU_RESOURCE, have))
+            continue
+        if str(have or "0").strip() == "0":
+            evidence.append("node %s: no %s, not judged: it advertises no GPU" % (node_name(node), GPU_RESOURCE))
+            continue
+        judged += 1
         evidence.append("node %s: %s=%s" % (node_name(node), GPU_RESOURCE, have))
-        if str(have) != str(machine["gpus_per_node"]):
-            problems.append("node %s advertises %s=%s, its machine has %d" % (node_name(node), GPU_RESOURCE, have,
-                                                                              machine["gpus_per_node"]))
+        if _gpu_count(node) is None:
+            problems.append("node %s advertises %s=%s, not a whole number of GPUs; its machine has %d" % (
+                node_name(node), GPU_RESOURCE, have, want))
+        elif _gpu_count(node) < want:
+            problems.append("node %s advertises %s=%s, its machine has %d" % (node_name(node), GPU_RESOURCE, have, want))
+    if not judged:
+        raise Skip("no GPUDirect node's GPU count can be judged: %s" % "; ".join(evidence))
     return evidence, problems
 
 
 def _by_object_name(documents):
     return dict(((d.get("metadata") or {}).get("name"), d) for d in documents or [])
+
+
+def _not_ready(document):
+    """Why a GKENetworkParamSet or Network is not Ready (its Ready condition's status, reason and message), else None."""
+    ready = [c for c in ((document.get("status") or {}).get("conditions") or []) if c.get("type") == "Ready"]
+    if not ready:
+        return "no Ready condition"
+    if str(ready[-1].get("status")) == "True":
+        return None
+    detail = ": ".join(str(ready[-1].get(k)) for k in ("reason", "message") if ready[-1].get(k))
+    return "Ready %s%s" % (ready[-1].get("status"), ": " + detail if detail else "")
+
+
+def _pair_problems(name, mode, profile, param_sets, networks):
+    """What is wrong with the GKENetworkParamSet / Network pair ``name`` a profile's pods attach in device mode ``mode``."""
+    params, network = param_sets.get(name), networks.get(name)
+    problems = []
+    if params is None:
+        problems.append("GKENetworkParamSet %s not found (%s needs it, deviceMode %s)" % (name, profile, mode))
+    elif ((params.get("spec") or {}).get("deviceMode")) != mode:
+        problems.append("GKENetworkParamSet %s has deviceMode %s; %s needs %s" % (
+            name, (params.get("spec") or {}).get("deviceMode"), profile, mode))
+    elif _not_ready(params):
+        problems.append("GKENetworkParamSet %s is not Ready (%s)" % (name, _not_ready(params)))
+    ref = ((network or {}).get("spec") or {}).get("parametersRef") or {}
+    if network is None:
+        problems.append("Network %s not found (%s needs it)" % (name, profile))
+    elif (ref.get("group"), ref.get("kind"), ref.get("name")) != (gd.NETWORK_API_GROUP, "GKENetworkParamSet", name):
+        problems.append("Network %s does not refer to GKENetworkParamSet %s (parametersRef %s)" % (
+            name, name, json.dumps(ref, sort_keys=True)))
+    elif _not_ready(network) and not problems:     # a Network is not Ready while its GKENetworkParamSet is not
+        problems.append("Network %s is not Ready (%s)" % (name, _not_ready(network)))
+    return problems
+
+
+def _pair_evidence(profile, name, param_sets, networks):
+    params, network = param_sets.get(name), networks.get(name)
+    return "%s: GKENetworkParamSet %s deviceMode %s, Network %s" % (
+        profile, name, ((params.get("spec") or {}).get("deviceMode") if params else "(none)"), "present" if network else "(none)")
 
 
 @described("gpudirect.rdma_networks")
@@ -291,24 +402,177 @@ def rdma_networks(view):
     networks = _by_object_name(view.kubernetes("networks"))
     evidence, problems = [], []
     for profile in profiles:
-        wanted = [(gd.RDMA_GVNIC_NETWORK, gd.DEFAULT_DEVICE_MODE)]
-        wanted += [(name, gd.PROFILES[profile]["device_mode"]) for name in gd.rdma_network_names(profile)]
-        for name, mode in wanted:
-            params, network = param_sets.get(name), networks.get(name)
-            have = ((params or {}).get("spec") or {}).get("deviceMode")
-            evidence.append("%s: GKENetworkParamSet %s deviceMode %s, Network %s" % (
-                profile, name, have if params else "(none)", "present" if network else "(none)"))
-            if params is None:
-                problems.append("GKENetworkParamSet %s not found (%s needs it, deviceMode %s)" % (name, profile, mode))
-            elif have != mode:
-                problems.append("GKENetworkParamSet %s has deviceMode %s; %s needs %s" % (name, have, profile, mode))
-            ref = ((network or {}).get("spec") or {}).get("parametersRef") or {}
-            if network is None:
-                problems.append("Network %s not found (%s needs it)" % (name, profile))
-            elif (ref.get("group"), ref.get("kind"), ref.get("name")) != (gd.NETWORK_API_GROUP, "GKENetworkParamSet", name):
-                problems.append("Network %s does not refer to GKENetworkParamSet %s (parametersRef %s)" % (
-                    name, name, json.dumps(ref, sort_keys=True)))
+        for name, mode in _rdma_pairs(profile):
+            evidence.append(_pair_evidence(profile, name, param_sets, networks))
+            problems += _pair_problems(name, mode, profile, param_sets, networks)
     return evidence, sorted(set(problems), key=problems.index)
+
+
+def _rdma_pairs(profile):
+    """[(Network name, device mode)] of an RDMA profile: the gVNIC network, then rdma-0..N-1."""
+    return [(gd.RDMA_GVNIC_NETWORK, gd.DEFAULT_DEVICE_MODE)] + [
+        (name, gd.PROFILES[profile]["device_mode"]) for name in gd.rdma_network_names(profile)]
+
+
+# GKE multi-networking on a node: one allocatable resource per attached Network (and one "<name>.IP"), the Networks
+# on the node's additional NICs with their IPs, and each NIC's first IP with its kernel name at boot
+# (GoogleCloudPlatform/gke-networking-api, apis/network/v1: NorthInterfacesAnnotationKey, NICInfoAnnotationKey)
+NETWORK_RESOURCE_PREFIX = "networking.gke.io.networks/"
+NORTH_INTERFACES_ANNOTATION = "networking.gke.io/north-interfaces"
+NIC_INFO_ANNOTATION = "networking.gke.io/nic-info"
+
+
+def _node_annotation(node, key):
+    """A node's JSON-list annotation as a list of mappings; None when absent; ValueError when it is not one."""
+    text = ((node.get("metadata") or {}).get("annotations") or {}).get(key)
+    if text is None:
+        return None
+    value = json.loads(text)
+    if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+        raise ValueError("node %s: annotation %s is not a JSON list of objects" % (node_name(node), key))
+    return value
+
+
+def _advertised_networks(node):
+    """The Networks a node advertises (allocatable networking.gke.io.networks/<name> above 0, not the .IP ones)."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    return set(k[len(NETWORK_RESOURCE_PREFIX):] for k, v in allocatable.items()
+               if k.startswith(NETWORK_RESOURCE_PREFIX) and not k.endswith(".IP") and str(v).strip() not in ("0", ""))
+
+
+def _named_networks(node):
+    """Every Network a node names: in its allocatable and in its north-interfaces annotation."""
+    north = _node_annotation(node, NORTH_INTERFACES_ANNOTATION) or []
+    return _advertised_networks(node) | set(e.get("network") for e in north if e.get("network"))
+
+
+def _fabric_networks(view, nodes):
+    """{profile: [(Network name, device mode)]} of the GPU NIC networks of the non-DRANET GPUDirect nodes' profiles.
+
+    RDMA profiles: the catalog's names. TCPX/TCPXO: named by whoever built the fabric, so the GKE API's GPU NICs when
+    read, every GKENetworkParamSet in NetDevice mode, and every Network the nodes of the profile name that no
+    GKENetworkParamSet gives another mode (a pair that is missing is still the fabric's: its check names it)."""
+    param_sets = _by_object_name(view.kubernetes("network_param_sets"))
+    rdma_names = set(n for p in gd.rdma_profile_names() for n, _m in _rdma_pairs(p))
+    from_api = set(n.get("k8s_network") for n in (view.need("gke.nics") if view.has("gke.nics") else None) or []
+                   if n.get("k8s_network") and not _rdma_device(n))
+    device = set(name for name, d in param_sets.items() if ((d.get("spec") or {}).get("deviceMode")) == gd.DEFAULT_DEVICE_MODE)
+    found = {}
+    for profile in sorted(set(f for _n, f in nodes)):
+        if _is_rdma(profile):
+            found[profile] = _rdma_pairs(profile)
+            continue
+        named = set(name for n, f in nodes if f == profile for name in _named_networks(n))
+        named = set(name for name in named if name not in param_sets or name in device)
+        names = sorted((from_api | device | named) - rdma_names - set([gd.DEFAULT_NETWORK]))
+        found[profile] = [(name, gd.PROFILES[profile]["device_mode"]) for name in names]
+    return found
+
+
+def _annotated_nodes(view):
+    """[(node, profile)] of the GPUDirect nodes whose GPU NICs GKE multi-networking attaches (not DRANET's)."""
+    nodes = [(n, f) for n, f in _gpudirect_nodes(view) if not _dranet(n)]
+    if not nodes:
+        raise Skip("every GPUDirect node runs GKE DRANET: GKE manages its accelerator networks")
+    return nodes
+
+
+@described("gpudirect.gpu_nic_networks")
+def gpu_nic_networks(view):
+    nodes = [(n, f) for n, f in _annotated_nodes(view) if not _is_rdma(f)]
+    if not nodes:
+        raise Skip("no TCPX or TCPXO node (gpudirect.rdma_networks judges the GPUDirect-RDMA networks)")
+    param_sets = _by_object_name(view.kubernetes("network_param_sets"))
+    networks = _by_object_name(view.kubernetes("networks"))
+    evidence, problems = [], []
+    for profile, pairs in sorted(_fabric_networks(view, nodes).items()):
+        if not pairs:
+            raise Missing("kubernetes.network_param_sets", "no GPU NIC network of %s is named by its nodes, a GKENetworkParamSet "
+                          "in %s mode or the GKE API: give validate_gke to read the fabric" % (profile, gd.DEFAULT_DEVICE_MODE))
+        for name, mode in pairs:
+            evidence.append(_pair_evidence(profile, name, param_sets, networks))
+            problems += _pair_problems(name, mode, profile, param_sets, networks)
+    return evidence, problems
+
+
+def _pool_short(view, node, profile):
+    """Whether the GKE API shows the node's pool with fewer node networks than its profile (gke.gpudirect.pool_networks)."""
+    if not view.has("gke.node_pools"):
+        return False
+    pool = [p for p in view.need("gke.node_pools") if p.get("name") == node_labels(node).get(_POOL_LABEL)]
+    have = ((pool[0].get("gpudirect") or {}).get("gpu_nics") if pool else None)
+    return isinstance(have, int) and have < gd.PROFILES[profile]["node_networks"]
+
+
+@described("gpudirect.node_networks")
+def node_networks(view):
+    nodes = _annotated_nodes(view)
+    fabric = _fabric_networks(view, nodes)
+    param_sets = _by_object_name(view.kubernetes("network_param_sets"))
+    networks = _by_object_name(view.kubernetes("networks"))
+    evidence, problems, judged = [], [], 0
+    for node, profile in nodes:
+        # a pair that is missing or not Ready is gpudirect.gpu_nic_networks' / rdma_networks' fault, a pool created
+        # short of networks gke.gpudirect.pool_networks': a node lacking those networks is their symptom
+        wanted = [name for name, mode in fabric[profile] if not _pair_problems(name, mode, profile, param_sets, networks)]
+        if _pool_short(view, node, profile):
+            evidence.append("node %s: not judged, its pool has fewer node networks than %s needs" % (node_name(node), profile))
+            continue
+        judged += 1
+        have = _advertised_networks(node)
+        evidence.append("node %s (%s): %s" % (node_name(node), profile, ", ".join(sorted(have)) or "no network"))
+        lacking = [name for name in wanted if name not in have]
+        if lacking:
+            problems.append("node %s lacks allocatable %s" % (node_name(node), ", ".join(NETWORK_RESOURCE_PREFIX + n for n in lacking)))
+        # a network whose pair is broken counts as present: its own check names it
+        count = len([name for name, _mode in fabric[profile] if name in have or name not in wanted])
+        if count < gd.PROFILES[profile]["gpu_nic_count"] and not lacking:
+            problems.append("node %s advertises %d GPU NIC network(s); %s needs %d" % (
+                node_name(node), count, profile, gd.PROFILES[profile]["gpu_nic_count"]))
+    if not judged:
+        raise Skip("no GPUDirect node can be judged: %s" % "; ".join(evidence))
+    return evidence, problems
+
+
+def _interfaces(node):
+    """{kernel interface name at boot: Network} of a node from its NIC annotations; the node's InternalIP marks the
+    primary (management) network; an interface on no Network GKE lists is left out (a GPU NIC whose pair is missing
+    is gpudirect.gpu_nic_networks'); None when the node lacks either annotation."""
+    nic_info, north = _node_annotation(node, NIC_INFO_ANNOTATION), _node_annotation(node, NORTH_INTERFACES_ANNOTATION)
+    if nic_info is None or north is None:
+        return None
+    by_ip = dict((e.get("ipAddress"), e.get("network")) for e in north or [])
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            by_ip.setdefault(address.get("address"), "%s (the node's primary network)" % gd.DEFAULT_NETWORK)
+    return dict((e.get("birthName"), by_ip[e.get("birthIP")]) for e in nic_info or [] if e.get("birthName") and e.get("birthIP") in by_ip)
+
+
+@described("gpudirect.node_nics")
+def node_nics(view):
+    nodes = _annotated_nodes(view)
+    fabric = _fabric_networks(view, nodes)
+    evidence, problems, judged = [], [], 0
+    for node, profile in nodes:
+        interfaces = _interfaces(node)
+        if interfaces is None:
+            if _advertised_networks(node):
+                absent = [k for k in (NIC_INFO_ANNOTATION, NORTH_INTERFACES_ANNOTATION) if _node_annotation(node, k) is None]
+                raise Missing("kubernetes.nodes[%s].metadata.annotations" % node_name(node), "the node advertises GKE networks "
+                              "but lacks %s, which GKE writes to place them on its interfaces" % " and ".join(absent))
+            evidence.append("node %s: not judged, no GKE network on it (gpudirect.node_networks names it)" % node_name(node))
+            continue
+        judged += 1
+        gpu_networks = set(gd.rdma_network_names(profile) if _is_rdma(profile) else [name for name, _mode in fabric[profile]])
+        placed = ["%s=%s" % (i, interfaces.get(i, "(none)")) for i in gd.interface_names(profile)]
+        evidence.append("node %s (%s): %s" % (node_name(node), profile, ", ".join(placed)))
+        wrong = ["%s carries %s" % (i, interfaces[i]) for i in gd.interface_names(profile)
+                 if i in interfaces and interfaces[i] not in gpu_networks]
+        if wrong:
+            problems.append("node %s: %s, not a GPU NIC network of %s" % (node_name(node), "; ".join(wrong), profile))
+    if not judged:
+        raise Skip("no GPUDirect node carries a GKE network: %s" % "; ".join(evidence))
+    return evidence, problems
 
 
 @described("gpudirect.daemon_pair")
@@ -317,15 +581,19 @@ def daemon_pair(view):
     if not nodes:
         raise Skip("no TCPX or TCPXO node: the other GPUDirect fabrics run no RxDM daemon")
     evidence, problems = [], []
-    for pod, node, fabric, _requests in _gpu_pods(view, nodes):
+    for pod, node, fabric, _requests in _gpu_pods(view, nodes, "TCPX/TCPXO"):
         wanted = gd.release(fabric, _kubelet_version(node))["daemon"]
         name = gd.DAEMONS[fabric]["name"]
-        for container in (pod["spec"].get("containers") or []) + (pod["spec"].get("initContainers") or []):
-            if container.get("name") == name:
-                evidence.append("pod %s: %s" % (_pod_name(pod), container.get("image")))
-                if not _image_is(container.get("image"), wanted):
-                    problems.append("pod %s runs daemon %s; the node's release pairs %s:%s" % (
-                        _pod_name(pod), container.get("image"), wanted["repository"], wanted["tag"]))
+        daemons = [c for c in (pod["spec"].get("containers") or []) + (pod["spec"].get("initContainers") or []) if c.get("name") == name]
+        if not daemons:
+            evidence.append("pod %s: no %s container" % (_pod_name(pod), name))
+            problems.append("pod %s on node %s runs no %s container; the node's release pairs %s:%s" % (
+                _pod_name(pod), node_name(node), name, wanted["repository"], wanted["tag"]))
+        for container in daemons:
+            evidence.append("pod %s: %s" % (_pod_name(pod), container.get("image")))
+            if not _image_is(container.get("image"), wanted):
+                problems.append("pod %s runs daemon %s; the node's release pairs %s:%s" % (
+                    _pod_name(pod), container.get("image"), wanted["repository"], wanted["tag"]))
     return evidence, problems
 
 
@@ -337,10 +605,7 @@ def daemon_pair(view):
 def no_gpu_sharing(view):
     problems, evidence = [], []
     for node, fabric in _gpudirect_nodes(view):
-        labels = node_labels(node)
-        found = ["%s=%s" % (k, labels[k]) for k in gd.GPU_SHARING_LABELS if labels.get(k)]
-        if labels.get(MIG_CONFIG_LABEL, "") not in _MIG_OFF:
-            found.append("%s=%s" % (MIG_CONFIG_LABEL, labels[MIG_CONFIG_LABEL]))
+        found = _sharing(node)
         evidence.append("node %s: %s" % (node_name(node), ", ".join(found) or "no sharing label"))
         if found:
             problems.append("node %s (%s): %s" % (node_name(node), ", ".join(found), gd.sharing_refusal(gd.PROFILES[fabric]["fabric"])))
@@ -359,20 +624,27 @@ def pod_whole_node(view):
     return evidence, problems
 
 
-def _pod_checks(view, judge, annotated=False):
+def _pod_checks(view, judge, annotated=False, unjudged=None):
     """``judge(pod, node, profile)`` over the GPU pods of GPUDirect nodes; ``annotated``: only the nodes whose pods attach
-    their GPU NICs by the multi-network annotation (not the DRANET nodes, whose pods claim them through DRA)."""
+    their GPU NICs by the multi-network annotation (not the DRANET nodes, whose pods claim them through DRA).
+    ``judge`` returns None for a pod it cannot judge; when it judged none, the check skips with ``unjudged``."""
     nodes = _gpudirect_nodes(view)
     if annotated:
         nodes = [(n, f) for n, f in nodes if not _dranet(n)]
         if not nodes:
             raise Skip("every GPUDirect node runs GKE DRANET: its pods claim the NICs through DRA, not annotations")
-    evidence, problems = [], []
+    evidence, problems, judged = [], [], 0
     for pod, node, fabric, _requests in _gpu_pods(view, nodes):
         missing = judge(pod, node, fabric)
+        if missing is None:
+            evidence.append("pod %s (%s): not judged" % (_pod_name(pod), fabric))
+            continue
+        judged += 1
         evidence.append("pod %s (%s): %s" % (_pod_name(pod), fabric, "complete" if not missing else "missing " + ", ".join(missing)))
         if missing:
             problems.append("pod %s on node %s lacks %s" % (_pod_name(pod), node_name(node), ", ".join(missing)))
+    if not judged:
+        raise Skip(unjudged)
     return evidence, problems
 
 
@@ -396,7 +668,7 @@ def pod_interfaces(view):
     def judge(pod, _node, fabric):
         text = ((pod.get("metadata") or {}).get("annotations") or {}).get(gd.INTERFACES_ANNOTATION)
         if not text:
-            return []       # gpudirect.pod_annotations reports the missing annotation
+            return None     # gpudirect.pod_annotations reports the missing annotation
         try:
             entries = json.loads(text)
             every = dict((e["interfaceName"], e["network"]) for e in entries)
@@ -414,7 +686,8 @@ def pod_interfaces(view):
         missing += ["%s for GPU NIC network %s (has %s)" % (i, networks[i], attached[i]) for i in wanted
                     if i in attached and networks.get(i) and attached[i] != networks[i]]
         return missing
-    return _pod_checks(view, judge, annotated=True)
+    return _pod_checks(view, judge, annotated=True, unjudged="no GPU pod carries the %s annotation, so no interface can be "
+                       "judged (gpudirect.pod_annotations reports the pods that lack it)" % gd.INTERFACES_ANNOTATION)
 
 
 @described("gpudirect.pod_volumes")
@@ -465,7 +738,7 @@ def rdma_conflicts(view):
     daemons = sorted(d["name"] for d in gd.DAEMONS.values())
     prefix = gd.NRI_INJECTOR["annotation_prefix"]
     evidence, problems = [], []
-    for pod, node, profile, _requests in _gpu_pods(view, _rdma_nodes(view)):
+    for pod, node, profile, _requests in _gpu_pods(view, _rdma_nodes(view), "GPUDirect-RDMA"):
         found = []
         for container in (pod["spec"].get("initContainers") or []) + (pod["spec"].get("containers") or []):
             if container.get("name") in daemons:

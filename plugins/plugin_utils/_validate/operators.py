@@ -81,9 +81,7 @@ def device_plugin(view):
     if not nodes:
         raise Skip("no GPU node")
     names = [node_name(n) for n in nodes]
-    plugins = [p for p in view.pods_on(names) if _is_device_plugin_pod(p)]
-    broken = dict((r["node"], r["problem"]) for r in not_ready_pods(plugins))
-    ready = set(p["spec"]["nodeName"] for p in plugins if p["spec"]["nodeName"] not in broken)
+    plugins, broken, ready = _device_plugins(view, names)
     evidence = ["node %s: %s" % (n, ", ".join(p["metadata"]["name"] for p in plugins if p["spec"]["nodeName"] == n) or "none")
                 for n in sorted(names)]
     problems = []
@@ -93,6 +91,13 @@ def device_plugin(view):
         problems.append("node %s: %s" % (name, "device plugin pod not ready (%s)" % broken[name] if name in broken
                                          else "no device plugin pod"))
     return evidence, problems
+
+
+def _device_plugins(view, names):
+    """(device plugin pods on the nodes ``names``, {node: why its pod is not ready}, names of the nodes with a ready one)."""
+    plugins = [p for p in view.pods_on(names) if _is_device_plugin_pod(p)]
+    broken = dict((r["node"], r["problem"]) for r in not_ready_pods(plugins))
+    return plugins, broken, set(p["spec"]["nodeName"] for p in plugins if p["spec"]["nodeName"] not in broken)
 
 
 def _is_device_plugin_pod(pod):
@@ -107,13 +112,22 @@ def gpu_allocatable(view):
     nodes = view.gpu_nodes()
     if not nodes:
         raise Skip("no GPU node")
-    evidence, problems = [], []
+    evidence, problems, lacking = [], [], []
     for node in sorted(nodes, key=lambda n: node_name(n) or ""):
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         gpu = dict((k, v) for k, v in allocatable.items() if is_gpu_name(k) and str(v) not in ("0", ""))
         evidence.append("node %s: %s" % (node_name(node), ", ".join("%s=%s" % kv for kv in sorted(gpu.items())) or "none"))
         if not gpu:
-            problems.append("node %s advertises no GPU resource" % node_name(node))
+            lacking.append(node_name(node))
+    # a node whose device plugin is missing or not ready advertises nothing because of it: gpu.device_plugin names that
+    ready = _device_plugins(view, lacking)[2] if lacking else set()
+    for name in lacking:
+        if name in ready:
+            problems.append("node %s advertises no GPU resource" % name)
+        else:
+            evidence.append("node %s: not judged, it has no ready device plugin pod (gpu.device_plugin)" % name)
+    if lacking and not problems and len(lacking) == len(nodes):
+        raise Skip("no GPU node can be judged: %s" % "; ".join(evidence))
     return evidence, problems
 
 
@@ -131,6 +145,9 @@ def driver_pods(view):
     key, value = gpu_catalog.DRIVER_DAEMONSET_LABEL.split("=", 1)
     deploy = "nvidia.com/gpu.deploy.driver"
     wanted = [n for n in view.gpu_nodes() if node_labels(n).get(deploy) not in ("false", "pre-installed")]
+    if not wanted:
+        raise Skip("no GPU node gets its driver from the GPU Operator (none, or every one labelled %s=false or "
+                   "pre-installed)" % deploy)
     pods = [p for p in view.pods_on([node_name(n) for n in wanted]) if ((p.get("metadata") or {}).get("labels") or {}).get(key) == value]
     by_node = dict((p["spec"]["nodeName"], p) for p in pods)
     evidence, problems = ["%d driver node(s), %d driver pod(s)" % (len(wanted), len(pods))], []
@@ -187,7 +204,7 @@ def _geometry_problem(node, model, layout, strategy):
 
 @described("mig.geometry")
 def geometry(view):
-    evidence, problems = [], []
+    evidence, problems, compared = [], [], 0
     for node in _mig_nodes(view):
         labels = node_labels(node)
         config = labels[mig_catalog.MIG_CONFIG_LABEL]
@@ -196,6 +213,12 @@ def geometry(view):
             evidence.append("node %s: not compared (GPU model %s, state %s; see mig.capable_gpus and mig.config_state)"
                             % (node_name(node), model, labels.get(mig_catalog.MIG_CONFIG_STATE_LABEL)))
             continue
+        if not any(is_gpu_name(k) and str(v) not in ("0", "") for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()):
+            # no GPU resource at all is no geometry: gpu.allocatable or gpu.device_plugin names why
+            evidence.append("node %s: not compared, it advertises no GPU resource (see gpu.allocatable and gpu.device_plugin)"
+                            % node_name(node))
+            continue
+        compared += 1
         layouts = standard_layouts(model)
         strategy = _strategy(view, node)
         if config not in layouts:
@@ -206,6 +229,9 @@ def geometry(view):
             evidence.append("node %s: %s config %s strategy %s" % (node_name(node), model, config, strategy))
         if problem:
             problems.append("node %s: %s" % (node_name(node), problem))
+    if not compared:
+        raise Skip("no MIG node has a MIG-capable GPU with its config applied, so no geometry can be compared: "
+                   + "; ".join(evidence))
     return evidence, problems
 
 
@@ -281,7 +307,8 @@ def _exact_problem(node, expected, strategy):
 def requests_advertised(view):
     nodes = dict((node_name(n), (n.get("status") or {}).get("allocatable") or {}) for n in view.kubernetes("nodes"))
     advertised = set(k for a in nodes.values() for k, v in a.items() if str(v) not in ("0", ""))
-    evidence, problems = [], []
+    gpu_nodes = set(node_name(n) for n in view.gpu_nodes())
+    evidence, problems, judged = [], [], 0
     for pod in view.kubernetes("pods"):
         if (pod.get("status") or {}).get("phase") in _FINISHED:
             continue
@@ -291,11 +318,16 @@ def requests_advertised(view):
         where = (pod.get("spec") or {}).get("nodeName")
         have = set(k for k, v in nodes.get(where, {}).items() if str(v) not in ("0", "")) if where else advertised
         name = "%s/%s" % (pod["metadata"].get("namespace"), pod["metadata"].get("name"))
+        if where in gpu_nodes and not any(is_gpu_name(k) for k in have):
+            # a GPU node that lost every GPU resource is gpu.allocatable's failure; the pod's resource names are not the cause
+            evidence.append("pod %s: not judged, GPU node %s advertises no GPU resource" % (name, where))
+            continue
+        judged += 1
         evidence.append("pod %s: %s" % (name, ", ".join(sorted(requests))))
         for resource in sorted(requests):
             if resource not in have:
                 problems.append("pod %s requests %s, which %s" % (
                     name, resource, "node %s does not advertise" % where if where else "no node advertises"))
-    if not evidence:
-        raise Skip("no pod requests a GPU resource")
+    if not judged:
+        raise Skip("no pod requests a GPU resource%s" % (": " + "; ".join(evidence) if evidence else ""))
     return evidence, problems

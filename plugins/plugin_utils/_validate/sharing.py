@@ -36,5 +36,8 @@ def ack_daemons(view):
 @described("mps.ack_workloads")
 def ack_workloads(view):
     nodes = _mps_nodes(view)
+    judged = gpu_sharing.ack_workload_pods(view.kubernetes("pods"), nodes)
+    if not judged:
+        raise Skip("no workload pod runs on an MPS node or uses a GPU (%d MPS node(s))" % len(nodes))
     findings = gpu_sharing.ack_workload_findings(view.kubernetes("pods"), nodes)
-    return ["%d finding(s) on %d MPS node(s)" % (len(findings), len(nodes))], [f["message"] for f in findings]
+    return ["%d finding(s) in %d pod(s) on %d MPS node(s)" % (len(findings), len(judged), len(nodes))], [f["message"] for f in findings]

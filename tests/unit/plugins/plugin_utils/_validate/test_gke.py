@@ -174,9 +174,15 @@ def test_broken_one_way_fails_that_check_only(only_failure, check_id, mutate, te
     only_failure("gke-tcpxo", mutate, check_id, text)
 
 
+def _cluster_breaks(bases):
+    """The checks the broken clusters of fixtures/clusters.yml on ``bases`` fail."""
+    from ansible_collections.gpu_ops.cluster.tests.unit.plugins.plugin_utils._validate.test_suite import CLUSTERS
+    return set(check_id for c in CLUSTERS if c["base"] in bases for check_id in c.get("fails") or {})
+
+
 def test_every_gpudirect_check_has_a_break():
     ids = set(c.id for c in suite.CHECKS_BY_ID.values() if c.function.__module__.endswith("_validate.gke"))
-    assert ids == set(b[0] for b in BREAKS) | set(b[1] for b in RDMA_BREAKS)
+    assert ids == set(b[0] for b in BREAKS) | set(b[1] for b in RDMA_BREAKS) | (_cluster_breaks(("gke-tcpxo", A3U, A4X)) & ids)
 
 
 def test_without_gke_reads_the_cluster_checks_are_other_not_passed(load_raw, build_snapshot):
@@ -184,9 +190,14 @@ def test_without_gke_reads_the_cluster_checks_are_other_not_passed(load_raw, bui
     del data["gke"]
     result = suite.validate(build_snapshot(data))
     by_id = dict((r["id"], r) for r in result["results"])
-    for check_id in ("gke.dataplane_v2", "gke.multi_networking", "gke.standard_cluster", "gke.cos_image", "gke.gpu_vpc"):
+    for check_id in ("gke.dataplane_v2", "gke.multi_networking", "gke.standard_cluster", "gke.gpu_vpc"):
         assert by_id[check_id]["status"] == "other", by_id[check_id]
         assert "cannot read gke." in by_id[check_id]["message"]
+    # the node image is what the nodes show of it (their osImage here)
+    assert by_id["gke.cos_image"]["status"] == "passed"
+    assert by_id["gke.cos_image"]["evidence"] == ["gke.node_pools: not read; judged from the nodes",
+                                                  "node gke-a3mega-0: osImage Container-Optimized OS from Google",
+                                                  "node gke-a3mega-1: osImage Container-Optimized OS from Google"]
     assert result["exit_status"] == 9
 
 
@@ -397,10 +408,6 @@ def _gvnic_no_firewall(data):
     data["gke"]["nics"][0]["firewall"] = None
 
 
-def _pool_without_gvnic_network(data):
-    data["gke"]["node_pools"][0]["gpudirect"]["gpu_nics"] = 8
-
-
 def _rdma_no_subnet(data):
     data["gke"]["nics"][2]["subnetwork"] = None
 
@@ -411,7 +418,6 @@ RDMA_BREAKS = [
     (A4X, "gke.multi_networking", _rdma_no_multinet, "multi-networking is off"),
     (A3U, "gke.standard_cluster", _rdma_autopilot, "Autopilot"),
     (A4X, "gke.cos_image", _rdma_ubuntu, "pool a4x runs UBUNTU_CONTAINERD"),
-    (A3U, "gke.gpudirect.pool_networks", _pool_without_gvnic_network, "pool a3u (a3-ultragpu-8g) has 8 additional node network(s); rdma needs 9"),
     (A3U, "gpudirect.installer", _no_gib_installer, "kube-system/nccl-rdma-installer not found"),
     (A4X, "gpudirect.installer", _amd64_installer_on_a4x,
      "rdma-a4x on GKE 1.34.1-gke.1829001 needs gpudirect-gib/nccl-plugin-gib-arm64:v1.1.2"),
@@ -458,8 +464,10 @@ def test_every_rdma_relevant_check_has_an_rdma_break():
     gke_ids = set(c.id for c in suite.CHECKS_BY_ID.values() if c.function.__module__.endswith("_validate.gke"))
     # the RxDM daemon checks skip on RDMA (no daemon, no NRI injector): the healthy tests show it; the version gate's
     # RDMA breaks need a DRANET pool or a catalog floor: test_dranet_below_its_floor_fails_the_version_gate_only and
-    # test_an_rdma_profile_floor_in_the_catalog_is_enforced
-    assert gke_ids - set(b[1] for b in RDMA_BREAKS) == {"gpudirect.nri_injector", "gpudirect.daemon_pair", "gke.gpudirect.version_gate"}
+    # test_an_rdma_profile_floor_in_the_catalog_is_enforced; gpudirect.gpu_nic_networks judges TCPX/TCPXO networks
+    # (rdma_networks those of RDMA)
+    breaks = set(b[1] for b in RDMA_BREAKS) | _cluster_breaks((A3U, A4X))
+    assert gke_ids - breaks == {"gpudirect.nri_injector", "gpudirect.daemon_pair", "gke.gpudirect.version_gate", "gpudirect.gpu_nic_networks"}
 
 
 @pytest.mark.parametrize("name", [A3U, A4X])

@@ -367,7 +367,11 @@ def test_the_evidence_lists_nodes_by_name_with_their_device_plugin_pods(load_raw
     results = _results(data)
     assert results["gpu.device_plugin"]["evidence"] == ["node dgx-0: none", "node dgx-1: none"]
     assert results["gpu.allocatable"]["evidence"][1] == "node dgx-1: none"
-    assert results["gpu.allocatable"]["message"] == "node dgx-1 advertises no GPU resource"
+    # without a ready device plugin pod that is the cause, gpu.device_plugin's: one fault, one failure
+    assert results["gpu.allocatable"]["status"] == "passed"
+    assert results["gpu.allocatable"]["evidence"][2] == "node dgx-1: not judged, it has no ready device plugin pod (gpu.device_plugin)"
+    _node(data, "dgx-0")["status"]["allocatable"] = {"cpu": "255"}
+    assert _results(data)["gpu.allocatable"]["status"] == "skipped"
 
 
 @pytest.mark.parametrize("name, image, found", [
@@ -408,9 +412,14 @@ def test_geometry_boundaries_one_gpu_balanced_and_nothing_advertised(load_raw):
     assert _results(data)["mig.geometry"]["status"] == "passed"
     node["status"]["allocatable"]["nvidia.com/mig-3g.20gb"] = "4"      # whole GPUs per resource, but not the same number
     assert "is not n GPUs of" in _results(data)["mig.geometry"]["message"]
-    node["status"]["allocatable"] = {"cpu": "8"}
+    node["status"]["allocatable"] = {"nvidia.com/mig-2g.10gb": "8"}      # a profile of the config missing altogether
     message = _results(data)["mig.geometry"]["message"]
-    assert message.startswith("node dgx-1: allocatable {} is not n GPUs of"), message
+    assert message.startswith("node dgx-1: allocatable {\"nvidia.com/mig-2g.10gb\": 8} is not n GPUs of"), message
+    # nothing advertised at all is no geometry: gpu.allocatable names the node, mig.geometry does not compare it
+    node["status"]["allocatable"] = {"cpu": "8"}
+    results = _results(data)
+    assert results["mig.geometry"]["status"] == "passed" and results["gpu.allocatable"]["status"] == "failed"
+    assert "node dgx-1: not compared, it advertises no GPU resource" in results["mig.geometry"]["evidence"][1]
 
 
 def test_requests_of_finished_pods_are_not_judged_and_pending_pods_need_a_node_advertising_them(load_raw):
