@@ -759,6 +759,13 @@ def describe(profile_name, gke_version=None, registry=None):
 DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"
 INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
 
+# GKE multi-networking on a node: one allocatable resource per attached Network (and one "<name>.IP"), the Networks
+# on the node's additional NICs with their IPs, and each NIC's first IP with its kernel name at boot
+# (GoogleCloudPlatform/gke-networking-api, apis/network/v1: NorthInterfacesAnnotationKey, NICInfoAnnotationKey)
+NETWORK_RESOURCE_PREFIX = "networking.gke.io.networks/"
+NORTH_INTERFACES_ANNOTATION = "networking.gke.io/north-interfaces"
+NIC_INFO_ANNOTATION = "networking.gke.io/nic-info"
+
 
 def sharing_refusal(fabric):
     """Why a GPUDirect fabric refuses GPU sharing: the one rule for workloads, node pools and the mps role."""

@@ -414,12 +414,10 @@ def _rdma_pairs(profile):
         (name, gd.PROFILES[profile]["device_mode"]) for name in gd.rdma_network_names(profile)]
 
 
-# GKE multi-networking on a node: one allocatable resource per attached Network (and one "<name>.IP"), the Networks
-# on the node's additional NICs with their IPs, and each NIC's first IP with its kernel name at boot
-# (GoogleCloudPlatform/gke-networking-api, apis/network/v1: NorthInterfacesAnnotationKey, NICInfoAnnotationKey)
-NETWORK_RESOURCE_PREFIX = "networking.gke.io.networks/"
-NORTH_INTERFACES_ANNOTATION = "networking.gke.io/north-interfaces"
-NIC_INFO_ANNOTATION = "networking.gke.io/nic-info"
+# GKE multi-networking on a node (the catalog's names)
+NETWORK_RESOURCE_PREFIX = gd.NETWORK_RESOURCE_PREFIX
+NORTH_INTERFACES_ANNOTATION = gd.NORTH_INTERFACES_ANNOTATION
+NIC_INFO_ANNOTATION = gd.NIC_INFO_ANNOTATION
 
 
 def _node_annotation(node, key):

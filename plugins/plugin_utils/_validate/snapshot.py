@@ -47,8 +47,10 @@ _KEPT_ENV = re.compile(r"^(NCCL_|LD_LIBRARY_PATH\Z|NVIDIA_VISIBLE_DEVICES\Z|CUDA
 _ENV_SCRIPTS = (gke_gpudirect.TCPXO_ENV_SCRIPT, gke_gpudirect.GIB_ENV_SCRIPT)
 # (sources_nccl_env_script: what a snapshot keeps of a command, so that a snapshot file loads back unchanged)
 _CONTAINER_KEYS = ("name", "image", "resources", "volumeMounts", "securityContext", "restartPolicy", "sources_nccl_env_script")
-# the annotations the checks judge (multi-networking, the NRI device injection); any other may hold anything
-_KEPT_ANNOTATIONS = (gke_gpudirect.INTERFACES_ANNOTATION, gke_gpudirect.DEFAULT_INTERFACE_ANNOTATION)
+# the annotations the checks judge (a pod's and a node's multi-networking, the NRI device injection); any other may
+# hold anything
+_KEPT_ANNOTATIONS = (gke_gpudirect.INTERFACES_ANNOTATION, gke_gpudirect.DEFAULT_INTERFACE_ANNOTATION,
+                     gke_gpudirect.NORTH_INTERFACES_ANNOTATION, gke_gpudirect.NIC_INFO_ANNOTATION)
 _KEPT_ANNOTATION_PREFIX = gke_gpudirect.NRI_INJECTOR["annotation_prefix"]
 _COMMAND_KEYS = ("command", "args")
 

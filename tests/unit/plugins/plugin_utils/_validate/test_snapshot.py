@@ -294,6 +294,20 @@ def test_nodes_daemonsets_and_policies_keep_no_env_value_command_line_or_other_a
                                                          "devices.gke.io/container.tcpxo-daemon": "- path: /dev/nvidia0\n"}
 
 
+def test_a_node_keeps_the_multi_networking_annotations_the_network_checks_read():
+    """gpudirect.node_nics reads each node's NIC annotations: a live snapshot keeps them, and nothing else of the node's
+    annotations."""
+    nics = '[{"birthIP": "192.168.1.2", "birthName": "eth1"}]'
+    north = '[{"network": "a3mega-gpunic-1", "ipAddress": "192.168.1.2"}]'
+    node = {"metadata": {"name": "gpu", "annotations": {"networking.gke.io/nic-info": nics,
+                                                        "networking.gke.io/north-interfaces": north,
+                                                        "example.com/token": SENTINEL}}}
+    built = snap.build_kubernetes("c", {"resources": [node]}, {"resources": []}, {"resources": []})
+    assert built["kubernetes"]["nodes"][0]["metadata"]["annotations"] == {
+        "networking.gke.io/nic-info": nics, "networking.gke.io/north-interfaces": north}
+    assert snap.loaded(json.loads(json.dumps(built)))["kubernetes"]["nodes"] == built["kubernetes"]["nodes"]
+
+
 def test_a_snapshot_file_is_reduced_as_it_is_loaded():
     """A file a user sent: raw objects, a Secret in a collection, in a part of its own and under gke, unknown parts."""
     node, daemonset, policy, pod, secret = _hostile_cluster()
