@@ -253,3 +253,23 @@ def test_mps_role_checks_mode_unit_folder_and_gpus_before_any_write(run_playbook
     assert "GPU 3 is not a GPU of localhost (it has 0, 1)" in message and message.endswith("Nothing was changed.")
     assert _fake_writes(log) == []
     assert not any((tmp_path / name).exists() for name in ("state", "pipe", "log"))
+
+
+def test_mps_role_checks_the_unit_folder_and_directories_without_systemd_before_any_write(run_playbook, tmp_path):
+    """mps_service_manager none still writes the unit: a missing unit folder used to be found by the template, after the
+    pipe, log and state directories were created. A file where a directory goes is refused with it, before any write."""
+    env, log = _fake_host(tmp_path)
+    (tmp_path / "log").write_text("a file, not a folder", encoding="utf-8")
+    role_vars = {"mps_nvidia_smi": FAKE, "mps_service_manager": "none", "mps_unit_dir": str(tmp_path / "no-units"),
+                 "mps_state_dir": str(tmp_path / "state"), "mps_pipe_directory": str(tmp_path / "pipe"),
+                 "mps_log_directory": str(tmp_path / "log"), "mps_exclusive_process": True}
+    play = [{"name": "mps", "hosts": "localhost", "gather_facts": False,
+             "tasks": [{"name": "Run the role", "ansible.builtin.include_role": {"name": "gpu_ops.cluster.mps"},
+                        "vars": role_vars}]}]
+    result = run_playbook(play, env=env).assert_failed()
+    message = result.task("Refuse settings the host cannot take")["result"]["msg"]
+    assert message == ("mps_unit_dir: %s is not a folder on localhost (the folder of systemd units, such as /etc/systemd/system); "
+                       "mps_log_directory: %s is not a folder on localhost (something else has its path). Nothing was changed."
+                       % (tmp_path / "no-units", tmp_path / "log")), message
+    assert _fake_writes(log) == []
+    assert not any((tmp_path / name).exists() for name in ("state", "pipe", "no-units"))
