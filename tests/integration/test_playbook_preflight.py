@@ -124,6 +124,39 @@ def test_awx_setup_checks_every_template_before_the_organization(run_playbook):
         awx.stop()
 
 
+@pytest.mark.skipif(not AWX_INSTALLED, reason="awx.awx is not installed next to this collection")
+def test_awx_setup_checks_the_project_files_before_the_organization(run_playbook):
+    """A playbook or an inventory source that is not in the project: AWX refused them at the inventory source or the job
+    template, after the organization, project, credentials and inventories were created. Now the preflight names them,
+    from the project's copy (this collection), and nothing is sent."""
+    from ansible_collections.gpu_ops.cluster.tests.doubles.awx import AwxDouble  # pylint: disable=import-outside-toplevel
+
+    awx = AwxDouble(project_files=["playbooks/gke_gpudirect.yml", "playbooks/aks_mig.yml", "inventories/fleet"]).start()
+    try:
+        result = run_playbook(_playbook("awx_setup.yml"), extra_vars={
+            "awx_setup_controller": {"controller_host": awx.url, "controller_oauthtoken": awx.token},
+            "awx_job_templates_project_scm_url": "https://git.example/gpu_ops/cluster.git",
+            "awx_job_templates_inventories": [{"name": "GPU fleet", "source_path": "inventories/fleet"},
+                                              {"name": "Typo fleet", "source_path": "inventories/flet"}],
+            "awx_job_templates_templates": [
+                {"name": "Typo playbook", "playbook": "playbooks/gke_gpudirec.yml", "inventory": "GPU fleet"},
+                {"name": "Outside", "playbook": "../cluster/playbooks/aks_mig.yml", "inventory": "GPU fleet"},
+                {"name": "AKS MIG", "playbook": "playbooks/aks_mig.yml", "inventory": "GPU fleet"}]})
+        message = _report(result, "awx_setup.yml")
+        assert " found 3 problem(s)" in message, message
+        assert ("[localhost] awx_job_templates: awx_job_templates_templates: Typo playbook: playbook playbooks/gke_gpudirec.yml "
+                "is not a playbook of the project (%s; its playbooks: playbooks/aks_mig.yml, playbooks/awx_setup.yml, "
+                "playbooks/gke_gpudirect.yml, playbooks/gke_gpudirect_teardown.yml" % os.path.realpath(REPO_ROOT)) in message
+        assert "Outside: playbook ../cluster/playbooks/aks_mig.yml is not a playbook of the project" in message
+        assert ("awx_job_templates_inventories: Typo fleet: source_path inventories/flet is not in the project (%s)"
+                % os.path.realpath(REPO_ROOT)) in message
+        assert "AKS MIG" not in message
+        assert awx.mutating_requests() == []
+        assert not result.tasks("Organization")
+    finally:
+        awx.stop()
+
+
 # ------------------------------------------------------------------------------------- gke_gpudirect(.yml, teardown)
 
 def _gke_vars(gcp_double, k8s_double, **extra):
