@@ -236,6 +236,8 @@ def _fake_writes(log):
 
 
 def _gpu_hosts_vars(tmp_path, **more):
+    # the unit folder is there, as /etc/systemd/system is on a host (the role refuses a missing one)
+    (tmp_path / "units").mkdir(exist_ok=True)
     return dict(gpu_hosts_target="localhost", gpu_hosts_become=False, gpu_hosts_nvidia_smi=FAKE,
                 gpu_hosts_mig=[{"gpu": "0", "profiles": ["3g.20gb", "2g.10gb"]}], gpu_hosts_mig_allow_reset=True,
                 gpu_hosts_nccl_fabric="ib", gpu_hosts_nccl_interfaces=["mlx5_0"],
@@ -252,7 +254,8 @@ def test_gpu_hosts_mps_limit_on_a_missing_gpu_fails_before_the_mig_geometry(run_
     message = _report(result, "gpu_hosts.yml")
     assert "[localhost] mps: mps_pinned_device_mem_limit / mps_visible_devices: GPU 5 is not a GPU of localhost (it has 0, 1)" in message
     assert _fake_writes(log) == []
-    assert not any((tmp_path / name).exists() for name in ("nccl.conf", "units", "state", "pipe", "log"))
+    assert not any((tmp_path / name).exists() for name in ("nccl.conf", "state", "pipe", "log"))
+    assert list((tmp_path / "units").iterdir()) == []
 
 
 def test_gpu_hosts_mig_and_mps_on_one_gpu_is_a_cross_role_problem(run_playbook, tmp_path):
