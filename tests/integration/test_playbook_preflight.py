@@ -221,6 +221,66 @@ def test_aks_mig_bad_device_plugin_input_fails_before_the_pool_request(run_playb
     assert not result.tasks("Create the multi-instance GPU node pool")
 
 
+# ------------------------------------------------------------------------------------------ unknown variables
+
+UNKNOWN = "aks_mig_gpu_instance_profil is not an option of any role this playbook runs; did you mean aks_mig_gpu_instance_profile?"
+
+
+def test_aks_mig_warns_of_a_misspelt_playbook_option_and_goes_on(run_playbook, tmp_path):
+    """Ansible ignores aks_mig_gpu_instance_profil: the pool was MIG1g, in silence. Now the preflight names the option
+    it most likely means, and (not strict) the run goes on."""
+    render = tmp_path / "render"
+    result = run_playbook(_playbook("aks_mig.yml"), extra_args=_inventory("aks"),
+                          env={"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000"},
+                          extra_vars={"gpu_ops_render_dir": str(render), "aks_mig_gpu_instance_profil": "MIG3g",
+                                      "nvidia_device_plugin_wait_timout": 60, "aks_mig_pool_name": "migpool"})
+    result.assert_ok()
+    message = result.task(REPORT)["result"]["msg"]
+    assert message.splitlines() == [
+        "Warning: 2 variable(s) with the prefix of a role that no role of playbooks/aks_mig.yml declares; Ansible ignores"
+        " them (gpu_ops_preflight_strict=true makes them problems of the preflight):",
+        "[gpu-aks] " + UNKNOWN,
+        "[gpu-aks] nvidia_device_plugin_wait_timout is not an option of any role this playbook runs; did you mean"
+        " nvidia_device_plugin_wait_timeout?"]
+    assert (render / "requests").is_dir()
+
+
+def test_aks_mig_strict_fails_on_a_misspelt_option_before_the_pool_request(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    result = run_playbook(_playbook("aks_mig.yml"), extra_args=_inventory("aks"),
+                          env={"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000"},
+                          extra_vars={"gpu_ops_render_dir": str(render), "aks_mig_gpu_instance_profil": "MIG3g",
+                                      "gpu_ops_preflight_strict": True})
+    message = _report(result, "aks_mig.yml")
+    assert message.splitlines()[1:] == ["[gpu-aks] aks_mig.yml: " + UNKNOWN], message
+    _no_rendered_plan(render)
+    assert not result.tasks("Create the multi-instance GPU node pool")
+
+
+def test_gpu_operator_strict_fails_on_a_role_option_typo_before_any_write(run_playbook, k8s_double):
+    """A role's option (every entry point of its spec, its defaults) misspelt in the inventory's place, strict: one problem
+    with the others, and nothing is written to the cluster."""
+    result = run_playbook(_playbook("gpu_operator.yml"), extra_args=_inventory("baremetal-k8s"), env=k8s_double.env(),
+                          extra_vars={"rdma_test_threshold_fractoin": 0.5, "network_operator_ipam": "whereabout",
+                                      "gpu_ops_preflight_strict": "true"})
+    message = _report(result, "gpu_operator.yml")
+    assert message.splitlines()[1:] == [
+        "[baremetal-demo] network_operator: value of network_operator_ipam must be one of: auto, nv-ipam, whereabouts,"
+        " got: whereabout",
+        "[baremetal-demo] gpu_operator.yml: rdma_test_threshold_fractoin is not an option of any role this playbook runs;"
+        " did you mean rdma_test_threshold_fraction?"], message
+    assert k8s_double.writes() == []
+
+
+def test_a_shared_inventory_gives_no_unknown_variable(run_playbook, tmp_path):
+    """inventories/fleet holds the options of every playbook's roles (nccl_test_* for gke_gpudirect.yml): the teardown,
+    which does not run nccl_test, leaves them alone, strict or not."""
+    result = run_playbook(_playbook("gke_gpudirect_teardown.yml"), extra_args=_inventory("fleet"),
+                          extra_vars={"gpu_ops_render_dir": str(tmp_path / "render"), "gpu_ops_preflight_strict": True})
+    assert result.task(REPORT)["status"] == "skipped", result.output
+    assert "is not an option of any role" not in result.output
+
+
 # ------------------------------------------------------------------------------------------------- gpu_hosts.yml
 
 def _fake_host(tmp_path):
