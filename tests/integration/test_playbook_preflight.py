@@ -281,6 +281,27 @@ def test_a_shared_inventory_gives_no_unknown_variable(run_playbook, tmp_path):
     assert "is not an option of any role" not in result.output
 
 
+def test_a_playbook_of_your_own_is_read_beside_it_and_an_unknown_name_leaves_the_check_out(run_playbook, tmp_path):
+    """roles/preflight/README.md's pattern: a playbook outside the collection names itself; the roles it runs and its own
+    names are read from its file (beside the playbook that runs). A name found nowhere is no error: no check."""
+    def play(name):
+        mps = {"name": "Preflight of mps", "vars": {"mps_service_manager": "none", "mps_unit_dir": "/tmp", "mps_nvidia_smi": FAKE},
+               "ansible.builtin.include_role": {"name": "gpu_ops.cluster.mps", "tasks_from": "preflight", "rolespec_validate": False}}
+        report = {"name": "Preflight - every problem at once", "run_once": True, "vars": {"preflight_playbook": name},
+                  "ansible.builtin.include_role": {"name": "gpu_ops.cluster.preflight", "tasks_from": "report", "rolespec_validate": False}}
+        path = tmp_path / "mine.yml"
+        path.write_text(json.dumps([{"name": "mine", "hosts": "localhost", "gather_facts": False,
+                                     "vars": {"mine_x": "{{ mine_mps }}"}, "tasks": [mps, report]}]), encoding="utf-8")
+        return path
+    bad = {"mps_stop_polcy": "drain", "mine_mpss": True, "mine_mps": True, "nccl_test_nodes": 2}
+    result = run_playbook(play("mine.yml"), extra_vars=bad).assert_ok()
+    assert result.task(REPORT)["result"]["msg"].splitlines()[1:] == [
+        "[localhost] mine_mpss is not an option of any role this playbook runs; did you mean mine_mps?",
+        "[localhost] mps_stop_polcy is not an option of any role this playbook runs; did you mean mps_stop_policy?"]
+    result = run_playbook(play("nowhere.yml"), extra_vars=bad).assert_ok()
+    assert result.task(REPORT)["status"] == "skipped"
+
+
 # ------------------------------------------------------------------------------------------------- gpu_hosts.yml
 
 def _fake_host(tmp_path):
