@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of roles' argument specs: awx_survey_spec, an AWX job template survey generated from them, and
-argument_spec_errors, a role's variables checked against one (the preflight's check).
+"""Filters of roles' argument specs: awx_survey_spec, an AWX job template survey generated from them,
+argument_spec_errors, a role's variables checked against one (the preflight's check), and unknown_variables, the
+role-prefixed variables no role of a playbook declares (the preflight's report).
 
-Documentation: plugins/filter/awx_survey_spec.yml and plugins/filter/argument_spec_errors.yml; the mapping rules:
+Documentation: plugins/filter/awx_survey_spec.yml, plugins/filter/argument_spec_errors.yml and
+plugins/filter/unknown_variables.yml; the mapping rules:
 plugins/plugin_utils/_awx/survey.py; the check: plugins/plugin_utils/_core/role_spec.py.
 """
 
@@ -49,8 +51,18 @@ def argument_spec_errors(options, values, unset="__gpu_ops_unset__"):
         raise AnsibleFilterError("argument_spec_errors: %s" % exc)
 
 
+def unknown_variables(names, roles, playbook, prefix=""):
+    """The variables of ``names`` with the prefix of a role the ``playbook`` text runs (or the playbook's own ``prefix``)
+    that none of those roles declares and the playbook does not use: one message each, naming the nearest known name."""
+    try:
+        return _role_spec.unknown_variables(plain(names), plain(roles), plain(playbook), plain(prefix))
+    except ValueError as exc:
+        raise AnsibleFilterError("unknown_variables: %s" % exc)
+
+
 class FilterModule:
     """Filters of roles' argument specs."""
 
     def filters(self):
-        return {"awx_survey_spec": awx_survey_spec, "argument_spec_errors": argument_spec_errors}
+        return {"awx_survey_spec": awx_survey_spec, "argument_spec_errors": argument_spec_errors,
+                "unknown_variables": unknown_variables}

@@ -130,6 +130,39 @@ def test_awx_setup_checks_every_template_before_the_organization(run_playbook):
         awx.stop()
 
 
+@pytest.mark.skipif(not AWX_INSTALLED, reason="awx.awx is not installed next to this collection")
+def test_awx_setup_checks_the_project_files_before_the_organization(run_playbook):
+    """A playbook or an inventory source that is not in the project: AWX refused them at the inventory source or the job
+    template, after the organization, project, credentials and inventories were created. Now the preflight names them,
+    from the project's copy (this collection), and nothing is sent."""
+    from ansible_collections.gpu_ops.cluster.tests.doubles.awx import AwxDouble  # pylint: disable=import-outside-toplevel
+
+    awx = AwxDouble(project_files=["playbooks/gke_gpudirect.yml", "playbooks/aks_mig.yml", "inventories/fleet"]).start()
+    try:
+        result = run_playbook(_playbook("awx_setup.yml"), extra_vars={
+            "awx_setup_controller": {"controller_host": awx.url, "controller_oauthtoken": awx.token},
+            "awx_job_templates_project_scm_url": "https://git.example/gpu_ops/cluster.git",
+            "awx_job_templates_inventories": [{"name": "GPU fleet", "source_path": "inventories/fleet"},
+                                              {"name": "Typo fleet", "source_path": "inventories/flet"}],
+            "awx_job_templates_templates": [
+                {"name": "Typo playbook", "playbook": "playbooks/gke_gpudirec.yml", "inventory": "GPU fleet"},
+                {"name": "Outside", "playbook": "../cluster/playbooks/aks_mig.yml", "inventory": "GPU fleet"},
+                {"name": "AKS MIG", "playbook": "playbooks/aks_mig.yml", "inventory": "GPU fleet"}]})
+        message = _report(result, "awx_setup.yml")
+        assert " found 3 problem(s)" in message, message
+        assert ("[localhost] awx_job_templates: awx_job_templates_templates: Typo playbook: playbook playbooks/gke_gpudirec.yml "
+                "is not a playbook of the project (%s; its playbooks: playbooks/aks_mig.yml, playbooks/awx_setup.yml, "
+                "playbooks/gke_gpudirect.yml, playbooks/gke_gpudirect_teardown.yml" % os.path.realpath(REPO_ROOT)) in message
+        assert "Outside: playbook ../cluster/playbooks/aks_mig.yml is not a playbook of the project" in message
+        assert ("awx_job_templates_inventories: Typo fleet: source_path inventories/flet is not in the project (%s)"
+                % os.path.realpath(REPO_ROOT)) in message
+        assert "AKS MIG" not in message
+        assert awx.mutating_requests() == []
+        assert not result.tasks("Organization")
+    finally:
+        awx.stop()
+
+
 # ------------------------------------------------------------------------------------- gke_gpudirect(.yml, teardown)
 
 def _gke_vars(gcp_double, k8s_double, **extra):
@@ -257,6 +290,87 @@ def test_aks_mig_node_pool_request_problems_fail_before_anything_is_rendered(run
     assert not result.tasks("Create the multi-instance GPU node pool")
 
 
+# ------------------------------------------------------------------------------------------ unknown variables
+
+UNKNOWN = "aks_mig_gpu_instance_profil is not an option of any role this playbook runs; did you mean aks_mig_gpu_instance_profile?"
+
+
+def test_aks_mig_warns_of_a_misspelt_playbook_option_and_goes_on(run_playbook, tmp_path):
+    """Ansible ignores aks_mig_gpu_instance_profil: the pool was MIG1g, in silence. Now the preflight names the option
+    it most likely means, and (not strict) the run goes on."""
+    render = tmp_path / "render"
+    result = run_playbook(_playbook("aks_mig.yml"), extra_args=_inventory("aks"),
+                          env={"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000"},
+                          extra_vars={"gpu_ops_render_dir": str(render), "aks_mig_gpu_instance_profil": "MIG3g",
+                                      "nvidia_device_plugin_wait_timout": 60, "aks_mig_pool_name": "migpool"})
+    result.assert_ok()
+    message = result.task(REPORT)["result"]["msg"]
+    assert message.splitlines() == [
+        "Warning: 2 variable(s) with the prefix of a role that no role of playbooks/aks_mig.yml declares; Ansible ignores"
+        " them (gpu_ops_preflight_strict=true makes them problems of the preflight):",
+        "[gpu-aks] " + UNKNOWN,
+        "[gpu-aks] nvidia_device_plugin_wait_timout is not an option of any role this playbook runs; did you mean"
+        " nvidia_device_plugin_wait_timeout?"]
+    assert (render / "requests").is_dir()
+
+
+def test_aks_mig_strict_fails_on_a_misspelt_option_before_the_pool_request(run_playbook, tmp_path):
+    render = tmp_path / "render"
+    result = run_playbook(_playbook("aks_mig.yml"), extra_args=_inventory("aks"),
+                          env={"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000"},
+                          extra_vars={"gpu_ops_render_dir": str(render), "aks_mig_gpu_instance_profil": "MIG3g",
+                                      "gpu_ops_preflight_strict": True})
+    message = _report(result, "aks_mig.yml")
+    assert message.splitlines()[1:] == ["[gpu-aks] aks_mig.yml: " + UNKNOWN], message
+    _no_rendered_plan(render)
+    assert not result.tasks("Create the multi-instance GPU node pool")
+
+
+def test_gpu_operator_strict_fails_on_a_role_option_typo_before_any_write(run_playbook, k8s_double):
+    """A role's option (every entry point of its spec, its defaults) misspelt in the inventory's place, strict: one problem
+    with the others, and nothing is written to the cluster."""
+    result = run_playbook(_playbook("gpu_operator.yml"), extra_args=_inventory("baremetal-k8s"), env=k8s_double.env(),
+                          extra_vars={"rdma_test_threshold_fractoin": 0.5, "network_operator_ipam": "whereabout",
+                                      "gpu_ops_preflight_strict": "true"})
+    message = _report(result, "gpu_operator.yml")
+    assert message.splitlines()[1:] == [
+        "[baremetal-demo] network_operator: value of network_operator_ipam must be one of: auto, nv-ipam, whereabouts,"
+        " got: whereabout",
+        "[baremetal-demo] gpu_operator.yml: rdma_test_threshold_fractoin is not an option of any role this playbook runs;"
+        " did you mean rdma_test_threshold_fraction?"], message
+    assert k8s_double.writes() == []
+
+
+def test_a_shared_inventory_gives_no_unknown_variable(run_playbook, tmp_path):
+    """inventories/fleet holds the options of every playbook's roles (nccl_test_* for gke_gpudirect.yml): the teardown,
+    which does not run nccl_test, leaves them alone, strict or not."""
+    result = run_playbook(_playbook("gke_gpudirect_teardown.yml"), extra_args=_inventory("fleet"),
+                          extra_vars={"gpu_ops_render_dir": str(tmp_path / "render"), "gpu_ops_preflight_strict": True})
+    assert result.task(REPORT)["status"] == "skipped", result.output
+    assert "is not an option of any role" not in result.output
+
+
+def test_a_playbook_of_your_own_is_read_beside_it_and_an_unknown_name_leaves_the_check_out(run_playbook, tmp_path):
+    """roles/preflight/README.md's pattern: a playbook outside the collection names itself; the roles it runs and its own
+    names are read from its file (beside the playbook that runs). A name found nowhere is no error: no check."""
+    def play(name):
+        mps = {"name": "Preflight of mps", "vars": {"mps_service_manager": "none", "mps_unit_dir": "/tmp", "mps_nvidia_smi": FAKE},
+               "ansible.builtin.include_role": {"name": "gpu_ops.cluster.mps", "tasks_from": "preflight", "rolespec_validate": False}}
+        report = {"name": "Preflight - every problem at once", "run_once": True, "vars": {"preflight_playbook": name},
+                  "ansible.builtin.include_role": {"name": "gpu_ops.cluster.preflight", "tasks_from": "report", "rolespec_validate": False}}
+        path = tmp_path / "mine.yml"
+        path.write_text(json.dumps([{"name": "mine", "hosts": "localhost", "gather_facts": False,
+                                     "vars": {"mine_x": "{{ mine_mps }}"}, "tasks": [mps, report]}]), encoding="utf-8")
+        return path
+    bad = {"mps_stop_polcy": "drain", "mine_mpss": True, "mine_mps": True, "nccl_test_nodes": 2}
+    result = run_playbook(play("mine.yml"), extra_vars=bad).assert_ok()
+    assert result.task(REPORT)["result"]["msg"].splitlines()[1:] == [
+        "[localhost] mine_mpss is not an option of any role this playbook runs; did you mean mine_mps?",
+        "[localhost] mps_stop_polcy is not an option of any role this playbook runs; did you mean mps_stop_policy?"]
+    result = run_playbook(play("nowhere.yml"), extra_vars=bad).assert_ok()
+    assert result.task(REPORT)["status"] == "skipped"
+
+
 # ------------------------------------------------------------------------------------------------- gpu_hosts.yml
 
 def _fake_host(tmp_path):
@@ -272,6 +386,8 @@ def _fake_writes(log):
 
 
 def _gpu_hosts_vars(tmp_path, **more):
+    # the unit folder is there, as /etc/systemd/system is on a host (the role refuses a missing one)
+    (tmp_path / "units").mkdir(exist_ok=True)
     return dict(gpu_hosts_target="localhost", gpu_hosts_become=False, gpu_hosts_nvidia_smi=FAKE,
                 gpu_hosts_mig=[{"gpu": "0", "profiles": ["3g.20gb", "2g.10gb"]}], gpu_hosts_mig_allow_reset=True,
                 gpu_hosts_nccl_fabric="ib", gpu_hosts_nccl_interfaces=["mlx5_0"],
@@ -288,7 +404,8 @@ def test_gpu_hosts_mps_limit_on_a_missing_gpu_fails_before_the_mig_geometry(run_
     message = _report(result, "gpu_hosts.yml")
     assert "[localhost] mps: mps_pinned_device_mem_limit / mps_visible_devices: GPU 5 is not a GPU of localhost (it has 0, 1)" in message
     assert _fake_writes(log) == []
-    assert not any((tmp_path / name).exists() for name in ("nccl.conf", "units", "state", "pipe", "log"))
+    assert not any((tmp_path / name).exists() for name in ("nccl.conf", "state", "pipe", "log"))
+    assert list((tmp_path / "units").iterdir()) == []
 
 
 def test_gpu_hosts_mig_and_mps_on_one_gpu_is_a_cross_role_problem(run_playbook, tmp_path):
@@ -322,3 +439,23 @@ def test_mps_role_checks_mode_unit_folder_and_gpus_before_any_write(run_playbook
     assert "GPU 3 is not a GPU of localhost (it has 0, 1)" in message and message.endswith("Nothing was changed.")
     assert _fake_writes(log) == []
     assert not any((tmp_path / name).exists() for name in ("state", "pipe", "log"))
+
+
+def test_mps_role_checks_the_unit_folder_and_directories_without_systemd_before_any_write(run_playbook, tmp_path):
+    """mps_service_manager none still writes the unit: a missing unit folder used to be found by the template, after the
+    pipe, log and state directories were created. A file where a directory goes is refused with it, before any write."""
+    env, log = _fake_host(tmp_path)
+    (tmp_path / "log").write_text("a file, not a folder", encoding="utf-8")
+    role_vars = {"mps_nvidia_smi": FAKE, "mps_service_manager": "none", "mps_unit_dir": str(tmp_path / "no-units"),
+                 "mps_state_dir": str(tmp_path / "state"), "mps_pipe_directory": str(tmp_path / "pipe"),
+                 "mps_log_directory": str(tmp_path / "log"), "mps_exclusive_process": True}
+    play = [{"name": "mps", "hosts": "localhost", "gather_facts": False,
+             "tasks": [{"name": "Run the role", "ansible.builtin.include_role": {"name": "gpu_ops.cluster.mps"},
+                        "vars": role_vars}]}]
+    result = run_playbook(play, env=env).assert_failed()
+    message = result.task("Refuse settings the host cannot take")["result"]["msg"]
+    assert message == ("mps_unit_dir: %s is not a folder on localhost (the folder of systemd units, such as /etc/systemd/system); "
+                       "mps_log_directory: %s is not a folder on localhost (something else has its path). Nothing was changed."
+                       % (tmp_path / "no-units", tmp_path / "log")), message
+    assert _fake_writes(log) == []
+    assert not any((tmp_path / name).exists() for name in ("state", "pipe", "no-units"))

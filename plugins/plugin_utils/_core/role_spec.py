@@ -12,6 +12,9 @@ instead of two (roles/preflight, tasks/check_inputs.yml).
 
 from __future__ import annotations
 
+import difflib
+import re
+
 
 def spec_errors(options, values, unset):
     """The messages of what ``values`` break in the argument spec ``options`` ([] when nothing).
@@ -35,3 +38,79 @@ def spec_errors(options, values, unset):
 
 def _is_unset(value, unset):
     return value is unset or (isinstance(value, type(unset)) and value == unset)
+
+
+# a role a task names: gpu_ops.cluster.<name>, where a templated part ("{{ x }}_installer") stands for any name
+_ROLE_REFERENCE = re.compile(r"gpu_ops\.cluster\.((?:\{\{[^{}]*\}\}|[A-Za-z0-9_])+)")
+_TEMPLATED = re.compile(r"\{\{[^{}]*\}\}")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def roles_run(text, roles):
+    """The names of ``roles`` (role name -> its tasks files' text) that ``text`` (a playbook) runs, directly or through
+    the roles it runs, sorted. A role name with a templated part matches every role it could become."""
+    if not isinstance(text, str):
+        raise ValueError("playbook: expected the playbook's text, got %s" % type(text).__name__)
+    found, todo = set(), [text]
+    while todo:
+        for reference in _ROLE_REFERENCE.findall(todo.pop()):
+            pattern = re.compile("".join(r"[A-Za-z0-9_]+" if _TEMPLATED.fullmatch(part) else re.escape(part)
+                                         for part in re.split(r"(\{\{[^{}]*\}\})", reference) if part))
+            for name in sorted(roles):
+                if name not in found and pattern.fullmatch(name):
+                    found.add(name)
+                    todo.append(_text(name, roles[name].get("tasks", "")))
+    return sorted(found)
+
+
+def declared_names(role):
+    """What a role declares (``role``: ``argument_specs``, the loaded ``argument_specs`` of its meta file; ``defaults``
+    and ``vars``, its loaded files): the options of every entry point and the variables of its defaults and vars, less
+    the internal ones (``__`` names)."""
+    names = set()
+    for entry_point in (role.get("argument_specs") or {}).values():
+        names.update((entry_point or {}).get("options") or {})
+    for loaded in list(role.get("defaults") or []) + list(role.get("vars") or []):
+        names.update(loaded or {})
+    return set(str(name) for name in names if not str(name).startswith("__"))
+
+
+def unknown_variables(names, roles, playbook, prefix=""):
+    """One message per variable of ``names`` that carries the prefix of a role the ``playbook`` text runs (``<role>_``,
+    ``roles_run``) or the playbook's own ``prefix``, and that none of those roles declares (``declared_names``) nor the
+    playbook text names: the message names the nearest known name when one is close. Sorted by name.
+
+    A variable of a role of ``roles`` the playbook does not run is left alone: an inventory shared by several
+    playbooks holds the options of all their roles."""
+    if not isinstance(names, (list, tuple, set)) or not all(isinstance(name, str) for name in names):
+        raise ValueError("names: expected a list of variable names")
+    if not isinstance(roles, dict) or not all(isinstance(role, dict) for role in roles.values()):
+        raise ValueError("roles: expected role names to their files (argument_specs, defaults, vars, tasks)")
+    if not isinstance(prefix, str):
+        raise ValueError("prefix: expected text, got %s" % type(prefix).__name__)
+    run = roles_run(playbook, roles)
+    known = set(_IDENTIFIER.findall(playbook))  # what the playbook itself sets or reads, whatever its prefix
+    for name in run:
+        known.update(declared_names(roles[name]))
+    checked = set([name + "_" for name in run] + ([prefix] if prefix else []))
+    every = checked | set(name + "_" for name in roles)
+    messages = []
+    for name in sorted(set(names)):
+        # the longest prefix decides: mps_ack_x is not a variable of mps when a role mps_ack exists
+        start = max((start for start in every if name.startswith(start)), key=len, default="")
+        if name in known or start not in checked:
+            continue
+        # the nearest name of the same prefix, by what follows the prefix (a misspelt option keeps its prefix, and
+        # every name of a long prefix would look close otherwise)
+        close = difflib.get_close_matches(name[len(start):], sorted(word[len(start):] for word in known if word.startswith(start)), n=1)
+        messages.append("%s is not an option of any role this playbook runs%s" % (
+            name, ("; did you mean %s%s?" % (start, close[0])) if close else " (nor a variable the playbook uses)"))
+    return messages
+
+
+def _text(name, tasks):
+    if isinstance(tasks, (list, tuple)):
+        return "\n".join(str(text) for text in tasks)
+    if not isinstance(tasks, str):
+        raise ValueError("roles: %s: tasks: expected the text of its tasks files, got %s" % (name, type(tasks).__name__))
+    return tasks

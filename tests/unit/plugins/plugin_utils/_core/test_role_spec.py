@@ -2,7 +2,8 @@
 # Copyright: gpu_ops.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A role's variables against an entry point's argument spec (plugins/plugin_utils/_core/role_spec.py), called directly, and
-through the filter argument_spec_errors. tests/integration/test_playbook_preflight.py runs it in the preflight."""
+through the filter argument_spec_errors; the role-prefixed variables no role of a playbook declares, directly and through
+the filter unknown_variables. tests/integration/test_playbook_preflight.py runs both in the preflight."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_ops.cluster.plugins.filter.awx_survey import argument_spec_errors
+from ansible_collections.gpu_ops.cluster.plugins.filter.awx_survey import argument_spec_errors, unknown_variables
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core import role_spec as _role_spec
 
 UNSET = "__gpu_ops_unset__"
@@ -84,3 +85,85 @@ def test_the_filter_takes_the_default_mark_and_names_itself_in_its_errors():
     with pytest.raises(AnsibleFilterError) as raised:
         argument_spec_errors(OPTIONS, {"nodes": 1})
     assert str(raised.value) == "argument_spec_errors: values: not options of the spec: nodes"
+
+
+# ------------------------------------------------------------------------------------------- unknown_variables
+
+# three roles as the preflight's report loads them: mps runs plain, tcpxo_installer through a templated name and
+# gpudirect_installer through tcpxo_installer's tasks; rdma_test is a role of the collection the playbook does not run
+ROLES = {
+    "mps": {"argument_specs": {"main": {"options": {"mps_state": {}, "mps_unit_dir": {}}},
+                               "ack": {"options": {"mps_ack_nodes": {}}}},
+            "defaults": [{"mps_state": "present", "mps_poll_interval": 5, "__mps_internal": 1}], "vars": [],
+            "tasks": ["- ansible.builtin.include_tasks: _validate.yml\n"]},
+    "tcpxo_installer": {"argument_specs": {"main": {"options": {"tcpxo_installer_step": {}}}}, "defaults": [], "vars": [],
+                        "tasks": ["- ansible.builtin.include_role:\n    name: gpu_ops.cluster.gpudirect_installer\n"]},
+    "gpudirect_installer": {"argument_specs": {"entry_point": {"options": None}}, "defaults": [{"gpudirect_installer_wait": 1}],
+                            "vars": [{"gpudirect_installer_images": {}, "__gpudirect_installer_x": 2}], "tasks": "- debug: {}\n"},
+    "rdma_test": {"argument_specs": {"main": {"options": {"rdma_test_size": {}}}}, "defaults": [], "vars": [], "tasks": []},
+}
+PLAYBOOK = """- hosts: all
+  vars:
+    gpu_hosts_mps: "{{ gpu_hosts_mps_enabled | default(false) }}"
+  tasks:
+    - ansible.builtin.include_role:
+        name: gpu_ops.cluster.mps
+    - ansible.builtin.include_role:
+        name: "gpu_ops.cluster.{{ fabric }}_installer"
+"""
+
+
+def test_roles_run_follows_the_playbook_the_roles_tasks_and_templated_names():
+    assert _role_spec.roles_run(PLAYBOOK, ROLES) == ["gpudirect_installer", "mps", "tcpxo_installer"]
+    assert _role_spec.roles_run("- ansible.builtin.import_role: {name: gpu_ops.cluster.rdma_test}", ROLES) == ["rdma_test"]
+    assert _role_spec.roles_run("gpu_ops.cluster.nvsmi_parse and gpu_ops.cluster.rdma_tests", ROLES) == []
+
+
+def test_declared_names_are_every_entry_points_options_defaults_and_vars_less_internal_names():
+    assert _role_spec.declared_names(ROLES["mps"]) == {"mps_state", "mps_unit_dir", "mps_ack_nodes", "mps_poll_interval"}
+    assert _role_spec.declared_names(ROLES["gpudirect_installer"]) == {"gpudirect_installer_wait", "gpudirect_installer_images"}
+
+
+def test_a_misspelt_option_names_the_nearest_option_of_its_role():
+    names = ["mps_unit_dri", "mps_state", "mps_ack_nodes", "tcpxo_installer_stpe", "gpudirect_installer_wiat",
+             "gpu_hosts_mps_enabled", "gpu_hosts_mps", "gpu_hosts_msp", "gpu_ops_kubeconfig", "ansible_host", "mpsx"]
+    assert _role_spec.unknown_variables(names, ROLES, PLAYBOOK, "gpu_hosts_") == [
+        "gpu_hosts_msp is not an option of any role this playbook runs; did you mean gpu_hosts_mps?",
+        "gpudirect_installer_wiat is not an option of any role this playbook runs; did you mean gpudirect_installer_wait?",
+        "mps_unit_dri is not an option of any role this playbook runs; did you mean mps_unit_dir?",
+        "tcpxo_installer_stpe is not an option of any role this playbook runs; did you mean tcpxo_installer_step?"]
+
+
+def test_a_name_nothing_is_close_to_says_so_and_a_role_the_playbook_does_not_run_is_left_alone():
+    """An inventory shared by several playbooks holds the options of every role (rdma_test_ here)."""
+    assert _role_spec.unknown_variables(["rdma_test_size", "rdma_test_sise", "mps_zzzzzzzzzz", "mps_state"], ROLES, PLAYBOOK) == [
+        "mps_zzzzzzzzzz is not an option of any role this playbook runs (nor a variable the playbook uses)"]
+    # without a prefix of its own, the playbook's other names are still known: what it sets or reads is no typo
+    assert _role_spec.unknown_variables(["gpu_hosts_msp", "mps_poll_interval"], ROLES, PLAYBOOK) == []
+
+
+def test_the_longest_prefix_decides_the_role():
+    roles = dict(ROLES, gpu={"argument_specs": {"main": {"options": {"gpu_count": {}}}}, "tasks": ""},
+                 mps_ack={"argument_specs": {"main": {"options": {"mps_ack_size": {}}}}, "tasks": ""})
+    assert _role_spec.unknown_variables(["gpu_cuont", "gpudirect_installer_wai", "mps_ack_sise", "mps_stae"], roles,
+                                        PLAYBOOK + "gpu_ops.cluster.gpu") == [
+        "gpu_cuont is not an option of any role this playbook runs; did you mean gpu_count?",
+        "gpudirect_installer_wai is not an option of any role this playbook runs; did you mean gpudirect_installer_wait?",
+        "mps_stae is not an option of any role this playbook runs; did you mean mps_state?"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("mps_state", ROLES, PLAYBOOK), "names: expected a list of variable names"),
+    (([1], ROLES, PLAYBOOK), "names: expected a list of variable names"),
+    ((["mps_state"], [], PLAYBOOK), "roles: expected role names to their files (argument_specs, defaults, vars, tasks)"),
+    ((["mps_state"], ROLES, None), "playbook: expected the playbook's text, got NoneType"),
+    ((["mps_state"], ROLES, PLAYBOOK, 3), "prefix: expected text, got int"),
+    ((["mps_state"], {"mps": {"tasks": 3}}, PLAYBOOK), "roles: mps: tasks: expected the text of its tasks files, got int"),
+])
+def test_bad_arguments_are_errors_naming_the_argument(args, message):
+    with pytest.raises(ValueError) as raised:
+        _role_spec.unknown_variables(*args)
+    assert str(raised.value) == message
+    with pytest.raises(AnsibleFilterError) as raised:
+        unknown_variables(*args)
+    assert str(raised.value) == "unknown_variables: " + message
