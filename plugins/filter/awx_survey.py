@@ -12,6 +12,8 @@ plugins/plugin_utils/_awx/survey.py; the check: plugins/plugin_utils/_core/role_
 
 from __future__ import annotations
 
+import os
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import plain
@@ -51,10 +53,17 @@ def argument_spec_errors(options, values, unset="__gpu_ops_unset__"):
         raise AnsibleFilterError("argument_spec_errors: %s" % exc)
 
 
+# this collection's roles/ (plugins/filter/ is two folders below the collection's root)
+ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
+
+
 def unknown_variables(names, roles, playbook, prefix=""):
     """The variables of ``names`` with the prefix of a role the ``playbook`` text runs (or the playbook's own ``prefix``)
-    that none of those roles declares and the playbook does not use: one message each, naming the nearest known name."""
+    that none of those roles declares and the playbook does not use: one message each, naming the nearest known name.
+    ``roles`` none: the roles of this collection."""
     try:
+        if roles is None:
+            roles = _role_spec.collection_roles(ROLES_DIR)
         return _role_spec.unknown_variables(plain(names), plain(roles), plain(playbook), plain(prefix))
     except ValueError as exc:
         raise AnsibleFilterError("unknown_variables: %s" % exc)

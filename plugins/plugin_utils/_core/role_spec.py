@@ -13,6 +13,8 @@ instead of two (roles/preflight, tasks/check_inputs.yml).
 from __future__ import annotations
 
 import difflib
+import functools
+import os
 import re
 
 
@@ -44,6 +46,8 @@ def _is_unset(value, unset):
 _ROLE_REFERENCE = re.compile(r"gpu_ops\.cluster\.((?:\{\{[^{}]*\}\}|[A-Za-z0-9_])+)")
 _TEMPLATED = re.compile(r"\{\{[^{}]*\}\}")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# a task's register: line
+_REGISTERED = re.compile(r"^[ \t]*register:[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*$", re.M)
 
 
 def roles_run(text, roles):
@@ -65,13 +69,15 @@ def roles_run(text, roles):
 
 def declared_names(role):
     """What a role declares (``role``: ``argument_specs``, the loaded ``argument_specs`` of its meta file; ``defaults``
-    and ``vars``, its loaded files): the options of every entry point and the variables of its defaults and vars, less
-    the internal ones (``__`` names)."""
+    and ``vars``, its loaded files; ``tasks``, their text): the options of every entry point, the variables of its
+    defaults and vars and the results its tasks register (a role's outputs, such as gcp_gpu_vpcs_fabric_plan), less the
+    internal ones (``__`` names)."""
     names = set()
     for entry_point in (role.get("argument_specs") or {}).values():
         names.update((entry_point or {}).get("options") or {})
     for loaded in list(role.get("defaults") or []) + list(role.get("vars") or []):
         names.update(loaded or {})
+    names.update(_REGISTERED.findall(_text("role", role.get("tasks") or [])))
     return set(str(name) for name in names if not str(name).startswith("__"))
 
 
@@ -106,6 +112,38 @@ def unknown_variables(names, roles, playbook, prefix=""):
         messages.append("%s is not an option of any role this playbook runs%s" % (
             name, ("; did you mean %s%s?" % (start, close[0])) if close else " (nor a variable the playbook uses)"))
     return messages
+
+
+@functools.lru_cache(maxsize=4)
+def collection_roles(roles_dir):
+    """Every role of the folder ``roles_dir`` (a collection's roles/) that has an argument spec, as ``unknown_variables``
+    takes them: role name to ``argument_specs`` (of its meta/argument_specs.yml), ``defaults`` and ``vars`` (its loaded
+    files) and ``tasks`` (the text of its tasks files). Read once per process: the preflight's report asks for every host
+    of a play."""
+    import yaml  # the report's worker is the only caller: loading the filter file does not need it
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    def read(path):
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+
+    def files(role, part):
+        folder = os.path.join(roles_dir, role, part)
+        names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+        return [os.path.join(folder, name) for name in names if name.endswith((".yml", ".yaml"))]
+
+    roles = {}
+    for role in sorted(os.listdir(roles_dir)):
+        spec = os.path.join(roles_dir, role, "meta", "argument_specs.yml")
+        if not os.path.isfile(spec):
+            continue
+        roles[role] = dict(
+            argument_specs=(yaml.load(read(spec), Loader=loader) or {}).get("argument_specs") or {},
+            defaults=[yaml.load(read(path), Loader=loader) for path in files(role, "defaults")],
+            vars=[yaml.load(read(path), Loader=loader) for path in files(role, "vars")],
+            tasks=[read(path) for path in files(role, "tasks")])
+    return roles
 
 
 def _text(name, tasks):

@@ -167,3 +167,25 @@ def test_bad_arguments_are_errors_naming_the_argument(args, message):
     with pytest.raises(AnsibleFilterError) as raised:
         unknown_variables(*args)
     assert str(raised.value) == "unknown_variables: " + message
+
+
+def test_the_collection_roles_are_read_from_a_roles_folder_once(tmp_path):
+    """A role with an argument spec, with its defaults, vars and tasks; a folder without a spec is no role."""
+    (tmp_path / "mps" / "meta").mkdir(parents=True)
+    (tmp_path / "mps" / "meta" / "argument_specs.yml").write_text(
+        "argument_specs:\n  main:\n    options:\n      mps_state: {type: str}\n", encoding="utf-8")
+    (tmp_path / "mps" / "defaults").mkdir()
+    (tmp_path / "mps" / "defaults" / "main.yml").write_text("mps_pipe: /tmp/pipe\n", encoding="utf-8")
+    (tmp_path / "mps" / "tasks").mkdir()
+    tasks = "- ansible.builtin.include_role: {name: gpu_ops.cluster.apply}\n  register: mps_outcome\n"
+    (tmp_path / "mps" / "tasks" / "main.yml").write_text(tasks, encoding="utf-8")
+    (tmp_path / "mps" / "tasks" / "notes.txt").write_text("not a tasks file", encoding="utf-8")
+    (tmp_path / "files_only" / "files").mkdir(parents=True)
+    roles = _role_spec.collection_roles(str(tmp_path))
+    assert roles == {"mps": {"argument_specs": {"main": {"options": {"mps_state": {"type": "str"}}}},
+                             "defaults": [{"mps_pipe": "/tmp/pipe"}], "vars": [],
+                             "tasks": [tasks]}}
+    assert _role_spec.collection_roles(str(tmp_path)) is roles
+    # a result the role registers is one of its names too
+    assert _role_spec.unknown_variables(["mps_stat", "mps_pipe", "mps_outcome"], roles, "gpu_ops.cluster.mps") == [
+        "mps_stat is not an option of any role this playbook runs; did you mean mps_state?"]
