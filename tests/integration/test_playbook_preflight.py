@@ -98,6 +98,45 @@ def test_gpu_operator_plan_problem_is_found_in_the_preflight(run_playbook, k8s_d
     assert k8s_double.writes() == []
 
 
+def test_gpu_operator_value_checks_of_every_role_run_in_the_preflight(run_playbook, k8s_double):
+    """The roles' value checks (counts, Helm release names, what the RDMA test needs) used to run at each role's turn:
+    the Network Operator was installed before the GPU Operator or the RDMA test refused their values. A survey answer
+    is text: "-3" passes the argument spec as the number -3 and is refused as a negative count."""
+    result = run_playbook(_playbook("gpu_operator.yml"), extra_args=_inventory("baremetal-k8s"), env=k8s_double.env(),
+                          extra_vars={"gpu_operator_wait_retries": "-3", "gpu_operator_release_name": "g" * 54,
+                                      "network_operator_wait_delay": -5, "rdma_test_pod_timeout": "-1",
+                                      "rdma_test_nodes": ["gpu-node-1", "gpu-node-1"]})
+    message = _report(result, "gpu_operator.yml")
+    assert " found 5 problem(s)" in message, message
+    assert "[baremetal-demo] network_operator: network_operator_wait_delay: -5 is negative" in message
+    assert "[baremetal-demo] gpu_operator: gpu_operator_release_name: " in message and "at most 53" in message
+    assert "[baremetal-demo] gpu_operator: gpu_operator_wait_retries: -3 is negative" in message
+    assert "[baremetal-demo] rdma_test: rdma_test_pod_timeout: -1 is negative" in message
+    assert "[baremetal-demo] rdma_test: rdma_test_nodes: gpu-node-1, gpu-node-1; the test needs two different nodes" in message
+    assert k8s_double.writes() == []
+
+
+def test_gpu_operator_rdma_test_without_a_device_fails_in_the_preflight(run_playbook, k8s_double):
+    """The device the test runs on comes from the GPU hosts' facts, which the preflight has as the role has."""
+    result = run_playbook(_playbook("gpu_operator.yml"), extra_args=_inventory("baremetal-k8s"), env=k8s_double.env(),
+                          extra_vars={"rdma_test_device": "mlx5_99"})
+    message = _report(result, "gpu_operator.yml")
+    assert " found 1 problem(s)" in message, message
+    assert "[baremetal-demo] rdma_test: " in message and "mlx5_99" in message
+    assert k8s_double.writes() == []
+
+
+def test_gpu_operator_missing_kubeconfig_is_found_in_the_preflight(run_playbook, k8s_double, tmp_path):
+    """The connection's kubeconfig was first read by the Network Operator's first request, in an error naming no option."""
+    missing = str(tmp_path / "missing" / "kubeconfig")
+    result = run_playbook(_playbook("gpu_operator.yml"), extra_args=_inventory("baremetal-k8s"), env=k8s_double.env(),
+                          extra_vars={"gpu_ops_kubeconfig": missing})
+    message = _report(result, "gpu_operator.yml")
+    assert " found 1 problem(s)" in message, message
+    assert "[baremetal-demo] gpu_operator.yml: gpu_ops_kubeconfig: %s does not exist on the controller" % ascii(missing) in message
+    assert k8s_double.requests() == []
+
+
 # ---------------------------------------------------------------------------------------------- awx_setup.yml
 
 AWX_INSTALLED = any(os.path.isfile(os.path.join(p, "ansible_collections/awx/awx/MANIFEST.json"))
@@ -183,6 +222,29 @@ def test_gke_gpudirect_bad_input_of_the_last_roles_fails_before_the_first_reques
     assert not _after_preflight(result, "GPU NIC fabric of cluster")
 
 
+def test_gke_gpudirect_node_count_and_installer_counts_fail_before_the_first_request(run_playbook, gcp_double, k8s_double):
+    """A negative NCCL node count and a negative installer timeout were refused after the cluster was created; the
+    installer's problem names the tcpxo_installer option the user set."""
+    result = run_playbook(_playbook("gke_gpudirect.yml"), extra_args=_inventory("gke"), extra_vars=_gke_vars(
+        gcp_double, k8s_double, nccl_test_nodes=-2, tcpxo_installer_wait_timeout="-10"))
+    message = _report(result, "gke_gpudirect.yml")
+    assert " found 2 problem(s)" in message, message
+    assert "[a3mega-demo] nccl_test: nccl_test_nodes: -2 is not a valid node count" in message
+    assert "[a3mega-demo] tcpxo_installer: tcpxo_installer_wait_timeout: -10 is negative" in message
+    assert gcp_double.mutating_requests() == [] and k8s_double.writes() == []
+
+
+def test_gke_gpudirect_rdma_installer_has_a_preflight(run_playbook, gcp_double, k8s_double):
+    """The gIB installer of the RDMA profiles had no preflight: its bad values were found after the cluster."""
+    result = run_playbook(_playbook("gke_gpudirect.yml"), extra_args=_inventory("gke"), extra_vars=_gke_vars(
+        gcp_double, k8s_double, gke_gpu_cluster_gpudirect="rdma", gpudirect_installer_wait_delay=-1,
+        gpudirect_installer_labels={"bad key!": "x"}))
+    message = _report(result, "gke_gpudirect.yml")
+    assert "[a3mega-demo] gpudirect_installer: gpudirect_installer_wait_delay: -1 is negative" in message
+    assert "[a3mega-demo] gpudirect_installer: gpudirect_installer_labels: " in message
+    assert gcp_double.mutating_requests() == [] and k8s_double.writes() == []
+
+
 def test_gke_gpudirect_refuses_two_kubeconfigs_before_the_first_request(run_playbook, gcp_double, k8s_double, tmp_path):
     """The file gke_gpu_cluster writes and gpu_ops_kubeconfig, the connection of every later request, must be one."""
     written = str(tmp_path / "kube" / "a3mega.yaml")
@@ -263,11 +325,15 @@ def test_site_bad_nccl_test_input_fails_before_anything_is_rendered(run_playbook
 
 # --------------------------------------------------------------------------------------------------- aks_mig.yml
 
+def _aks_mig_render(run_playbook, render, **extra_vars):
+    return run_playbook(_playbook("aks_mig.yml"), extra_args=_inventory("aks"),
+                        env={"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000"},
+                        extra_vars=dict({"gpu_ops_render_dir": str(render)}, **extra_vars))
+
+
 def test_aks_mig_bad_device_plugin_input_fails_before_the_pool_request(run_playbook, tmp_path):
     render = tmp_path / "render"
-    result = run_playbook(_playbook("aks_mig.yml"), extra_args=_inventory("aks"),
-                          env={"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000"},
-                          extra_vars={"gpu_ops_render_dir": str(render), "nvidia_device_plugin_wait_timeout": "later"})
+    result = _aks_mig_render(run_playbook, render, nvidia_device_plugin_wait_timeout="later")
     message = _report(result, "aks_mig.yml")
     assert "nvidia_device_plugin: " in message and "nvidia_device_plugin_wait_timeout" in message
     _no_rendered_plan(render)
@@ -286,6 +352,17 @@ def test_aks_mig_node_pool_request_problems_fail_before_anything_is_rendered(run
     assert " found 2 problem(s)" in message, message
     assert "[gpu-aks] aks_mig.yml: aks_mig_pool_name: 'Mig_Pool' is not valid" in message
     assert "[gpu-aks] aks_mig.yml: aks_mig_node_taints: 'bad taint' is not written key=value:Effect" in message
+    _no_rendered_plan(render)
+    assert not result.tasks("Create the multi-instance GPU node pool")
+
+
+def test_aks_mig_device_plugin_strategy_against_the_pool_fails_before_the_pool_request(run_playbook, tmp_path):
+    """The MIG strategy against the pool's MIG profile was judged after the pool, whose profile cannot change, was made."""
+    render = tmp_path / "render"
+    result = _aks_mig_render(run_playbook, render, aks_mig_strategy="none")
+    message = _report(result, "aks_mig.yml")
+    assert " found 1 problem(s)" in message, message
+    assert "nvidia_device_plugin: nvidia_device_plugin_mig_strategy none does not match the pool" in message
     _no_rendered_plan(render)
     assert not result.tasks("Create the multi-instance GPU node pool")
 

@@ -18,7 +18,8 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INCLUDE_ROLE = ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role")
 # (role, entry point) of the internal steps roles include; every entry point of apply is one
-INTERNAL = {("gpudirect_installer", "entry_point"), ("gpudirect_installer", "wait"), ("gcp_gpu_vpcs", "await")}
+INTERNAL = {("gpudirect_installer", "entry_point"), ("gpudirect_installer", "wait"), ("gpudirect_installer", "preflight"),
+            ("gcp_gpu_vpcs", "await")}
 
 
 def _tasks(node):

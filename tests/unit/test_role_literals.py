@@ -34,14 +34,14 @@ ALLOWED = {
     ("roles/gpu_operator/templates/vectoradd.yaml.j2", "nvidia.com/gpu"): "toleration key",
     # Text of an error message (a hint naming the upstream chart and the MIG resource pattern), not a value a task uses.
     ("roles/network_operator/tasks/_install.yml", "network-operator"): "helm pull hint in the kubeVersion refusal",
-    ("roles/nvidia_device_plugin/tasks/_install.yml", "nvidia.com/mig-"): "the time-slicing message names the pattern",
+    ("roles/nvidia_device_plugin/vars/main.yml", "nvidia.com/mig-"): (
+        "the time-slicing message names the pattern; follow-up: MIG devices of a layout (the selectattr match)"),
     # Follow-ups: these read the GPU resource name and GKE's accelerator label in place; no filter result
     # carries them to these roles yet. The toleration keys in the same templates are the taint (see above).
     ("roles/gke_gpu_cluster/tasks/_verify.yml", "nvidia.com/gpu"): "follow-up: check the pool through mig_verify_nodes",
     ("roles/gke_gpu_cluster/tasks/_verify.yml", "cloud.google.com/gke-accelerator"): "follow-up: as above",
     ("roles/nccl_test/templates/nccl-test.yaml.j2", "nvidia.com/gpu"): "follow-up: resource limit key and toleration",
     ("roles/rdma_test/templates/rdma-test.yaml.j2", "nvidia.com/gpu"): "follow-up: resource limit key and toleration",
-    ("roles/nvidia_device_plugin/tasks/_expectations.yml", "nvidia.com/mig-"): "follow-up: MIG devices of a layout",
 }
 
 

@@ -8,7 +8,8 @@
 One place for every name a role or module hands to Kubernetes or Helm, or turns into a path:
 object names and namespaces (DNS-1123, k8s.io/apimachinery validation), Helm release names
 (helm/pkg/chartutil: a DNS-1123 subdomain of at most 53 characters), label keys and values,
-container image references (the distribution reference grammar) and render-folder path segments.
+container image references (the distribution reference grammar) and render-folder path segments; and the files
+options name on the controller (a kubeconfig), which must exist and be readable.
 
 ``problems(checks)`` returns one ``"<option>: <why>"`` line per bad value and never raises, so a
 role can show every problem at once. Values are quoted with ``ascii()`` (control characters and
@@ -17,6 +18,7 @@ unicode escaped, long values cut) so a message can always be printed on one line
 
 from __future__ import annotations
 
+import os
 import re
 
 DNS1123_LABEL_MAX = 63
@@ -26,6 +28,7 @@ LABEL_NAME_MAX = 63
 LABEL_VALUE_MAX = 63
 IMAGE_NAME_MAX = 255
 PATH_SEGMENT_MAX = 128
+PATH_SHOWN_MAX = 240
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_LABEL = re.compile(r"^%s\Z" % _LABEL)
@@ -290,6 +293,24 @@ def count(value):
     return None
 
 
+def readable_file(value):
+    """None when ``value`` names a file of the controller that exists and can be read, else why not. ``~`` and
+    environment variables are expanded first, as Ansible expands an option of type path (kubernetes.core's kubeconfig)."""
+    text, why = _text(value)
+    if why:
+        return why
+    path = os.path.expanduser(os.path.expandvars(text))
+    # a path is shown longer than a name: its end, the file's name, is what tells the user which file
+    shown = show(text, PATH_SHOWN_MAX)
+    if not os.path.exists(path):
+        return "%s does not exist on the controller" % shown
+    if not os.path.isfile(path):
+        return "%s is not a file" % shown
+    if not os.access(path, os.R_OK):
+        return "%s cannot be read (its permissions)" % shown
+    return None
+
+
 RULES = {
     "namespace": dns1123_label,
     "dns1123_label": dns1123_label,
@@ -305,6 +326,7 @@ RULES = {
     "registry": registry,
     "path_segment": path_segment,
     "count": count,
+    "readable_file": readable_file,
 }
 
 

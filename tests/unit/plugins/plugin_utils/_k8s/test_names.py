@@ -112,3 +112,32 @@ def test_chart_values_must_be_a_dict_and_a_tag_has_at_most_128_characters():
 def test_counts_are_whole_numbers_of_zero_or_more(value, why):
     found = names.check("count", value)
     assert found == why if why is None else found.startswith(why), found
+
+
+def test_readable_file_is_a_file_of_the_controller_that_can_be_read(tmp_path, monkeypatch):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\n", encoding="utf-8")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("GPU_OPS_TEST_DIR", str(tmp_path))
+    assert names.check("readable_file", str(kubeconfig)) is None
+    # ~ and environment variables are expanded, as Ansible expands an option of type path
+    assert names.check("readable_file", "~/kubeconfig") is None
+    assert names.check("readable_file", "$GPU_OPS_TEST_DIR/kubeconfig") is None
+    assert names.check("readable_file", str(tmp_path / "missing")) == "%s does not exist on the controller" % ascii(
+        str(tmp_path / "missing"))
+    deep = str(tmp_path / ("d" * 100) / "kubeconfig")
+    assert names.check("readable_file", deep) == "%s does not exist on the controller" % ascii(deep)
+    assert names.check("readable_file", "~/missing") == "'~/missing' does not exist on the controller"
+    assert names.check("readable_file", str(tmp_path)) == "%s is not a file" % ascii(str(tmp_path))
+    assert names.check("readable_file", "") == "must not be empty"
+    assert names.check("readable_file", {"clusters": []}) == "must be a string, got dict"
+
+
+def test_readable_file_refuses_a_file_it_cannot_read(tmp_path, monkeypatch):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\n", encoding="utf-8")
+    # the permission bits do not bind root: ask os.access as an unprivileged user would be answered
+    monkeypatch.setattr(names.os, "access", lambda path, mode: not (path == str(kubeconfig) and mode == names.os.R_OK))
+    assert names.check("readable_file", str(kubeconfig)) == "%s cannot be read (its permissions)" % ascii(str(kubeconfig))
+    assert names.check("readable_file", str(tmp_path / "other")) == "%s does not exist on the controller" % ascii(
+        str(tmp_path / "other"))
