@@ -36,7 +36,6 @@ NOT_TASK_KEYS = ("name", "block", "rescue", "always")
 
 # Roles whose checks no preflight can reach, and why.
 ROLES_WITHOUT_PREFLIGHT = {
-    "preflight": "it is the preflight: its one failure is the report of every other role's problems",
     "render_notice": "its checks (the inventory's hosts, the render folder) are the first play of every playbook, which "
                      "runs before the preflight play and changes nothing but the render folder it checks",
     "apply": "the steps of the other roles: it judges the manifests and charts the calling role built at its turn; the "
@@ -56,6 +55,8 @@ CLUSTER_STATE = {
         "the fabric the gcp_gpu_vpcs role converged (or its background job returned), earlier in the play",
     ("gke_gpu_cluster", "_verify.yml", "Fail on GPU nodes that do not report every GPU"):
         "the GPU nodes of the new node pool",
+    ("gke_gpu_cluster", "main.yml", "Fail with the cluster's error and what the fabric left"):
+        "a cluster request the cloud refused (its inputs passed the preflight: validate_only of gke_cluster)",
     ("gpu_operator", "_driver_pods.yml", "Check every driver pod for the sidecars and their load messages"):
         "the driver pods the GPU Operator started",
     ("gpu_operator", "_vectoradd.yml", "Check that the vector-add test passed"):

@@ -47,7 +47,7 @@ _ROLE_REFERENCE = re.compile(r"gpu_ops\.cluster\.((?:\{\{[^{}]*\}\}|[A-Za-z0-9_]
 _TEMPLATED = re.compile(r"\{\{[^{}]*\}\}")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # a task's register: line
-_REGISTERED = re.compile(r"^[ \t]*register:[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*$", re.M)
+_REGISTERED = re.compile(r"^[ \t]*register:[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?=\n|\Z)", re.M)
 
 
 def roles_run(text, roles):
