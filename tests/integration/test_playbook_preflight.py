@@ -280,6 +280,17 @@ def test_gke_gpudirect_cloud_request_problems_fail_before_the_first_request(run_
     assert not _after_preflight(result, "GPU NIC fabric of cluster")
 
 
+def test_gke_gpudirect_cluster_and_fabric_names_fail_before_the_first_request(run_playbook, gcp_double, k8s_double):
+    """The names and counts gke_gpu_cluster and gcp_gpu_vpcs check first, in the preflight too."""
+    result = run_playbook(_playbook("gke_gpudirect.yml"), extra_args=_inventory("gke"), extra_vars=_gke_vars(
+        gcp_double, k8s_double, gke_gpu_cluster_verify_timeout="-3", gcp_gpu_vpcs_step="../fabric"))
+    message = _report(result, "gke_gpudirect.yml")
+    assert " found 2 problem(s)" in message, message
+    assert "[a3mega-demo] gke_gpu_cluster: gke_gpu_cluster_verify_timeout" in message
+    assert "[a3mega-demo] gcp_gpu_vpcs: gcp_gpu_vpcs_step" in message
+    assert gcp_double.requests == [] and k8s_double.requests() == []
+
+
 def test_gke_gpudirect_fabric_request_problem_fails_before_the_first_request(run_playbook, gcp_double, k8s_double):
     """gke_multinetwork's own checks of the fabric (here its subnets do not fit in the base range) run in the
     preflight; the node pool, which takes the fabric's networks, is not judged without them."""
