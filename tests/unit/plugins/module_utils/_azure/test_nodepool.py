@@ -21,7 +21,6 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import node
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import AKS_GPU_INSTANCE_PROFILES
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
 from ansible_collections.gpu_ops.cluster.plugins.modules import gpu_nodepool
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._clouds.action import input_check
 from ansible_collections.gpu_ops.cluster.tests.contract.arm_models import API_VERSION, read_only_paths, validate
 from ansible_collections.gpu_ops.cluster.tests.doubles.arm import ArmDouble
 
@@ -293,19 +292,6 @@ def test_bad_input_is_refused_before_any_request(run, double, options, option, w
     assert any(item.startswith(option + ": ") for item in result["problems"]), result["problems"]
     for word in words:
         assert word in result["msg"]
-    assert double.requests_for() == []
-
-
-@pytest.mark.parametrize("options,option,words", BAD_INPUTS)
-def test_validate_only_gives_the_refusals_in_the_controller_and_the_module_without_a_request(run, double, options,
-                                                                                             option, words):
-    refused = run(**options)["problems"]
-    in_module = run(validate_only=True, **options)
-    args = dict(dict(provider="aks", subscription_id=double.subscription, arm_endpoint=double.url, resource_group=RG,
-                     cluster=CLUSTER, name="mig", validate_only=True), **options)
-    in_controller = input_check(gpu_nodepool, args)
-    assert in_module["changed"] is False and not in_module.get("failed")
-    assert in_module["problems"] == in_controller["problems"] == refused
     assert double.requests_for() == []
 
 
