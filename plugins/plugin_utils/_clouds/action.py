@@ -16,6 +16,7 @@ same value as ``module_defaults`` is named too: the note says the value is the o
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import re
 
@@ -99,7 +100,7 @@ class CloudDefaultsAction(NormalAction):
 
     With ``validate_only`` it answers in the controller instead (``input_check``): the checks need no host, no
     credentials and no request, and the preflight asks them for every cluster of a fleet. ``MODULE`` (the module's
-    Python module) is set by each action plugin.
+    name) is set by each action plugin; the module is imported only then.
 
     In render mode it also takes the module's ``render_files`` out of the result and records them as the
     inventory host's in the render folder's host index (``_render_plan.record``), for the plan summary."""
@@ -108,7 +109,8 @@ class CloudDefaultsAction(NormalAction):
 
     def run(self, tmp=None, task_vars=None):
         if self.MODULE is not None and boolean(self._task.args.get("validate_only", False), strict=False):
-            return input_check(self.MODULE, self._task.args)
+            module = importlib.import_module("ansible_collections.gpu_ops.cluster.plugins.modules." + self.MODULE)
+            return input_check(module, self._task.args)
         result = super().run(tmp, task_vars)
         rendered = result.pop("render_files", None)
         render_dir = self._task.args.get("render_dir")
