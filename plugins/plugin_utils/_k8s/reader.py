@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
+import json
 import os
 import shutil
 import stat
 import sys
 import tempfile
+import time
 import traceback
 
 from ansible.errors import AnsibleError
@@ -151,31 +154,74 @@ def _shown_query(one):
     return dict((k, v) for k, v in one.items() if v not in (None, [], {}) and k != "wait")
 
 
-def _cache_folder():
-    """This user's folder for the client's caches between reads (the API discovery kubernetes.core keeps as JSON in the
-    temporary folder), or None when it is not ours alone (a link, another owner, other permissions)."""
-    folder = os.path.join(tempfile.gettempdir(), "gpu_ops_k8s_reader-%d" % os.getuid())
+# the environment variables that name the API server a read reaches (kubernetes.core's K8S_AUTH_* and the client's own)
+CONNECTION_ENVIRONMENT = ("K8S_AUTH_KUBECONFIG", "K8S_AUTH_CONTEXT", "K8S_AUTH_HOST", "KUBECONFIG")
+# a connection's cache folder not used for this long is removed when another connection's folder is made
+CACHE_KEPT_S = 7 * 24 * 3600
+
+
+def connection_names(auth, environment):
+    """What names the API server of a read, without a credential: the kubeconfig's path (of a kubeconfig given as a
+    dict, its clusters and contexts, never its users), the context, the host and the variables that can set them."""
+    merged = dict(os.environ)
+    merged.update((str(k), str(v)) for k, v in environment.items())
+    kubeconfig = auth.get("kubeconfig")
+    if isinstance(kubeconfig, dict):
+        kubeconfig = dict((key, kubeconfig.get(key)) for key in ("clusters", "contexts", "current-context"))
+    return [kubeconfig, auth.get("context"), auth.get("host")] + [merged.get(name) for name in CONNECTION_ENVIRONMENT]
+
+
+def _own_folder(path):
+    """``path`` made if missing, or None when it is not this user's alone (a link, another owner, other permissions)."""
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        found = os.lstat(folder)
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        found = os.lstat(path)
     except OSError:
         return None
     if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or stat.S_IMODE(found.st_mode) != 0o700:
         return None
-    return folder
+    return path
+
+
+def _prune(folder, keep):
+    """Remove the connections' cache folders (and files) in ``folder`` unused for CACHE_KEPT_S, except ``keep``."""
+    now = time.time()
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        with contextlib.suppress(OSError):
+            if name != keep and now - os.lstat(path).st_mtime > CACHE_KEPT_S:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.remove(path)
+
+
+def _cache_folder(names=None):
+    """This user's folder for the client's caches between reads of one connection (the API discovery kubernetes.core
+    keeps as JSON in the temporary folder), or None when it is not ours alone. Each connection has a folder of its own,
+    named by a digest of ``names`` (connection_names): a read hands on only its own server's cache, however many
+    servers this user has read before."""
+    user = _own_folder(os.path.join(tempfile.gettempdir(), "gpu_ops_k8s_reader-%d" % os.getuid()))
+    if user is None:
+        return None
+    key = hashlib.sha256(json.dumps(names, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:24]
+    path = os.path.join(user, key)
+    if not os.path.exists(path):
+        _prune(user, key)
+    return _own_folder(path)
 
 
 @contextlib.contextmanager
-def _process_state(environment):
+def _process_state(environment, names=None):
     """The task's environment for the client (K8S_AUTH_*, proxies), and a temporary folder of the read's own.
 
     The client writes a kubeconfig's certificate and key data to temporary files and removes them at exit, which a
     worker (it leaves through os._exit) never reaches: the read's folder goes when the read ends. What the client
-    caches there as JSON (kubernetes.core's API discovery, no credential) is kept in this user's cache folder and
-    handed to the next read, so that each read does not discover the APIs again."""
+    caches there as JSON (kubernetes.core's API discovery, no credential) is kept in this user's cache folder of the
+    connection ``names`` and handed to the next read of it, so that each read does not discover the APIs again."""
     saved_environ = dict(os.environ)
     saved_tempdir = tempfile.tempdir
-    cache = _cache_folder()
+    cache = _cache_folder(names)
     folder = tempfile.mkdtemp(prefix="gpu_ops_k8s_read_", dir=cache)
     for name in os.listdir(cache) if cache else ():
         if name.endswith(".json"):
@@ -202,6 +248,8 @@ class K8sReadAction(ActionBase):
 
     _SUPPORTS_CHECK_MODE = True
     _SUPPORTS_ASYNC = False
+    # the kubeconfig option as the task gives it (set by auth())
+    named_kubeconfig = None
 
     # ------------------------------------------------------------------ options
     def start(self, tmp, task_vars):
@@ -243,6 +291,8 @@ class K8sReadAction(ActionBase):
         merged.update(explicit)
         auth = dict((k, v) for k, v in merged.items() if k in auth_keys() and v is not None)
         kubeconfig = auth.get("kubeconfig")
+        # a vaulted kubeconfig is read from a new temporary copy each time: its cache goes by the path the task names
+        self.named_kubeconfig = kubeconfig
         if isinstance(kubeconfig, str) and kubeconfig and self._connection.transport == "local":
             configs = []
             for config in kubeconfig.split(SEPARATOR):
@@ -292,7 +342,8 @@ class K8sReadAction(ActionBase):
             result.update(failed=True, msg="k8s_objects_info: %s" % to_text(exc))
             return result
         try:
-            with _process_state(environment):
+            named = dict(auth, kubeconfig=self.named_kubeconfig if self.named_kubeconfig is not None else auth.get("kubeconfig"))
+            with _process_state(environment, connection_names(named, environment)):
                 validated = ArgumentSpecValidator(AUTH_ARG_SPEC).validate(auth)
                 secrets = secrets + no_log_strings(validated.validated_parameters)
                 if validated.error_messages:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 import types
 
 import pytest
@@ -153,7 +154,81 @@ def test_a_read_has_the_tasks_environment_and_a_temporary_folder_that_goes_with_
     with action._process_state({}):
         assert sorted(os.listdir(tempfile.gettempdir())) == ["k8srcp-1.json"]
     assert sorted(os.listdir(tmp_path)) == ["gpu_ops_k8s_reader-%d" % os.getuid()]
-    assert sorted(os.listdir(tmp_path / ("gpu_ops_k8s_reader-%d" % os.getuid()))) == ["k8srcp-1.json"]
+    user = tmp_path / ("gpu_ops_k8s_reader-%d" % os.getuid())
+    assert [sorted(os.listdir(user / name)) for name in os.listdir(user)] == [["k8srcp-1.json"]]
+
+
+def _cached(names):
+    """The cache files a read of the connection ``names`` starts with."""
+    with action._process_state({}, names):
+        return sorted(os.listdir(tempfile.gettempdir()))
+
+
+def _discovers(names, file_name):
+    with action._process_state({}, names):
+        with open(os.path.join(tempfile.gettempdir(), file_name), "w", encoding="utf-8") as cache:
+            cache.write('{"apis": 1}')
+
+
+def test_a_read_is_handed_only_the_cache_of_its_own_connection(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gpu = action.connection_names({"kubeconfig": "/k/gpu", "context": "a"}, {})
+    for number in range(300):  # every other server this user has read
+        _discovers(action.connection_names({"kubeconfig": "/k/%d" % number}, {}), "k8srcp-%d.json" % number)
+    _discovers(gpu, "k8srcp-gpu.json")
+    assert _cached(gpu) == ["k8srcp-gpu.json"]
+    assert _cached(action.connection_names({"kubeconfig": "/k/7"}, {})) == ["k8srcp-7.json"]
+    # another context, host or variable naming the server is another connection
+    assert _cached(action.connection_names({"kubeconfig": "/k/gpu", "context": "b"}, {})) == []
+    assert _cached(action.connection_names({"kubeconfig": "/k/gpu", "context": "a", "host": "https://h"}, {})) == []
+    assert _cached(action.connection_names({"kubeconfig": "/k/gpu", "context": "a"}, {"K8S_AUTH_CONTEXT": "c"})) == []
+    # files of the folder's older layout, beside the connections' folders, are handed to nobody
+    user = tmp_path / ("gpu_ops_k8s_reader-%d" % os.getuid())
+    (user / "k8srcp-old.json").write_text("{}")
+    assert _cached(gpu) == ["k8srcp-gpu.json"]
+
+
+def test_connection_names_hold_no_credential(monkeypatch, tmp_path):
+    kubeconfig = {"clusters": [{"name": "c", "cluster": {"server": "https://10.0.0.1"}}],
+                  "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}], "current-context": "x",
+                  "users": [{"name": "u", "user": {"token": "token-4242"}}]}
+    names = action.connection_names({"kubeconfig": kubeconfig, "api_key": "key-4343", "password": "pw-4444"},
+                                    {"K8S_AUTH_API_KEY": "key-4545"})
+    assert "4242" not in repr(names) and "4343" not in repr(names) and "4444" not in repr(names)
+    assert "4545" not in repr(names) and "https://10.0.0.1" in repr(names)
+    # another user of the same cluster reads the same server: the same connection for the cache
+    other = dict(kubeconfig, users=[{"name": "u", "user": {"token": "other"}}])
+    assert action.connection_names({"kubeconfig": other}, {}) == action.connection_names({"kubeconfig": kubeconfig}, {})
+    # a kubeconfig read into a dict in another key order is the same connection
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    reordered = dict(kubeconfig, clusters=[{"cluster": {"server": "https://10.0.0.1"}, "name": "c"}])
+    assert action._cache_folder(action.connection_names({"kubeconfig": reordered}, {})) == action._cache_folder(
+        action.connection_names({"kubeconfig": kubeconfig}, {}))
+    # what the variables name counts, the task's environment over the process's
+    assert action.connection_names({}, {"KUBECONFIG": "/k/a"}) != action.connection_names({}, {"KUBECONFIG": "/k/b"})
+
+
+def test_caches_unused_for_a_week_go_when_another_connection_starts(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    old, recent = action.connection_names({"host": "old"}, {}), action.connection_names({"host": "recent"}, {})
+    _discovers(old, "k8srcp-old.json")
+    _discovers(recent, "k8srcp-recent.json")
+    user = tmp_path / ("gpu_ops_k8s_reader-%d" % os.getuid())
+    (user / "k8srcp-legacy.json").write_text("{}")
+    week = time.time() - action.CACHE_KEPT_S - 60
+    for name in os.listdir(user):
+        if name != os.path.basename(action._cache_folder(recent)):
+            os.utime(user / name, (week, week))
+    assert len(os.listdir(user)) == 3
+    # a read of a known connection keeps everything
+    assert _cached(old) == ["k8srcp-old.json"]
+    os.utime(action._cache_folder(old), (week, week))
+    assert len(os.listdir(user)) == 3
+    # a new connection removes what was not used for the week, and keeps what was
+    assert _cached(action.connection_names({"host": "new"}, {})) == []
+    assert _cached(recent) == ["k8srcp-recent.json"]
+    assert _cached(old) == []
+    assert "k8srcp-legacy.json" not in os.listdir(user)
 
 
 def test_a_cache_folder_that_is_not_ours_alone_is_not_used(monkeypatch, tmp_path):
