@@ -33,7 +33,11 @@ EXAMPLES = r"""
   gpu_ops.cluster.mps_control_info:
     pipe_directory: /tmp/nvidia-mps
   register: mps
-  failed_when: not mps.running
+
+- name: Fail when the daemon does not answer
+  ansible.builtin.assert:
+    that: mps.running
+    fail_msg: The MPS control daemon does not answer on /tmp/nvidia-mps
 """
 
 RETURN = r"""
