@@ -17,6 +17,8 @@ import os
 
 import yaml
 
+from ansible_collections.gpu_ops.cluster.tests.unit.test_role_includes import _tasks
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # modules whose failures carry the message the user needs (their collections' modules, ours included)
 FAILING_MODULES = ("kubernetes.core.", "gpu_ops.cluster.", "awx.awx.")
@@ -27,14 +29,6 @@ ALLOWED = {
         " dump of it; a call that failed without an object back fails here (on 2.21 with ansible-core's own message,"
         " the reason this list exists)"),
 }
-
-
-def _tasks(node):
-    for task in node if isinstance(node, list) else []:
-        if isinstance(task, dict):
-            yield task
-            for key in ("block", "rescue", "always"):
-                yield from _tasks(task.get(key))
 
 
 def _module(task):
