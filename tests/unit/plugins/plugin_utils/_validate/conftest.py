@@ -20,7 +20,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import s
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-HEALTHY = ("gke-tcpxo", "gke-a3ultra", "gke-a4x", "gpu-operator-mig", "host", "ack-mps")
+HEALTHY = ("gke-tcpxo", "gke-a3ultra", "gke-a4x", "gpu-operator-mig", "gpu-operator-rdma", "host", "ack-mps")
 
 
 def raw(name):

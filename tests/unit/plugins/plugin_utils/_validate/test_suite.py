@@ -19,7 +19,7 @@ import yaml
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import View
 
-HEALTHY = ("gke-tcpxo", "gke-a3ultra", "gke-a4x", "gpu-operator-mig", "host", "ack-mps")
+HEALTHY = ("gke-tcpxo", "gke-a3ultra", "gke-a4x", "gpu-operator-mig", "gpu-operator-rdma", "host", "ack-mps")
 
 
 def _comparable(result):
