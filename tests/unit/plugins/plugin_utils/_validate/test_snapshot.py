@@ -351,3 +351,24 @@ def test_a_collection_that_is_not_a_list_in_a_snapshot_file_is_not_captured_and_
     with pytest.raises(Missing) as missing:
         snap.View(loaded).kubernetes("pods")
     assert missing.value.why == "the snapshot file holds dict here, not a list"
+
+
+def test_a_pod_keeps_its_containers_state_reasons_but_no_message():
+    pod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "gpu-1"},
+           "status": {"phase": "Running", "hostIP": "10.0.0.9",
+                      "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "message": "unready: [c]",
+                                      "lastTransitionTime": "2026-11-29T10:00:00Z"}],
+                      "initContainerStatuses": [{"name": "init", "ready": True, "image": "i", "imageID": "sha",
+                                                 "state": {"terminated": {"reason": "Completed", "exitCode": 0, "message": "done"}}}],
+                      "containerStatuses": [{"name": "c", "ready": False, "started": False, "restartCount": 4, "containerID": "cri://x",
+                                             "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}},
+                                             "lastState": {"terminated": {"reason": "Error", "exitCode": 1, "signal": 15,
+                                                                          "message": "password=hunter2", "startedAt": "t"}}}]}}
+    assert snap.scrub_pod(pod)["status"] == {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}],
+        "initContainerStatuses": [{"name": "init", "ready": True, "state": {"terminated": {"reason": "Completed", "exitCode": 0}}}],
+        "containerStatuses": [{"name": "c", "ready": False, "started": False, "restartCount": 4,
+                               "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                               "lastState": {"terminated": {"reason": "Error", "exitCode": 1, "signal": 15}}}]}
+    assert "hunter2" not in json.dumps(snap.scrub_pod(pod))
