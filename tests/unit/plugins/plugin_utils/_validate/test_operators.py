@@ -564,3 +564,57 @@ def test_a_not_ready_policy_shows_the_first_line_of_its_summary_as_evidence_and_
         result = results[check]
         assert len(result["evidence"]) == 1 and result["message"].startswith(result["evidence"][0]), result
         assert result["message"] != result["evidence"][0], "the problem lists more than the first line"
+
+
+def _rdma_results(build_snapshot, data):
+    return dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])
+
+
+def test_peermem_with_host_mofed_needs_no_ofed_driver_and_without_it_names_none(load_raw, build_snapshot):
+    data = load_raw("gpu-operator-rdma")
+    _peermem_with_host_mofed_gone(data)
+    failed = _rdma_results(build_snapshot, data)["gpu_operator.gpudirect_rdma_mode"]
+    assert failed["evidence"] == ["spec.driver.rdma.enabled true (legacy nvidia-peermem), useHostMofed False",
+                                  "NicClusterPolicy with ofedDriver: none"]
+    _by_name(_k8s(data)["cluster_policies"], "cluster-policy")["spec"]["driver"]["rdma"]["useHostMofed"] = True
+    passed = _rdma_results(build_snapshot, data)["gpu_operator.gpudirect_rdma_mode"]
+    assert passed["status"] == "passed"
+    assert passed["evidence"] == ["spec.driver.rdma.enabled true (legacy nvidia-peermem), useHostMofed True",
+                                  "the hosts' MLNX_OFED/DOCA-OFED loads the RDMA stack"]
+
+
+@pytest.mark.parametrize("config", [
+    {"configList": [{"rdmaHcaMax": 63}]},
+    {"configList": [{"resourceName": "a"}, "b"]},
+    {"configList": {"resourceName": "a"}},
+    {"periodicUpdateInterval": 300},
+    ["configList"],
+])
+def test_an_rdma_config_without_named_resources_fails_saying_so(load_raw, build_snapshot, config):
+    data = load_raw("gpu-operator-rdma")
+    _by_name(_k8s(data)["nic_cluster_policies"], "nic-cluster-policy")["spec"]["rdmaSharedDevicePlugin"]["config"] = json.dumps(config)
+    failed = _rdma_results(build_snapshot, data)["network_operator.rdma_resources"]
+    assert failed["status"] == "failed"
+    assert failed["message"] == "spec.rdmaSharedDevicePlugin.config has no configList of entries with a resourceName"
+
+
+def test_an_sriov_resource_without_prefix_is_matched_by_its_whole_name(load_raw, build_snapshot):
+    data = load_raw("gpu-operator-rdma")
+    spec = _by_name(_k8s(data)["nic_cluster_policies"], "nic-cluster-policy")["spec"]
+    spec["sriovDevicePlugin"] = {"config": json.dumps({"resourceList": [{"resourceName": "hostdev"}]})}
+    _by_name(_k8s(data)["nodes"], "h100-0")["status"]["allocatable"].update({"nvidia.com/hostdev": "8", "example.com/myhostdev": "2"})
+    _by_name(_k8s(data)["nodes"], "h100-1")["status"]["allocatable"]["example.com/myhostdev"] = "2"
+    failed = _rdma_results(build_snapshot, data)["network_operator.rdma_resources"]
+    assert failed["message"] == "node h100-1 does not advertise */hostdev"
+    assert "node h100-0: nvidia.com/hostdev=8, rdma/rdma_shared_device_a=63" in failed["evidence"]
+    assert "node h100-1: rdma/rdma_shared_device_a=63" in failed["evidence"]
+
+
+def test_does_not_exist_in_a_node_affinity_keeps_the_nodes_without_the_label(load_raw, build_snapshot):
+    data = load_raw("gpu-operator-rdma")
+    _rdma_resource_zero(data)
+    spec = _by_name(_k8s(data)["nic_cluster_policies"], "nic-cluster-policy")["spec"]
+    spec["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "node-role.kubernetes.io/control-plane", "operator": "DoesNotExist"}]}]}}
+    failed = _rdma_results(build_snapshot, data)["network_operator.rdma_resources"]
+    assert failed["message"] == "node h100-0 does not advertise rdma/rdma_shared_device_a"
