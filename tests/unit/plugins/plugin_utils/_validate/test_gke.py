@@ -627,4 +627,3 @@ def test_a_missing_installer_is_installed_not_upgraded(only_failure):
     failed = only_failure("gke-tcpxo", _no_installer, "gpudirect.installer", "kube-system/nccl-tcpxo-installer not found")
     assert failed["fix"].startswith("install it: playbooks/gke_gpudirect.yml (gke_gpudirect_install true)")
     assert "gke_version" not in failed["fix"]
-
