@@ -20,7 +20,8 @@ Shape (``format``/``version`` name it)::
 
 A collection that was not read, or whose read failed, is null (or absent): the checks that need it end as
 ``other``. An empty list is a read that found nothing. Pods keep what the checks judge (resources, the
-multi-networking and device-injection annotations, volume names and kinds, NCCL environment). No object keeps an
+multi-networking and device-injection annotations, volume names and kinds, NCCL environment, their containers' state
+reasons and exit codes but no state or condition message). No object keeps an
 environment value outside the NCCL and library path variables, a command line, another annotation (such as
 ``last-applied-configuration``) or its managed fields, and nothing of a Secret is kept. A snapshot read from a file
 (``loaded``) is reduced the same way before anything shows it.

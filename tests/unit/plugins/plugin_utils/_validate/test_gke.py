@@ -627,3 +627,20 @@ def test_a_missing_installer_is_installed_not_upgraded(only_failure):
     failed = only_failure("gke-tcpxo", _no_installer, "gpudirect.installer", "kube-system/nccl-tcpxo-installer not found")
     assert failed["fix"].startswith("install it: playbooks/gke_gpudirect.yml (gke_gpudirect_install true)")
     assert "gke_version" not in failed["fix"]
+
+
+def test_a_not_ready_daemonset_names_only_its_own_pods(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    _ds(data, "nccl-tcpxo-installer")["status"]["numberReady"] = 1
+    crashing = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+                "containerStatuses": [{"name": "c", "ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}
+    pods = dict((p["metadata"]["name"], p) for p in _k8s(data)["pods"])
+    pods["nccl-tcpxo-installer-fghij"]["status"] = crashing
+    # a pod of another DaemonSet in the same namespace, and one of another namespace with the installer's owner name
+    pods["nvidia-gpu-device-plugin-large-cos-k2x9p"]["status"] = crashing
+    pods["nccl-test-0"]["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "nccl-tcpxo-installer"}]
+    pods["nccl-test-0"]["status"] = crashing
+    failed = _by_id(build_snapshot, data)["gpudirect.installer"]
+    assert failed["message"] == "DaemonSet nccl-tcpxo-installer not ready on node gke-a3mega-1: pod nccl-tcpxo-installer-fghij, c CrashLoopBackOff"
+    pods["nccl-tcpxo-installer-fghij"]["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "nccl-tcpxo-installer"}]
+    assert _by_id(build_snapshot, data)["gpudirect.installer"]["message"] == "DaemonSet nccl-tcpxo-installer: 1 of 2 pods ready"

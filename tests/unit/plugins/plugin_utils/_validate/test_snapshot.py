@@ -372,3 +372,33 @@ def test_a_pod_keeps_its_containers_state_reasons_but_no_message():
                                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                                "lastState": {"terminated": {"reason": "Error", "exitCode": 1, "signal": 15}}}]}
     assert "hunter2" not in json.dumps(snap.scrub_pod(pod))
+
+
+def test_odd_container_states_are_kept_without_their_values():
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "gpu-1"},
+           "status": {"containerStatuses": ["odd", {"name": "c", "state": {"running": None, "waiting": "text", "terminated": {"exitCode": 0}}}]}}
+    assert snap.scrub_pod(pod)["status"]["containerStatuses"] == ["odd", {"name": "c", "state": {"running": {}, "terminated": {"exitCode": 0}}}]
+
+
+def _gke_snapshot(gke, read_errors=None):
+    document = {"format": snap.FORMAT, "version": snap.VERSION, "target": {"name": "c", "kind": "kubernetes"}, "kubernetes": {}}
+    if gke is not None:
+        document["gke"] = gke
+    if read_errors:
+        document["read_errors"] = read_errors
+    return snap.View(document)
+
+
+@pytest.mark.parametrize("gke, read_errors, why", [
+    (None, None, "the GKE API was not read: validate_gke is not set"),
+    (None, {"gke.cluster": "403 Forbidden"}, "403 Forbidden"),
+    ({"nics": []}, None, None),
+    ({"nics": []}, {"gke.cluster": "404 NotFound"}, "404 NotFound"),
+])
+def test_a_gke_path_that_was_not_read_says_whether_validate_gke_was_set(gke, read_errors, why):
+    with pytest.raises(Missing) as raised:
+        _gke_snapshot(gke, read_errors).need("gke.cluster")
+    assert raised.value.why == why
+    with pytest.raises(Missing) as raised:
+        _gke_snapshot(None).need("kubernetes.nodes")
+    assert raised.value.why is None
