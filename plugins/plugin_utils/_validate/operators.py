@@ -213,7 +213,7 @@ def _kernel_module_problem(driver):
     if module_type == "proprietary":
         return "spec.driver.kernelModuleType is proprietary"
     if module_type in (None, "auto") and driver.get("useOpenKernelModules") is not True:
-        version = tuple(int(x) for x in str(driver.get("version") or "").split("-")[0].split(".") if x.isdigit())
+        version = tuple(int(x) for x in str(driver.get("version") or "").split("-", maxsplit=1)[0].split(".") if x.isdigit())
         if version and version < gpu_catalog.KERNEL_MODULE_AUTO_MIN_DRIVER:
             return ("driver %s is older than R570 (%s), whose containers choose the proprietary modules unless "
                     "spec.driver.kernelModuleType is open" % (driver.get("version"), ".".join(
