@@ -111,7 +111,8 @@ def test_the_snapshot_validates_offline_with_the_same_results(run_playbook, clus
 
 
 def test_an_unreachable_cluster_is_other_and_fails(run_playbook, cluster, tmp_path):
-    env = cluster.env()
+    # a kubeconfig that points at a closed port: the double's, kept after it stopped
+    env = dict(cluster.env(), K8S_AUTH_KUBECONFIG=cluster.write_kubeconfig(str(tmp_path / "kubeconfig")))
     cluster.stop()
     result = run_playbook(PLAYBOOK, extra_vars=dict(validate_clusters="localhost", validate_hosts="none",
                                                     validate_output_dir=str(tmp_path / "out")), env=env).assert_failed()
@@ -119,6 +120,14 @@ def test_an_unreachable_cluster_is_other_and_fails(run_playbook, cluster, tmp_pa
     assert "passed" not in statuses.values()
     assert "other" in statuses.values()
     assert "other - NOT OK" in result.output
+    # the connection error is in the report, not "no resources returned" (ansible-core 2.19 drops the message of a
+    # failure that failed_when turns off)
+    tests = dict((t["name"], t) for t in json.loads((tmp_path / "out" / "localhost" / "ctrf.json").read_text())["results"]["tests"])
+    message = tests["gpu_operator.cluster_policy"]["message"]
+    assert "cannot read kubernetes.cluster_policies (" in message and "Connection refused" in message, message
+    assert "no resources returned" not in json.dumps(tests)
+    assert "Fix: make the read work (the kubeconfig's API server reachable" in message
+    assert cluster.token not in result.output
 
 
 def test_the_clusterrole_grants_exactly_the_reads_of_the_role():
@@ -141,7 +150,7 @@ def test_the_sample_snapshot_validates_offline_and_fails_on_its_breaks(run_playb
     result.assert_failed()
     statuses = _statuses(tmp_path / "a3mega-us-central1" / "ctrf.json")
     assert sorted(k for k, v in statuses.items() if v == "failed") == ["gke.gpu_vpc", "gpudirect.fast_socket", "gpudirect.pod_whole_node"]
-    assert "a3mega-us-central1: 40 checks: 21 passed, 3 failed, 16 skipped, 0 other - NOT OK" in result.output
+    assert "a3mega-us-central1: 43 checks: 21 passed, 3 failed, 19 skipped, 0 other - NOT OK" in result.output
     page = (tmp_path / "a3mega-us-central1" / "report.md").read_text()
     assert page == (REPO_ROOT / "docs" / "validate-sample-report.md").read_text().split("-->\n\n", 1)[1]
 

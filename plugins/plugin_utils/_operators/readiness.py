@@ -17,6 +17,16 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs 
 # Readiness reports
 # --------------------------------------------------------------------------------------------
 
+def _last_termination(container):
+    """`` (last terminated: Error, exit code 1)`` of a restarting container (its reason and exit code or signal: what
+    crashed it, where its waiting reason says only CrashLoopBackOff); "" when it never terminated."""
+    last = (container.get("lastState") or {}).get("terminated")
+    if not last:
+        return ""
+    code = "signal %s" % last["signal"] if last.get("signal") else "exit code %s" % last.get("exitCode")
+    return " (last terminated: %s, %s)" % (last.get("reason") or "no reason", code)
+
+
 def _pod_problems(pod):
     """What keeps a pod from being ready, or None when it is ready (or completed)."""
     status = pod.get("status") or {}
@@ -30,7 +40,7 @@ def _pod_problems(pod):
         for key in ("waiting", "terminated"):
             detail = state.get(key)
             if detail and not (key == "terminated" and detail.get("exitCode") == 0):
-                waiting.append("%s %s" % (container.get("name"), detail.get("reason") or key))
+                waiting.append("%s %s%s" % (container.get("name"), detail.get("reason") or key, _last_termination(container)))
         if not container.get("ready") and not state.get("waiting") and not state.get("terminated") and \
                 container in (status.get("containerStatuses") or []):
             waiting.append("%s not ready" % container.get("name"))

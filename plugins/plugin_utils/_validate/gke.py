@@ -24,7 +24,8 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nc
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import GPU_RESOURCE, MIG_CONFIG_LABEL
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._gpudirect import workload
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing.gpu_sharing import pod_gpu_requests
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, described_by
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.readiness import not_ready_pods
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Fault, Missing, Skip, described_by
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import node_labels, node_name
 
 # each check's phase, title, reads, cause and fix: gke.yml beside this file
@@ -251,14 +252,31 @@ def _daemonset(view, name, namespace):
     return None
 
 
-def _ds_problems(ds, name, wanted_nodes):
+def _ds_pods(view, ds):
+    """The pods of DaemonSet ``ds`` (by owner) that the snapshot keeps: those on GPU nodes."""
+    meta = ds.get("metadata") or {}
+    return [p for p in view.kubernetes("pods") if (p.get("metadata") or {}).get("namespace") == meta.get("namespace")
+            and any(o.get("kind") == "DaemonSet" and o.get("name") == meta.get("name")
+                    for o in (p.get("metadata") or {}).get("ownerReferences") or [])]
+
+
+def _ds_problems(view, ds, name, nodes):
+    """Why DaemonSet ``ds`` does not run a ready pod on each of ``nodes``: the nodes without a pod, and each pod that is
+    not ready with its node, container and reason (from the DaemonSet's counts when its pods were not read)."""
     status = ds.get("status") or {}
     desired, ready = status.get("desiredNumberScheduled") or 0, status.get("numberReady") or 0
     problems = []
-    if desired < wanted_nodes:
-        problems.append("DaemonSet %s schedules %d pod(s) for %d node(s)" % (name, desired, wanted_nodes))
-    if ready < desired:
-        problems.append("DaemonSet %s: %d of %d pods ready" % (name, ready, desired))
+    if desired < len(nodes):
+        problems.append(Fault("DaemonSet %s schedules %d pod(s) for %d node(s)" % (name, desired, len(nodes)), "not_ready"))
+    if ready >= desired:
+        return problems
+    pods = [p for p in _ds_pods(view, ds) if (p.get("spec") or {}).get("nodeName") in set(node_name(n) for n in nodes)] \
+        if view.has("kubernetes.pods") else []
+    broken = not_ready_pods(pods)
+    problems.extend(Fault("DaemonSet %s not ready on node %s: pod %s, %s" % (name, r["node"], r["pod"], r["problem"]), "not_ready")
+                    for r in broken)
+    if not broken:
+        problems.append(Fault("DaemonSet %s: %d of %d pods ready" % (name, ready, desired), "not_ready"))
     return problems
 
 
@@ -277,9 +295,9 @@ def installer(view):
         versions = sorted(set(_kubelet_version(n) for n in members))
         ds = _daemonset(view, entry["name"], entry["namespace"])
         if ds is None:
-            problems.append("DaemonSet %s/%s not found" % (entry["namespace"], entry["name"]))
+            problems.append(Fault("DaemonSet %s/%s not found" % (entry["namespace"], entry["name"]), "missing"))
             continue
-        problems.extend(_ds_problems(ds, entry["name"], len(members)))
+        problems.extend(_ds_problems(view, ds, entry["name"], members))
         images = _ds_images(ds)
         evidence.append("%s: images %s, nodes at %s" % (entry["name"], ", ".join(i or "?" for i in images), ", ".join(versions)))
         for version in versions:
@@ -300,7 +318,7 @@ def nri_injector(view):
     ds = _daemonset(view, entry["name"], entry["namespace"])
     if ds is None:
         return [], ["DaemonSet %s/%s not found" % (entry["namespace"], entry["name"])]
-    return ["%s: %s" % (entry["name"], ", ".join(i or "?" for i in _ds_images(ds)))], _ds_problems(ds, entry["name"], len(nodes))
+    return ["%s: %s" % (entry["name"], ", ".join(i or "?" for i in _ds_images(ds)))], _ds_problems(view, ds, entry["name"], [n for n, _f in nodes])
 
 
 def _gpu_count(node):

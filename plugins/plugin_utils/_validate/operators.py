@@ -13,8 +13,12 @@ GPU Operator catalogs'.
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gpu_operator as gpu_catalog
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gpudirect_rdma
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as mig_catalog
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import network_operator as net_catalog
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig import nodes as mig_nodes
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._mig.placement import standard_layouts
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing.gpu_sharing import is_gpu_name, pod_gpu_requests
@@ -137,25 +141,127 @@ def cluster_policy(view):
     return report["summary"][:1], [] if report["ready"] else report["summary"]
 
 
-@described("gpu_operator.driver_pods")
-def driver_pods(view):
-    policy = _policy(view)
+def _driver_nodes(view, policy):
+    """The GPU nodes the GPU Operator installs the driver on; Skip when it installs none."""
     if ((policy.get("spec") or {}).get("driver") or {}).get("enabled") is False:
         raise Skip("the ClusterPolicy does not install the driver (spec.driver.enabled: false)")
-    key, value = gpu_catalog.DRIVER_DAEMONSET_LABEL.split("=", 1)
     deploy = "nvidia.com/gpu.deploy.driver"
     wanted = [n for n in view.gpu_nodes() if node_labels(n).get(deploy) not in ("false", "pre-installed")]
     if not wanted:
         raise Skip("no GPU node gets its driver from the GPU Operator (none, or every one labelled %s=false or "
                    "pre-installed)" % deploy)
-    pods = [p for p in view.pods_on([node_name(n) for n in wanted]) if ((p.get("metadata") or {}).get("labels") or {}).get(key) == value]
+    return sorted(wanted, key=lambda n: node_name(n) or "")
+
+
+def _driver_pods(view, nodes):
+    key, value = gpu_catalog.DRIVER_DAEMONSET_LABEL.split("=", 1)
+    return [p for p in view.pods_on([node_name(n) for n in nodes]) if ((p.get("metadata") or {}).get("labels") or {}).get(key) == value]
+
+
+@described("gpu_operator.driver_pods")
+def driver_pods(view):
+    wanted = _driver_nodes(view, _policy(view))
+    pods = _driver_pods(view, wanted)
     by_node = dict((p["spec"]["nodeName"], p) for p in pods)
     evidence, problems = ["%d driver node(s), %d driver pod(s)" % (len(wanted), len(pods))], []
-    for node in sorted(wanted, key=lambda n: node_name(n) or ""):
+    for node in wanted:
         if node_name(node) not in by_node:
             problems.append("node %s has no driver pod" % node_name(node))
     problems.extend("%s not ready on node %s (pod %s: %s)" % (r["component"], r["node"], r["pod"], r["problem"])
                     for r in not_ready_pods(pods))
+    return evidence, problems
+
+
+# the ClusterPolicy switches that add a sidecar to the driver pod (gpu-operator-rdma.rst, nvidia-stack.md 1.4/1.6):
+# driver.rdma.enabled is the legacy nvidia-peermem mode; without it GPUDirect RDMA uses DMA-BUF, with no sidecar
+_SIDECAR_SWITCHES = (("peermem", ("driver", "rdma", "enabled")), ("gds", ("gds", "enabled")), ("gdrcopy", ("gdrcopy", "enabled")))
+
+
+def _spec_value(policy, path):
+    value = policy.get("spec") or {}
+    for key in path:
+        value = (value if isinstance(value, dict) else {}).get(key)
+    return value
+
+
+@described("gpu_operator.driver_sidecars")
+def driver_sidecars(view):
+    policy = _policy(view)
+    asked = [(gpu_catalog.DRIVER_SIDECARS[name]["container"], "spec.%s" % ".".join(path))
+             for name, path in _SIDECAR_SWITCHES if _spec_value(policy, path) is True]
+    if not asked:
+        raise Skip("the ClusterPolicy asks for no driver sidecar (%s are not true; GPUDirect RDMA, if used, is DMA-BUF)"
+                   % ", ".join("spec.%s" % ".".join(p) for _n, p in _SIDECAR_SWITCHES))
+    pods = _driver_pods(view, _driver_nodes(view, policy))
+    if not pods:
+        raise Skip("no driver pod to judge (gpu_operator.driver_pods names the nodes without one)")
+    evidence, problems = [], []
+    for pod in sorted(pods, key=lambda p: (p["spec"]["nodeName"], p["metadata"].get("name"))):
+        names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+        evidence.append("node %s: pod %s runs %s" % (pod["spec"]["nodeName"], pod["metadata"].get("name"), ", ".join(names)))
+        for container, switch in asked:
+            if container not in names:
+                problems.append("node %s: driver pod %s runs without %s, which %s: true asks for" % (
+                    pod["spec"]["nodeName"], pod["metadata"].get("name"), container, switch))
+    return evidence, problems
+
+
+def _kernel_module_problem(driver):
+    """Why the driver the ClusterPolicy installs loads the proprietary kernel modules, which DMA-BUF cannot use; None
+    when it loads the open ones or cannot be told (no version given: the chart's default, R570 or later since v25.3)."""
+    module_type = driver.get("kernelModuleType")
+    if module_type == "proprietary":
+        return "spec.driver.kernelModuleType is proprietary"
+    if module_type in (None, "auto") and driver.get("useOpenKernelModules") is not True:
+        version = tuple(int(x) for x in str(driver.get("version") or "").split("-", maxsplit=1)[0].split(".") if x.isdigit())
+        if version and version < gpu_catalog.KERNEL_MODULE_AUTO_MIN_DRIVER:
+            return ("driver %s is older than R570 (%s), whose containers choose the proprietary modules unless "
+                    "spec.driver.kernelModuleType is open" % (driver.get("version"), ".".join(
+                        str(x) for x in gpu_catalog.KERNEL_MODULE_AUTO_MIN_DRIVER)))
+    return None
+
+
+def _rdma_device_plugins(policies):
+    return [name for name in ("rdmaSharedDevicePlugin", "sriovDevicePlugin")
+            for p in policies if (p.get("spec") or {}).get(name)]
+
+
+@described("gpu_operator.gpudirect_rdma_mode")
+def gpudirect_rdma_mode(view):
+    policy = _policy(view)
+    driver = (policy.get("spec") or {}).get("driver") or {}
+    rdma = driver.get("rdma") or {}
+    nodes = _driver_nodes(view, policy)
+    nic_policies = view.kubernetes("nic_cluster_policies")
+    if rdma.get("enabled") is True:
+        evidence = ["spec.driver.rdma.enabled true (legacy nvidia-peermem), useHostMofed %s" % rdma.get("useHostMofed")]
+        if rdma.get("useHostMofed") is True:
+            return evidence + ["the hosts' MLNX_OFED/DOCA-OFED loads the RDMA stack"], []
+        ofed = [p["metadata"].get("name") for p in nic_policies if (p.get("spec") or {}).get("ofedDriver")]
+        evidence.append("NicClusterPolicy with ofedDriver: %s" % (", ".join(ofed) or "none"))
+        if ofed:
+            return evidence, []
+        return evidence, ["spec.driver.rdma.enabled is true with useHostMofed false: nvidia-peermem needs the Network "
+                          "Operator's OFED driver (NicClusterPolicy spec.ofedDriver), and no NicClusterPolicy deploys it"]
+    plugins = _rdma_device_plugins(nic_policies)
+    if not plugins:
+        raise Skip("GPUDirect RDMA is not asked for: spec.driver.rdma.enabled is not true and no NicClusterPolicy "
+                   "defines an RDMA device plugin")
+    evidence = ["DMA-BUF (spec.driver.rdma.enabled not true), NicClusterPolicy %s" % ", ".join(plugins)]
+    problems = []
+    module_problem = _kernel_module_problem(driver)
+    if module_problem:
+        problems.append("DMA-BUF needs the open kernel modules: %s" % module_problem)
+    for node in nodes:
+        kernel = ((node.get("status") or {}).get("nodeInfo") or {}).get("kernelVersion")
+        if not kernel:
+            raise Missing("kubernetes.nodes[%s].status.nodeInfo.kernelVersion" % node_name(node),
+                          "DMA-BUF needs Linux >= 5.12: the node's kernel version decides")
+        evidence.append("node %s: kernel %s" % (node_name(node), kernel))
+        version = gpudirect_rdma.version_tuple(kernel)
+        if version is None or version < gpudirect_rdma.DMABUF_MIN_KERNEL:
+            problems.append("node %s runs kernel %s; DMA-BUF needs Linux >= %s" % (
+                node_name(node), kernel, ".".join(str(x) for x in gpudirect_rdma.DMABUF_MIN_KERNEL)))
     return evidence, problems
 
 
@@ -166,6 +272,101 @@ def nic_cluster_policy(view):
         raise Skip("no NicClusterPolicy: the Network Operator is not installed")
     report = readiness_report(policies[0], None)
     return report["summary"][:1], [] if report["ready"] else report["summary"]
+
+
+MELLANOX_NIC_LABEL = "feature.node.kubernetes.io/pci-%s.present" % net_catalog.MELLANOX_VENDOR   # node-feature-discovery
+# the device plugins of a NicClusterPolicy: the list of their JSON config, and the prefix of a resource without one
+# (k8s-rdma-shared-dev-plugin: rdma; an SR-IOV entry without resourcePrefix takes the plugin's, judged by name alone)
+_DEVICE_PLUGINS = (("rdmaSharedDevicePlugin", "configList", net_catalog.RDMA_RESOURCE_PREFIX),
+                   ("sriovDevicePlugin", "resourceList", None))
+
+
+def _plugin_resources(spec, field, key, prefix):
+    """([(resource name, how a node's allocatable key matches it)], problem or None) of one device plugin's config."""
+    text = (spec.get(field) or {}).get("config")
+    if not text:
+        return [], None
+    try:
+        config = json.loads(text) if isinstance(text, str) else text
+    except ValueError as exc:
+        return [], "spec.%s.config is not JSON (%s)" % (field, exc)
+    entries = config.get(key) if isinstance(config, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and e.get("resourceName") for e in entries):
+        return [], "spec.%s.config has no %s of entries with a resourceName" % (field, key)
+    found = []
+    for entry in entries:
+        own = entry.get("resourcePrefix") or prefix
+        found.append("%s/%s" % (own, entry["resourceName"]) if own else "*/%s" % entry["resourceName"])
+    return found, None
+
+
+def _advertises(allocatable, resource):
+    if resource.startswith("*/"):
+        keys = [k for k in allocatable if k.endswith(resource[1:])]
+    else:
+        keys = [resource] if resource in allocatable else []
+    return any(str(allocatable[k]) not in ("0", "") for k in keys)
+
+
+def _affinity_match(node, affinity):
+    """Whether ``node`` matches a NicClusterPolicy's spec.nodeAffinity (its required node selector terms)."""
+    terms = (((affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")) or []
+    if not terms:
+        return True
+    labels = node_labels(node)
+
+    def matches(expression):
+        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
+        if operator == "In":
+            return labels.get(key) in values
+        if operator == "NotIn":
+            return labels.get(key) not in values
+        if operator == "Exists":
+            return key in labels
+        if operator == "DoesNotExist":
+            return key not in labels
+        raise Missing("kubernetes.nic_cluster_policies.spec.nodeAffinity", "operator %s of key %s is not judged here" % (operator, key))
+    return any(all(matches(e) for e in term.get("matchExpressions") or []) for term in terms)
+
+
+@described("network_operator.rdma_resources")
+def rdma_resources(view):
+    policies = view.kubernetes("nic_cluster_policies")
+    if not policies:
+        raise Skip("no NicClusterPolicy: the Network Operator is not installed")
+    policy = policies[0]
+    spec = policy.get("spec") or {}
+    states = dict((s.get("name"), s.get("state")) for s in (policy.get("status") or {}).get("appliedStates") or [])
+    evidence, problems, resources = [], [], []
+    for field, key, prefix in _DEVICE_PLUGINS:
+        found, problem = _plugin_resources(spec, field, key, prefix)
+        if problem:
+            problems.append(problem)
+        state_name = net_catalog.NCP_STATES.get(field, "state-SRIOV-device-plugin")
+        if found and states.get(state_name, "ready") != "ready":
+            # a device plugin that is not running advertises nothing: network_operator.nic_cluster_policy names that
+            evidence.append("%s: not judged, %s is %s (network_operator.nic_cluster_policy)" % (
+                ", ".join(found), state_name, states.get(state_name)))
+            continue
+        resources.extend(found)
+    if not resources and not problems:
+        raise Skip("the NicClusterPolicy defines no RDMA shared or SR-IOV device plugin resource to judge%s" % (
+            ": " + "; ".join(evidence) if evidence else ""))
+    nodes = [n for n in view.kubernetes("nodes") if _affinity_match(n, spec.get("nodeAffinity"))]
+    mellanox = [n for n in nodes if node_labels(n).get(MELLANOX_NIC_LABEL) == "true"]
+    targeted = mellanox or [n for n in nodes if n in view.gpu_nodes()]
+    if not targeted:
+        raise Skip("no node has a Mellanox NIC (label %s=true) or a GPU among the nodes the NicClusterPolicy targets"
+                   % MELLANOX_NIC_LABEL)
+    evidence.append("nodes judged (%s): %s" % ("label %s=true" % MELLANOX_NIC_LABEL if mellanox else "GPU nodes",
+                                               ", ".join(sorted(node_name(n) for n in targeted)) or "none"))
+    for node in sorted(targeted, key=lambda n: node_name(n) or ""):
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        shown = dict((k, v) for k, v in allocatable.items() for r in resources if k == r or r.startswith("*/") and k.endswith(r[1:]))
+        evidence.append("node %s: %s" % (node_name(node), ", ".join("%s=%s" % kv for kv in sorted(shown.items())) or "none"))
+        problems.extend("node %s does not advertise %s" % (node_name(node), resource) for resource in resources
+                        if not _advertises(allocatable, resource))
+    return evidence, problems
 
 
 @described("mig.config_state")

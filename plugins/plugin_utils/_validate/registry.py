@@ -32,6 +32,16 @@ class Missing(Exception):
         self.why = why
 
 
+class Fault(str):
+    """A problem whose fix is one of the check's ``fixes`` (by name) rather than its own ``fix``: one check can find
+    faults that different steps repair (a DaemonSet that is missing, against one that runs the wrong release)."""
+
+    def __new__(cls, text, fix):
+        fault = str.__new__(cls, text)
+        fault.fix = fix
+        return fault
+
+
 class Skip(Exception):
     """The check does not apply to this snapshot; the message says why (from what was read)."""
 
@@ -39,23 +49,57 @@ class Skip(Exception):
 class Check(object):
     """One check: ``function(view)`` returns (evidence, problems): lists of text; problems empty means passed."""
 
-    def __init__(self, check_id, phase, title, reads, cause, fix, function):
+    def __init__(self, check_id, phase, title, reads, cause, fix, function, fixes=None):
         if phase not in PHASES:
             raise ValueError("check %s: unknown phase %r" % (check_id, phase))
-        if not (isinstance(fix, dict) and (fix.get("role") and fix.get("variable") or fix.get("manual"))):
-            raise ValueError("check %s: the fix names a role and its variable, or a manual step" % check_id)
+        for one in [fix] + list((fixes or {}).values()):
+            if not (isinstance(one, dict) and (one.get("role") and one.get("variable") or one.get("manual"))):
+                raise ValueError("check %s: the fix names a role and its variable, or a manual step" % check_id)
         self.id = check_id
         self.phase = phase
         self.title = title
         self.reads = tuple(reads)
         self.cause = cause
         self.fix = dict(fix)
+        self.fixes = dict((name, dict(one)) for name, one in (fixes or {}).items())
         self.function = function
 
     def describe(self):
-        """The check as the docs list it."""
-        return dict(id=self.id, phase=self.phase, title=self.title, reads=list(self.reads), cause=self.cause,
-                    fix=fix_text(self.fix))
+        """The check as the docs list it (its other fixes after its own, each after the fault it repairs)."""
+        text = fix_text(self.fix)
+        for name, one in sorted(self.fixes.items()):
+            text += "; %s: %s" % (name.replace("_", " "), fix_text(one))
+        return dict(id=self.id, phase=self.phase, title=self.title, reads=list(self.reads), cause=self.cause, fix=text)
+
+    def fix_of(self, problems):
+        """The fix of ``problems``: each distinct fix their faults name, in order (the check's own for a plain one)."""
+        texts = []
+        for problem in problems:
+            name = getattr(problem, "fix", None)
+            if name is not None and name not in self.fixes:
+                raise ValueError("check %s: a fault names fix %r, which its description lacks" % (self.id, name))
+            text = fix_text(self.fixes[name] if name is not None else self.fix)
+            if text not in texts:
+                texts.append(text)
+        return "; ".join(texts)
+
+    def other_fix(self, exc):
+        """What lets the check run when it could not (``exc``: Missing, or what it raised)."""
+        leave_out = "or leave %s out of validate_checks (list the checks to run)" % self.id
+        path = getattr(exc, "path", None)
+        if path is None:
+            return "report the error with the snapshot (validate_write_snapshot); " + leave_out
+        if path.startswith("gke."):
+            return ("set validate_gke (cluster and location; the project and GCP credentials through the play's module_defaults "
+                    "of group/gpu_ops.cluster.gcp, or validate_gke.project) so the GKE API is read; " + leave_out)
+        if path.startswith("mig_parted"):
+            return "give the MIG manager's mig-parted ConfigMap as validate_mig_parted_config; " + leave_out
+        if path.startswith("performance"):
+            return "run the performance probes again (validate_phases performance, validate_performance_probes); " + leave_out
+        if path.startswith("kubernetes.") and "[" not in path:
+            return ("make the read work (the kubeconfig's API server reachable, list rights on the kind: the message says "
+                    "why it failed); " + leave_out)
+        return "the snapshot lacks %s: read the cluster again with a kubeconfig that can list it; %s" % (path, leave_out)
 
 
 def fix_text(fix):
@@ -69,17 +113,19 @@ def fix_text(fix):
 CHECKS = []
 
 
-def register(check_id, phase, title, reads, cause, fix):
+def register(check_id, phase, title, reads, cause, fix, fixes=None):
     """Decorator: add a check function to the registry under a stable, unique id."""
     def wrap(function):
         if any(c.id == check_id for c in CHECKS):
             raise ValueError("duplicate check id %s" % check_id)
-        CHECKS.append(Check(check_id, phase, title, reads, cause, fix, function))
+        CHECKS.append(Check(check_id, phase, title, reads, cause, fix, function, fixes))
         return function
     return wrap
 
 
 DESCRIPTION_KEYS = ("phase", "title", "reads", "cause", "fix")
+# optional: {name: fix} of the faults (registry.Fault) that another step repairs than the check's own fix
+OPTIONAL_KEYS = ("fixes",)
 
 
 def described_by(path):
@@ -97,10 +143,10 @@ def described_by(path):
         entry = table.get(check_id)
         if not isinstance(entry, dict):
             raise ValueError("check %s has no description in %s" % (check_id, name))
-        if sorted(entry) != sorted(DESCRIPTION_KEYS):
-            raise ValueError("check %s: its description in %s has %s; a description has %s" % (
-                check_id, name, ", ".join(sorted(entry)), ", ".join(DESCRIPTION_KEYS)))
-        return register(check_id, *[entry[key] for key in DESCRIPTION_KEYS])
+        if sorted(set(entry) - set(OPTIONAL_KEYS)) != sorted(DESCRIPTION_KEYS):
+            raise ValueError("check %s: its description in %s has %s; a description has %s (and optionally %s)" % (
+                check_id, name, ", ".join(sorted(entry)), ", ".join(DESCRIPTION_KEYS), ", ".join(OPTIONAL_KEYS)))
+        return register(check_id, *[entry[key] for key in DESCRIPTION_KEYS], fixes=entry.get("fixes"))
     return described
 
 
@@ -116,6 +162,8 @@ def _result(check, status, started, evidence=(), message=None, cause=None, fix=N
                   evidence=list(evidence), message=message, duration_ms=int(round((time.time() - started) * 1000)))
     if status == "failed":
         result.update(cause=cause, fix=fix)
+    elif status == "other":
+        result.update(fix=fix)
     return result
 
 
@@ -129,12 +177,16 @@ def run_check(check, view):
         return _result(check, "skipped", started, message="skipped: %s" % exc)
     except Missing as exc:
         return _result(check, "other", started, message="cannot read %s%s: the check could not run" % (
-            exc.path, " (%s)" % exc.why if exc.why else ""))
+            exc.path, " (%s)" % exc.why if exc.why else ""), fix=check.other_fix(exc))
     except Exception as exc:  # a crashing check is reported as other, never as a pass
-        return _result(check, "other", started, message="the check raised %s: %s" % (type(exc).__name__, exc))
+        return _result(check, "other", started, message="the check raised %s: %s" % (type(exc).__name__, exc),
+                       fix=check.other_fix(exc))
     if problems:
-        return _result(check, "failed", started, evidence, message="; ".join(problems), cause=check.cause,
-                       fix=fix_text(check.fix))
+        try:
+            fix = check.fix_of(problems)
+        except ValueError as exc:
+            return _result(check, "other", started, message="the check raised ValueError: %s" % exc, fix=check.other_fix(exc))
+        return _result(check, "failed", started, evidence, message="; ".join(problems), cause=check.cause, fix=fix)
     return _result(check, "passed", started, evidence)
 
 

@@ -37,6 +37,8 @@ def printable(value):
 def _detail(result):
     if result["status"] == "failed":
         return "%s %s Fix: %s" % (result["cause"], result["message"], result["fix"])
+    if result.get("fix"):
+        return "%s Fix: %s" % (result.get("message") or "", result["fix"])
     return result.get("message") or ""
 
 
@@ -53,6 +55,8 @@ def ctrf(results, target, start_ms, stop_ms, tool_version=None):
             test["message"] = _detail(result)
         if result["status"] == "failed":
             test["extra"].update(cause=result["cause"], fix=result["fix"])
+        elif result.get("fix"):
+            test["extra"].update(fix=result["fix"])
         tests.append(test)
     tool = dict(name=TOOL)
     if tool_version:
@@ -111,7 +115,7 @@ def markdown(results, target):
             if r["status"] == "failed":
                 reason, fix = "%s %s" % (r["cause"], r["message"]), r["fix"]
             else:
-                reason, fix = r.get("message") or r["title"], ""
+                reason, fix = r.get("message") or r["title"], r.get("fix") or ""
             status = r["status"].upper() if r["status"] != "passed" else "passed"
             lines.append("| %s | `%s` | %s | %s |" % (status, r["id"], _cell(reason), _cell(fix)))
         lines.append("")

@@ -20,7 +20,8 @@ Shape (``format``/``version`` name it)::
 
 A collection that was not read, or whose read failed, is null (or absent): the checks that need it end as
 ``other``. An empty list is a read that found nothing. Pods keep what the checks judge (resources, the
-multi-networking and device-injection annotations, volume names and kinds, NCCL environment). No object keeps an
+multi-networking and device-injection annotations, volume names and kinds, NCCL environment, their containers' state
+reasons and exit codes but no state or condition message). No object keeps an
 environment value outside the NCCL and library path variables, a command line, another annotation (such as
 ``last-applied-configuration``) or its managed fields, and nothing of a Secret is kept. A snapshot read from a file
 (``loaded``) is reduced the same way before anything shows it.
@@ -132,9 +133,36 @@ def scrub_pod(pod):
                   containers=[_container(c) for c in spec.get("containers") or []],
                   initContainers=[_container(c) for c in spec.get("initContainers") or []],
                   volumes=[_volume(v) for v in spec.get("volumes") or []]),
-        status=dict((k, copy.deepcopy(status[k])) for k in ("phase", "conditions", "containerStatuses", "initContainerStatuses")
-                    if k in status),
+        status=_pod_status(status),
     )
+
+
+# what a container's state keeps: the reason and how it ended, never its message (a crash's message is the end of its
+# log, which may print anything the container held)
+_STATE_KEYS = ("reason", "exitCode", "signal")
+
+
+def _container_status(item):
+    if not isinstance(item, dict):
+        return item
+    kept = dict((k, item[k]) for k in ("name", "ready", "started", "restartCount") if k in item)
+    for key in ("state", "lastState"):
+        if isinstance(item.get(key), dict):
+            kept[key] = dict((kind, dict((k, v) for k, v in (detail or {}).items() if k in _STATE_KEYS))
+                             for kind, detail in item[key].items() if isinstance(detail, dict) or detail is None)
+    return kept
+
+
+def _pod_status(status):
+    """A pod's phase, its conditions (type, status, reason) and its containers' readiness and states (reasons, exit codes)."""
+    kept = dict((k, status[k]) for k in ("phase",) if k in status)
+    if isinstance(status.get("conditions"), list):
+        kept["conditions"] = [dict((k, v) for k, v in c.items() if k in ("type", "status", "reason")) if isinstance(c, dict) else c
+                              for c in status["conditions"]]
+    for key in ("containerStatuses", "initContainerStatuses"):
+        if isinstance(status.get(key), list):
+            kept[key] = [_container_status(c) for c in status[key]]
+    return kept
 
 
 def _resources(read):
@@ -366,7 +394,10 @@ class View(object):
         value = self.snapshot
         for part in path.split("."):
             if not isinstance(value, dict) or value.get(part) is None:
-                raise Missing(path, (self.snapshot.get("read_errors") or {}).get(path))
+                why = (self.snapshot.get("read_errors") or {}).get(path)
+                if why is None and path.startswith("gke.") and self.snapshot.get("gke") is None:
+                    why = "the GKE API was not read: validate_gke is not set"
+                raise Missing(path, why)
             value = value[part]
         return value
 

@@ -73,3 +73,16 @@ def test_driver_pod_report_reads_k8s_log_loop_results():
     results = [{"item": [pod, sidecar], "log": "successfully loaded nvidia-peermem module"}]
     assert readiness.driver_pod_report([pod], [sidecar], results) == []
     assert readiness.driver_pod_report([pod], [sidecar], [{"item": [pod, sidecar], "failed": True}]) != []
+
+
+def test_a_restarting_container_says_how_it_last_ended():
+    pod = _pod("plugin-a", "gpu-1", "nvidia-device-plugin-daemonset", False)
+    status = pod["status"]["containerStatuses"][0]
+    status["lastState"] = {"terminated": {"reason": "Error", "exitCode": 2}}
+    assert readiness.not_ready_pods([pod])[0]["problem"] == "main CrashLoopBackOff (last terminated: Error, exit code 2)"
+    status["lastState"] = {"terminated": {"reason": "OOMKilled", "exitCode": 137, "signal": 9}}
+    assert readiness.not_ready_pods([pod])[0]["problem"] == "main CrashLoopBackOff (last terminated: OOMKilled, signal 9)"
+    status["lastState"] = {"terminated": {"exitCode": 1}}
+    assert readiness.not_ready_pods([pod])[0]["problem"] == "main CrashLoopBackOff (last terminated: no reason, exit code 1)"
+    status["lastState"] = {}
+    assert readiness.not_ready_pods([pod])[0]["problem"] == "main CrashLoopBackOff"

@@ -4,8 +4,9 @@
 """Healthy clusters and hosts for the validation checks, and the broken-one-way helper.
 
 The fixtures under fixtures/ are what k8s_info, gke_multinetwork_info / gpu_nodepool_info and gpu_host_facts
-return for a healthy GKE A3 Mega (TCPXO) cluster, GKE A3 Ultra and A4X (GPUDirect-RDMA) clusters, a GPU Operator cluster with MIG (A100, mixed strategy) and a
-bare-metal H100 host with RDMA. They are written out, not derived from the production tables.
+return for a healthy GKE A3 Mega (TCPXO) cluster, GKE A3 Ultra and A4X (GPUDirect-RDMA) clusters, a GPU Operator
+cluster with MIG (A100, mixed strategy), a bare-metal GPU Operator and Network Operator cluster with GPUDirect RDMA
+(H100, nvidia-peermem) and a bare-metal H100 host with RDMA. They are written out, not derived from the production tables.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import s
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-HEALTHY = ("gke-tcpxo", "gke-a3ultra", "gke-a4x", "gpu-operator-mig", "host", "ack-mps")
+HEALTHY = ("gke-tcpxo", "gke-a3ultra", "gke-a4x", "gpu-operator-mig", "gpu-operator-rdma", "host", "ack-mps")
 
 
 def raw(name):

@@ -193,6 +193,9 @@ def test_without_gke_reads_the_cluster_checks_are_other_not_passed(load_raw, bui
     for check_id in ("gke.dataplane_v2", "gke.multi_networking", "gke.standard_cluster", "gke.gpu_vpc"):
         assert by_id[check_id]["status"] == "other", by_id[check_id]
         assert "cannot read gke." in by_id[check_id]["message"]
+        assert "(the GKE API was not read: validate_gke is not set)" in by_id[check_id]["message"]
+        assert by_id[check_id]["fix"].startswith("set validate_gke (cluster and location;")
+        assert by_id[check_id]["fix"].endswith("or leave %s out of validate_checks (list the checks to run)" % check_id)
     # the node image is what the nodes show of it (their osImage here)
     assert by_id["gke.cos_image"]["status"] == "passed"
     assert by_id["gke.cos_image"]["evidence"] == ["gke.node_pools: not read; judged from the nodes",
@@ -457,7 +460,10 @@ RDMA_BREAKS = [
                          ids=["%s-%s-%s" % (b[0], b[1], b[2].__name__) for b in RDMA_BREAKS])
 def test_rdma_broken_one_way_fails_that_check_only(only_failure, name, check_id, mutate, text):
     failed = only_failure(name, mutate, check_id, text)
-    assert failed["fix"] == fix_text(suite.CHECKS_BY_ID[check_id].fix)
+    # a missing or not ready installer is repaired by another step than a wrong release: the check's other fixes
+    other_fix = {_no_gib_installer: "missing", _gib_installer_not_ready: "not_ready"}.get(mutate)
+    check = suite.CHECKS_BY_ID[check_id]
+    assert failed["fix"] == fix_text(check.fixes[other_fix] if other_fix else check.fix)
 
 
 def test_every_rdma_relevant_check_has_an_rdma_break():
@@ -615,3 +621,26 @@ def test_no_gpu_nic_network_at_all_fails_the_vpc_check(load_raw, build_snapshot)
     data["gke"]["nics"] = []
     result = _by_id(build_snapshot, data)["gke.gpu_vpc"]
     assert (result["status"], result["message"]) == ("failed", "no GPU NIC network was found for the GPUDirect nodes")
+
+
+def test_a_missing_installer_is_installed_not_upgraded(only_failure):
+    failed = only_failure("gke-tcpxo", _no_installer, "gpudirect.installer", "kube-system/nccl-tcpxo-installer not found")
+    assert failed["fix"].startswith("install it: playbooks/gke_gpudirect.yml (gke_gpudirect_install true)")
+    assert "gke_version" not in failed["fix"]
+
+
+def test_a_not_ready_daemonset_names_only_its_own_pods(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    _ds(data, "nccl-tcpxo-installer")["status"]["numberReady"] = 1
+    crashing = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+                "containerStatuses": [{"name": "c", "ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}
+    pods = dict((p["metadata"]["name"], p) for p in _k8s(data)["pods"])
+    pods["nccl-tcpxo-installer-fghij"]["status"] = crashing
+    # a pod of another DaemonSet in the same namespace, and one of another namespace with the installer's owner name
+    pods["nvidia-gpu-device-plugin-large-cos-k2x9p"]["status"] = crashing
+    pods["nccl-test-0"]["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "nccl-tcpxo-installer"}]
+    pods["nccl-test-0"]["status"] = crashing
+    failed = _by_id(build_snapshot, data)["gpudirect.installer"]
+    assert failed["message"] == "DaemonSet nccl-tcpxo-installer not ready on node gke-a3mega-1: pod nccl-tcpxo-installer-fghij, c CrashLoopBackOff"
+    pods["nccl-tcpxo-installer-fghij"]["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "nccl-tcpxo-installer"}]
+    assert _by_id(build_snapshot, data)["gpudirect.installer"]["message"] == "DaemonSet nccl-tcpxo-installer: 1 of 2 pods ready"

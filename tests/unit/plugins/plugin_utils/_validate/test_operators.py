@@ -5,9 +5,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import operators
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import snapshot as snap
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import suite
 
@@ -101,9 +104,122 @@ def test_broken_one_way_fails_that_check_only(only_failure, check_id, mutate, te
     only_failure("gpu-operator-mig", mutate, check_id, text)
 
 
+def _by_name(items, name):
+    return [i for i in items if i["metadata"]["name"] == name][0]
+
+
+def _driver_pod_without(container):
+    def mutate(data):
+        for pod in _k8s(data)["pods"]:
+            if pod["metadata"]["name"] == "nvidia-driver-daemonset-7xq2k":
+                pod["spec"]["containers"] = [c for c in pod["spec"]["containers"] if c["name"] != container]
+    mutate.__name__ = "driver_pod_without_" + container
+    return mutate
+
+
+def _gdrcopy_on(data):
+    _by_name(_k8s(data)["cluster_policies"], "cluster-policy")["spec"]["gdrcopy"] = {"enabled": True}
+
+
+def _peermem_with_host_mofed_gone(data):
+    del _by_name(_k8s(data)["nic_cluster_policies"], "nic-cluster-policy")["spec"]["ofedDriver"]
+
+
+def _dmabuf_on(kernel):
+    def mutate(data):
+        _by_name(_k8s(data)["cluster_policies"], "cluster-policy")["spec"]["driver"]["rdma"]["enabled"] = False
+        _driver_pod_without("nvidia-peermem-ctr")(data)
+        _by_name(_k8s(data)["pods"], "nvidia-driver-daemonset-m4t9v")["spec"]["containers"].pop()
+        _by_name(_k8s(data)["nodes"], "h100-1")["status"]["nodeInfo"]["kernelVersion"] = kernel
+    mutate.__name__ = "dmabuf_on_" + kernel
+    return mutate
+
+
+def _sriov_resource_unadvertised(data):
+    spec = _by_name(_k8s(data)["nic_cluster_policies"], "nic-cluster-policy")["spec"]
+    spec["sriovDevicePlugin"] = {"config": json.dumps({"resourceList": [{"resourcePrefix": "nvidia.com", "resourceName": "hostdev"}]})}
+    _by_name(_k8s(data)["nodes"], "h100-0")["status"]["allocatable"]["nvidia.com/hostdev"] = "4"
+
+
+def _rdma_resource_zero(data):
+    _by_name(_k8s(data)["nodes"], "h100-0")["status"]["allocatable"]["rdma/rdma_shared_device_a"] = "0"
+
+
+RDMA_BREAKS = [
+    ("gpu_operator.driver_sidecars", _driver_pod_without("nvidia-peermem-ctr"),
+     "node h100-0: driver pod nvidia-driver-daemonset-7xq2k runs without nvidia-peermem-ctr, which spec.driver.rdma.enabled: true asks for"),
+    ("gpu_operator.driver_sidecars", _gdrcopy_on, "runs without nvidia-gdrcopy-ctr, which spec.gdrcopy.enabled: true asks for"),
+    ("gpu_operator.gpudirect_rdma_mode", _peermem_with_host_mofed_gone, "no NicClusterPolicy deploys it"),
+    ("gpu_operator.gpudirect_rdma_mode", _dmabuf_on("5.11.22-generic"), "node h100-1 runs kernel 5.11.22-generic; DMA-BUF needs Linux >= 5.12"),
+    ("network_operator.rdma_resources", _sriov_resource_unadvertised, "node h100-1 does not advertise nvidia.com/hostdev"),
+    ("network_operator.rdma_resources", _rdma_resource_zero, "node h100-0 does not advertise rdma/rdma_shared_device_a"),
+]
+
+
+@pytest.mark.parametrize("check_id, mutate, text", RDMA_BREAKS, ids=["%s-%s" % (b[0], b[1].__name__) for b in RDMA_BREAKS])
+def test_rdma_cluster_broken_one_way_fails_that_check_only(load_raw, build_snapshot, check_id, mutate, text):
+    # the DMA-BUF break also turns the sidecar check to skipped: compare with the same cluster in DMA-BUF mode
+    healthy = dict((r["id"], r["status"]) for r in suite.validate(build_snapshot(load_raw("gpu-operator-rdma")))["results"])
+    data = load_raw("gpu-operator-rdma")
+    mutate(data)
+    result = dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])
+    assert result[check_id]["status"] == "failed", result[check_id]
+    assert text in result[check_id]["message"], result[check_id]["message"]
+    assert result[check_id]["cause"] == suite.CHECKS_BY_ID[check_id].cause and result[check_id]["fix"]
+    changed = sorted(k for k, r in result.items() if r["status"] != healthy[k])
+    assert changed in ([check_id], sorted([check_id, "gpu_operator.driver_sidecars"])), changed
+
+
+def test_a_dmabuf_cluster_on_a_new_kernel_passes(load_raw, build_snapshot):
+    data = load_raw("gpu-operator-rdma")
+    _dmabuf_on("5.12.0-1-generic")(data)
+    result = dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])
+    assert result["gpu_operator.gpudirect_rdma_mode"]["status"] == "passed"
+    assert "node h100-1: kernel 5.12.0-1-generic" in result["gpu_operator.gpudirect_rdma_mode"]["evidence"]
+    assert result["gpu_operator.driver_sidecars"]["status"] == "skipped"
+
+
+@pytest.mark.parametrize("driver, problem", [
+    ({"version": "570.86.15"}, None),
+    ({"version": "570.86.14"}, "driver 570.86.14 is older than R570 (570.86.15)"),
+    ({"version": "550.127.08-ubuntu22.04", "kernelModuleType": "auto"}, "driver 550.127.08-ubuntu22.04 is older than R570"),
+    ({"version": "550.127.08", "useOpenKernelModules": True}, None),
+    ({"version": "550.127.08", "kernelModuleType": "open"}, None),
+    ({"kernelModuleType": "proprietary"}, "spec.driver.kernelModuleType is proprietary"),
+    ({}, None),
+])
+def test_the_kernel_modules_of_the_policy_s_driver(driver, problem):
+    found = operators._kernel_module_problem(driver)
+    assert (found is None) if problem is None else (problem in found), found
+
+
+def test_the_node_affinity_of_a_nic_cluster_policy_picks_the_nodes_judged(load_raw, build_snapshot):
+    data = load_raw("gpu-operator-rdma")
+    _rdma_resource_zero(data)
+    spec = _by_name(_k8s(data)["nic_cluster_policies"], "nic-cluster-policy")["spec"]
+    for operator, values, status in (("In", ["h100-1"], "passed"), ("NotIn", ["h100-0"], "passed"), ("NotIn", ["cpu-0"], "failed"),
+                                     ("Exists", None, "failed"), ("DoesNotExist", None, "skipped"), ("Gt", ["1"], "other")):
+        expression = {"key": "kubernetes.io/hostname", "operator": operator}
+        if values:
+            expression["values"] = values
+        spec["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}}
+        result = dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])["network_operator.rdma_resources"]
+        assert result["status"] == status, (operator, values, result)
+
+
+def test_without_mellanox_labels_the_gpu_nodes_are_judged(load_raw, build_snapshot):
+    data = load_raw("gpu-operator-rdma")
+    for node in _k8s(data)["nodes"]:
+        node["metadata"]["labels"].pop("feature.node.kubernetes.io/pci-15b3.present", None)
+    _by_name(_k8s(data)["nodes"], "cpu-0")["metadata"]["labels"]["feature.node.kubernetes.io/pci-15b3.present"] = "false"
+    result = dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])["network_operator.rdma_resources"]
+    assert result["status"] == "passed" and "nodes judged (GPU nodes): h100-0, h100-1" in result["evidence"]
+    assert "node h100-0: rdma/rdma_shared_device_a=63" in result["evidence"]
+
+
 def test_every_operator_check_has_a_break():
     ids = set(c.id for c in suite.CHECKS_BY_ID.values() if c.function.__module__.endswith("_validate.operators"))
-    assert ids - {"gpu.allocatable"} == set(b[0] for b in BREAKS)
+    assert ids - {"gpu.allocatable"} == set(b[0] for b in BREAKS + RDMA_BREAKS)
 
 
 def test_a_node_advertising_no_gpu_fails_allocatable(load_raw, build_snapshot):
@@ -448,3 +564,57 @@ def test_a_not_ready_policy_shows_the_first_line_of_its_summary_as_evidence_and_
         result = results[check]
         assert len(result["evidence"]) == 1 and result["message"].startswith(result["evidence"][0]), result
         assert result["message"] != result["evidence"][0], "the problem lists more than the first line"
+
+
+def _rdma_results(build_snapshot, data):
+    return dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])
+
+
+def test_peermem_with_host_mofed_needs_no_ofed_driver_and_without_it_names_none(load_raw, build_snapshot):
+    data = load_raw("gpu-operator-rdma")
+    _peermem_with_host_mofed_gone(data)
+    failed = _rdma_results(build_snapshot, data)["gpu_operator.gpudirect_rdma_mode"]
+    assert failed["evidence"] == ["spec.driver.rdma.enabled true (legacy nvidia-peermem), useHostMofed False",
+                                  "NicClusterPolicy with ofedDriver: none"]
+    _by_name(_k8s(data)["cluster_policies"], "cluster-policy")["spec"]["driver"]["rdma"]["useHostMofed"] = True
+    passed = _rdma_results(build_snapshot, data)["gpu_operator.gpudirect_rdma_mode"]
+    assert passed["status"] == "passed"
+    assert passed["evidence"] == ["spec.driver.rdma.enabled true (legacy nvidia-peermem), useHostMofed True",
+                                  "the hosts' MLNX_OFED/DOCA-OFED loads the RDMA stack"]
+
+
+@pytest.mark.parametrize("config", [
+    {"configList": [{"rdmaHcaMax": 63}]},
+    {"configList": [{"resourceName": "a"}, "b"]},
+    {"configList": {"resourceName": "a"}},
+    {"periodicUpdateInterval": 300},
+    ["configList"],
+])
+def test_an_rdma_config_without_named_resources_fails_saying_so(load_raw, build_snapshot, config):
+    data = load_raw("gpu-operator-rdma")
+    _by_name(_k8s(data)["nic_cluster_policies"], "nic-cluster-policy")["spec"]["rdmaSharedDevicePlugin"]["config"] = json.dumps(config)
+    failed = _rdma_results(build_snapshot, data)["network_operator.rdma_resources"]
+    assert failed["status"] == "failed"
+    assert failed["message"] == "spec.rdmaSharedDevicePlugin.config has no configList of entries with a resourceName"
+
+
+def test_an_sriov_resource_without_prefix_is_matched_by_its_whole_name(load_raw, build_snapshot):
+    data = load_raw("gpu-operator-rdma")
+    spec = _by_name(_k8s(data)["nic_cluster_policies"], "nic-cluster-policy")["spec"]
+    spec["sriovDevicePlugin"] = {"config": json.dumps({"resourceList": [{"resourceName": "hostdev"}]})}
+    _by_name(_k8s(data)["nodes"], "h100-0")["status"]["allocatable"].update({"nvidia.com/hostdev": "8", "example.com/myhostdev": "2"})
+    _by_name(_k8s(data)["nodes"], "h100-1")["status"]["allocatable"]["example.com/myhostdev"] = "2"
+    failed = _rdma_results(build_snapshot, data)["network_operator.rdma_resources"]
+    assert failed["message"] == "node h100-1 does not advertise */hostdev"
+    assert "node h100-0: nvidia.com/hostdev=8, rdma/rdma_shared_device_a=63" in failed["evidence"]
+    assert "node h100-1: rdma/rdma_shared_device_a=63" in failed["evidence"]
+
+
+def test_does_not_exist_in_a_node_affinity_keeps_the_nodes_without_the_label(load_raw, build_snapshot):
+    data = load_raw("gpu-operator-rdma")
+    _rdma_resource_zero(data)
+    spec = _by_name(_k8s(data)["nic_cluster_policies"], "nic-cluster-policy")["spec"]
+    spec["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "node-role.kubernetes.io/control-plane", "operator": "DoesNotExist"}]}]}}
+    failed = _rdma_results(build_snapshot, data)["network_operator.rdma_resources"]
+    assert failed["message"] == "node h100-0 does not advertise rdma/rdma_shared_device_a"

@@ -168,7 +168,7 @@ def test_a_check_without_a_whole_description_is_refused(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="^check t.text has no description in checks.yml$"):
         described("t.text")
     with pytest.raises(ValueError, match="^check t.partial: its description in checks.yml has fix, phase, reads, title; "
-                                         "a description has phase, title, reads, cause, fix$"):
+                                         "a description has phase, title, reads, cause, fix \\(and optionally fixes\\)$"):
         described("t.partial")
     with pytest.raises(ValueError, match="has cause, fix, phase, reads, title, why;"):
         described("t.extra")
@@ -180,3 +180,53 @@ def test_an_empty_description_file_describes_no_check(tmp_path, monkeypatch):
     (tmp_path / "checks.yml").write_text("# nothing yet\n")
     with pytest.raises(ValueError, match="no description in checks.yml"):
         registry.described_by(str(tmp_path / "checks.py"))("t.any")
+
+
+def _faulty(problems):
+    fixes = {"missing": dict(manual="install it"), "not_ready": dict(role="q", variable="q_v", manual="read the log")}
+    return Check("t.faults", "deployment", "title", [], "c.", dict(role="r", variable="r_v"), lambda v: ([], problems), fixes)
+
+
+@pytest.mark.parametrize("problems, fix", [
+    (["plain"], "role gpu_ops.cluster.r, variable r_v"),
+    ([registry.Fault("gone", "missing")], "install it"),
+    ([registry.Fault("gone", "missing"), "plain", registry.Fault("gone too", "missing")], "install it; role gpu_ops.cluster.r, variable r_v"),
+    (["plain", registry.Fault("down", "not_ready")], "role gpu_ops.cluster.r, variable r_v; role gpu_ops.cluster.q, variable q_v: read the log"),
+])
+def test_each_fault_brings_its_own_fix_once(problems, fix):
+    failed = registry.run_check(_faulty(problems), FakeView())
+    assert failed["status"] == "failed"
+    assert failed["fix"] == fix
+    assert failed["message"] == "; ".join(problems)
+
+
+def test_a_fault_naming_a_fix_the_description_lacks_is_other():
+    result = registry.run_check(_faulty([registry.Fault("x", "unheard_of")]), FakeView())
+    assert result["status"] == "other"
+    assert "a fault names fix 'unheard_of', which its description lacks" in result["message"]
+
+
+def test_the_other_fixes_are_validated_and_listed_after_the_own_one():
+    with pytest.raises(ValueError, match="fix names a role"):
+        Check("x", "preflight", "t", [], "c", dict(manual="m"), lambda v: ([], []), {"missing": dict(role="r")})
+    described = _faulty([]).describe()["fix"]
+    assert described == "role gpu_ops.cluster.r, variable r_v; missing: install it; not ready: role gpu_ops.cluster.q, variable q_v: read the log"
+
+
+@pytest.mark.parametrize("raised, fix", [
+    (Missing("gke.cluster"), "set validate_gke (cluster and location; the project and GCP credentials through the play's module_defaults "
+                             "of group/gpu_ops.cluster.gcp, or validate_gke.project) so the GKE API is read; "),
+    (Missing("mig_parted"), "give the MIG manager's mig-parted ConfigMap as validate_mig_parted_config; "),
+    (Missing("performance.nccl"), "run the performance probes again (validate_phases performance, validate_performance_probes); "),
+    (Missing("kubernetes.pods"), "make the read work (the kubeconfig's API server reachable, list rights on the kind: the message "
+                                 "says why it failed); "),
+    (Missing("kubernetes.nodes[n1].status.nodeInfo.kernelVersion"),
+     "the snapshot lacks kubernetes.nodes[n1].status.nodeInfo.kernelVersion: read the cluster again with a kubeconfig that can list it; "),
+    (KeyError("nope"), "report the error with the snapshot (validate_write_snapshot); "),
+])
+def test_a_check_that_cannot_run_says_what_would_let_it(raised, fix):
+    def fails(view):
+        raise raised
+    result = registry.run_check(_check(fails), FakeView())
+    assert result["status"] == "other"
+    assert result["fix"] == fix + "or leave t.check out of validate_checks (list the checks to run)"

@@ -59,7 +59,7 @@ def test_junit_counts_failures_and_errors(load_raw, build_snapshot):
 def test_markdown_puts_failures_first_with_the_fix(load_raw, build_snapshot):
     result = _broken(load_raw, build_snapshot)
     page = report.markdown(result["results"], result["target"])
-    assert page.splitlines()[2] == "%d checks: 19 passed, 1 failed, 16 skipped, 4 other - NOT OK" % len(result["results"])
+    assert page.splitlines()[2] == "%d checks: 19 passed, 1 failed, 19 skipped, 4 other - NOT OK" % len(result["results"])
     conformance = page.split("## conformance")[1].splitlines()
     assert conformance[4].startswith("| FAILED | `gke.gpu_vpc` |")
     assert "gcp_gpu_vpcs_mtu" in conformance[4]
@@ -79,6 +79,8 @@ def _result(check_id, status, phase="deployment", message=None, duration_ms=None
                   evidence=["seen " + check_id], message=message, duration_ms=duration_ms)
     if status == "failed":
         result.update(cause="Cause of %s." % check_id, fix="fix of " + check_id)
+    elif status == "other":
+        result.update(fix="what lets %s run" % check_id)
     return result
 
 
@@ -103,6 +105,9 @@ def test_ctrf_and_junit_keep_durations_and_the_messages_of_what_did_not_pass():
     assert tests["c.s"]["message"] == "skipped: no GPU node"
     assert tests["z.f"]["message"] == "Cause of z.f. node a: bad Fix: fix of z.f"
     assert tests["z.f"]["extra"]["cause"] == "Cause of z.f." and "cause" not in tests["m.o"]["extra"]
+    # a check that could not run says what would let it, in its message and its extra fix
+    assert tests["m.o"]["message"] == "cannot read kubernetes.pods Fix: what lets m.o run"
+    assert tests["m.o"]["extra"]["fix"] == "what lets m.o run" and "fix" not in tests["c.s"]["extra"]
     assert document["results"]["summary"] == dict(tests=4, passed=1, failed=1, skipped=1, pending=0, other=1, start=5, stop=9)
     assert report.ctrf(ORDERED, "t", 5, 9, tool_version=1)["results"]["tool"] == dict(name=report.TOOL, version="1")
     root = ET.fromstring(report.junit(ORDERED, "t"))
@@ -110,6 +115,10 @@ def test_ctrf_and_junit_keep_durations_and_the_messages_of_what_did_not_pass():
     assert (cases["a.p"].get("time"), cases["c.s"].get("time")) == ("0.007", "0.000")
     assert cases["c.s"].find("skipped").get("message") == "skipped: no GPU node"
     assert cases["m.o"].find("error").text == "seen m.o"
+    assert cases["m.o"].find("error").get("message") == "cannot read kubernetes.pods Fix: what lets m.o run"
+    page = report.markdown(ORDERED, "t")
+    assert "| OTHER | `m.o` | cannot read kubernetes.pods | what lets m.o run |" in page
+    assert "| SKIPPED | `c.s` | skipped: no GPU node |  |" in page
     assert list(cases["a.p"]) == []
     assert [s.get("name") for s in root.findall("testsuite")] == ["t.deployment"]     # phases without results are left out
 

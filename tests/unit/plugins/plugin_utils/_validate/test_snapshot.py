@@ -351,3 +351,54 @@ def test_a_collection_that_is_not_a_list_in_a_snapshot_file_is_not_captured_and_
     with pytest.raises(Missing) as missing:
         snap.View(loaded).kubernetes("pods")
     assert missing.value.why == "the snapshot file holds dict here, not a list"
+
+
+def test_a_pod_keeps_its_containers_state_reasons_but_no_message():
+    pod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "gpu-1"},
+           "status": {"phase": "Running", "hostIP": "10.0.0.9",
+                      "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "message": "unready: [c]",
+                                      "lastTransitionTime": "2026-11-29T10:00:00Z"}],
+                      "initContainerStatuses": [{"name": "init", "ready": True, "image": "i", "imageID": "sha",
+                                                 "state": {"terminated": {"reason": "Completed", "exitCode": 0, "message": "done"}}}],
+                      "containerStatuses": [{"name": "c", "ready": False, "started": False, "restartCount": 4, "containerID": "cri://x",
+                                             "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}},
+                                             "lastState": {"terminated": {"reason": "Error", "exitCode": 1, "signal": 15,
+                                                                          "message": "password=hunter2", "startedAt": "t"}}}]}}
+    assert snap.scrub_pod(pod)["status"] == {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}],
+        "initContainerStatuses": [{"name": "init", "ready": True, "state": {"terminated": {"reason": "Completed", "exitCode": 0}}}],
+        "containerStatuses": [{"name": "c", "ready": False, "started": False, "restartCount": 4,
+                               "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                               "lastState": {"terminated": {"reason": "Error", "exitCode": 1, "signal": 15}}}]}
+    assert "hunter2" not in json.dumps(snap.scrub_pod(pod))
+
+
+def test_odd_container_states_are_kept_without_their_values():
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "gpu-1"},
+           "status": {"containerStatuses": ["odd", {"name": "c", "state": {"running": None, "waiting": "text", "terminated": {"exitCode": 0}}}]}}
+    assert snap.scrub_pod(pod)["status"]["containerStatuses"] == ["odd", {"name": "c", "state": {"running": {}, "terminated": {"exitCode": 0}}}]
+
+
+def _gke_snapshot(gke, read_errors=None):
+    document = {"format": snap.FORMAT, "version": snap.VERSION, "target": {"name": "c", "kind": "kubernetes"}, "kubernetes": {}}
+    if gke is not None:
+        document["gke"] = gke
+    if read_errors:
+        document["read_errors"] = read_errors
+    return snap.View(document)
+
+
+@pytest.mark.parametrize("gke, read_errors, why", [
+    (None, None, "the GKE API was not read: validate_gke is not set"),
+    (None, {"gke.cluster": "403 Forbidden"}, "403 Forbidden"),
+    ({"nics": []}, None, None),
+    ({"nics": []}, {"gke.cluster": "404 NotFound"}, "404 NotFound"),
+])
+def test_a_gke_path_that_was_not_read_says_whether_validate_gke_was_set(gke, read_errors, why):
+    with pytest.raises(Missing) as raised:
+        _gke_snapshot(gke, read_errors).need("gke.cluster")
+    assert raised.value.why == why
+    with pytest.raises(Missing) as raised:
+        _gke_snapshot(None).need("kubernetes.nodes")
+    assert raised.value.why is None
