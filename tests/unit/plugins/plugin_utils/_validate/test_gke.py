@@ -137,8 +137,24 @@ def _mtu(data):
     data["gke"]["nics"][3]["network"]["mtu"] = 1460
 
 
+def _jumbo_mtu(data):
+    # larger is wrong too: the GPU NIC VPCs of TCPX/TCPXO are created at the one MTU the guide gives
+    data["gke"]["nics"][2]["network"]["mtu"] = 8896
+
+
 def _no_firewall(data):
     data["gke"]["nics"][5]["firewall"] = None
+
+
+def _empty_device_annotation(data):
+    # present but empty: the NRI injector reads the devices from its value
+    _workloads(data)[0]["metadata"]["annotations"]["devices.gke.io/container.tcpxo-daemon"] = ""
+
+
+def _installer_of_another_repository(data):
+    # the right image name and tag under another repository path (not a mirror: a mirror keeps the path)
+    _ds(data, "nccl-tcpxo-installer")["spec"]["template"]["spec"]["containers"][0]["image"] = \
+        "us-docker.pkg.dev/gce-ai-infra/my-gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"
 
 
 BREAKS = [
@@ -159,12 +175,15 @@ BREAKS = [
     ("gpudirect.pod_whole_node", _four_gpus, "requests 4 GPU(s) on node gke-a3mega-0, which has 8"),
     ("gpudirect.pod_annotations", _no_interfaces, "annotation networking.gke.io/interfaces"),
     ("gpudirect.pod_annotations", _no_device_annotation, "annotation devices.gke.io/container.tcpxo-daemon"),
+    ("gpudirect.pod_annotations", _empty_device_annotation, "lacks annotation devices.gke.io/container.tcpxo-daemon"),
+    ("gpudirect.installer", _installer_of_another_repository, "needs gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"),
     ("gpudirect.pod_interfaces", _extra_network_first, "eth1 for GPU NIC network a3mega-gpu-0 (has storage-net)"),
     ("gpudirect.pod_interfaces", _seven_gpu_nics, "lacks GPU NIC interface eth8"),
     ("gpudirect.pod_volumes", _no_aperture, "volume aperture-devices"),
     ("gpudirect.pod_nccl_env", _no_fastrak_env, "NCCL_FASTRAK_CTRL_DEV"),
     ("gpudirect.fast_socket", _fast_socket, "gke-a3mega-0 has NCCL Fast Socket enabled"),
     ("gke.gpu_vpc", _mtu, "has MTU 1460, GPUDirect needs 8244"),
+    ("gke.gpu_vpc", _jumbo_mtu, "has MTU 8896, GPUDirect needs 8244"),
     ("gke.gpu_vpc", _no_firewall, "GPU NIC 5: firewall rule missing"),
 ]
 
@@ -342,6 +361,12 @@ def _no_eth0(data):
     _annotation(_workloads(data)[0], [{"interfaceName": "eth%d" % (i + 2), "network": "rdma-%d" % i} for i in range(8)])
 
 
+def _eth0_on_gvnic(data):
+    # eth0 listed, but on the gVNIC network rather than the default one
+    _annotation(_workloads(data)[0], [{"interfaceName": "eth0", "network": "gvnic-1"}] + [
+        {"interfaceName": "eth%d" % (i + 2), "network": "rdma-%d" % i} for i in range(8)])
+
+
 def _three_rdma_nics(data):
     _annotation(_workloads(data)[1], [{"interfaceName": "eth0", "network": "default"}] + [
         {"interfaceName": "eth%d" % (i + 2), "network": "rdma-%d" % i} for i in range(3)])
@@ -434,6 +459,7 @@ RDMA_BREAKS = [
     (A4X, "gpudirect.pod_whole_node", _two_gpus, "requests 2 GPU(s) on node gke-a4x-0, which has 4"),
     (A3U, "gpudirect.pod_annotations", _rdma_no_interfaces, "annotation networking.gke.io/interfaces"),
     (A3U, "gpudirect.pod_interfaces", _no_eth0, "eth0 on network default (has None)"),
+    (A3U, "gpudirect.pod_interfaces", _eth0_on_gvnic, "eth0 on network default (has gvnic-1)"),
     (A4X, "gpudirect.pod_interfaces", _three_rdma_nics, "lacks GPU NIC interface eth5"),
     (A3U, "gpudirect.pod_interfaces", _gvnic_on_eth2, "eth2 for GPU NIC network rdma-0 (has gvnic-1)"),
     (A3U, "gpudirect.pod_volumes", _no_gib_volume, "volume gib"),
@@ -615,3 +641,15 @@ def test_no_gpu_nic_network_at_all_fails_the_vpc_check(load_raw, build_snapshot)
     data["gke"]["nics"] = []
     result = _by_id(build_snapshot, data)["gke.gpu_vpc"]
     assert (result["status"], result["message"]) == ("failed", "no GPU NIC network was found for the GPUDirect nodes")
+
+
+@pytest.mark.parametrize("name, label", [
+    ("gke-tcpxo", "cloud.google.com/gke-nccl-fastsocket"),          # Fast Socket set to false is Fast Socket off
+    (A4X, "cloud.google.com/gke-networking-dra-driver"),            # a DRA driver label that is not true is no DRANET
+])
+def test_a_feature_label_present_with_false_changes_no_verdict(load_raw, build_snapshot, name, label):
+    data = load_raw(name)
+    healthy = dict((k, r["status"]) for k, r in _by_id(build_snapshot, data).items())
+    for node in _k8s(data)["nodes"]:
+        node["metadata"]["labels"][label] = "false"
+    assert dict((k, r["status"]) for k, r in _by_id(build_snapshot, data).items()) == healthy
