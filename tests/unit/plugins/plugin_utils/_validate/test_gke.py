@@ -653,3 +653,22 @@ def test_a_feature_label_present_with_false_changes_no_verdict(load_raw, build_s
     for node in _k8s(data)["nodes"]:
         node["metadata"]["labels"][label] = "false"
     assert dict((k, r["status"]) for k, r in _by_id(build_snapshot, data).items()) == healthy
+
+
+@pytest.mark.parametrize("name", ["gke-tcpxo", A3U])
+def test_a_pool_record_without_its_node_network_count_is_other(load_raw, build_snapshot, name):
+    data = load_raw(name)
+    del data["gke"]["node_pools"][0]["gpudirect"]["gpu_nics"]
+    result = _by_id(build_snapshot, data)["gke.gpudirect.pool_networks"]
+    assert result["status"] == "other", result
+    assert "gpudirect.gpu_nics (the pool record has no count of its additional node networks" in result["message"]
+
+
+@pytest.mark.parametrize("name", ["gke-tcpxo", A3U])
+def test_only_the_nccl_variables_of_the_environment_are_required(load_raw, build_snapshot, name):
+    # LD_LIBRARY_PATH comes from the image as often as from the pod: its absence is no missing NCCL setting
+    data = load_raw(name)
+    healthy = dict((k, r["status"]) for k, r in _by_id(build_snapshot, data).items())
+    for pod in _workloads(data):
+        _env(pod, drop="LD_LIBRARY_PATH")
+    assert dict((k, r["status"]) for k, r in _by_id(build_snapshot, data).items()) == healthy
