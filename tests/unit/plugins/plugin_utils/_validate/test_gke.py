@@ -72,6 +72,11 @@ def _installer_not_ready(data):
     _ds(data, "nccl-tcpxo-installer")["status"]["numberReady"] = 1
 
 
+def _installer_on_one_node(data):
+    # every scheduled pod is ready, but the DaemonSet's node selector misses one of the two nodes
+    _ds(data, "nccl-tcpxo-installer")["status"].update(desiredNumberScheduled=1, currentNumberScheduled=1, numberReady=1)
+
+
 def _no_injector(data):
     _k8s(data)["daemonsets"] = [d for d in _k8s(data)["daemonsets"] if d["metadata"]["name"] != "device-injector"]
 
@@ -167,6 +172,7 @@ BREAKS = [
     ("gpudirect.installer", _no_installer, "kube-system/nccl-tcpxo-installer not found"),
     ("gpudirect.installer", _old_installer, "needs gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"),
     ("gpudirect.installer", _installer_not_ready, "1 of 2 pods ready"),
+    ("gpudirect.installer", _installer_on_one_node, "DaemonSet nccl-tcpxo-installer schedules 1 pod(s) for 2 node(s)"),
     ("gpudirect.nri_injector", _no_injector, "kube-system/device-injector not found"),
     ("gpudirect.allocatable_gpus", _seven_gpus, "gke-a3mega-0 advertises nvidia.com/gpu=7, its machine has 8"),
     ("gpudirect.daemon_pair", _old_daemon, "tcpgpudmarxd-dev:v1.0.12"),
@@ -672,3 +678,10 @@ def test_only_the_nccl_variables_of_the_environment_are_required(load_raw, build
     for pod in _workloads(data):
         _env(pod, drop="LD_LIBRARY_PATH")
     assert dict((k, r["status"]) for k, r in _by_id(build_snapshot, data).items()) == healthy
+
+
+def test_a_pool_record_without_its_boot_disk_type_is_other(load_raw, build_snapshot):
+    data = load_raw(A4X)
+    del data["gke"]["node_pools"][0]["disk_type"]
+    result = _by_id(build_snapshot, data)["gke.gpudirect.boot_disk"]
+    assert result["status"] == "other" and "cannot read gke.node_pools[a4x].disk_type" in result["message"], result

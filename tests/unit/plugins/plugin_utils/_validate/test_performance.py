@@ -356,3 +356,14 @@ def test_the_ib_write_bw_evidence_falls_back_to_what_the_record_holds():
     _result, by_id = _results(_snapshot(None, ib))
     evidence = by_id["perf.ib_write_bw"]["evidence"][0]
     assert evidence.startswith("nodes ?, device ") and "(link 100.0 Gb/s)" in evidence, evidence
+
+
+def test_the_last_table_of_a_run_is_the_one_judged():
+    # a log that holds a retried run: the first table is the failed attempt, the last the run that counts
+    slow = _table([(2 ** 20, 10.0), (2 ** 30, 50.0)], avg=20.0)
+    fast = _table([(2 ** 20, 40.0), (2 ** 30, 120.0)], avg=40.0)
+    for tables, status in (((slow, fast), "passed"), ((fast, slow), "failed")):
+        output = _info("FasTrak") + "".join(tables)
+        _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
+        assert by_id["perf.nccl_avg_busbw"]["status"] == status, by_id["perf.nccl_avg_busbw"]
+        assert by_id["perf.nccl_large_busbw"]["status"] == status, by_id["perf.nccl_large_busbw"]
