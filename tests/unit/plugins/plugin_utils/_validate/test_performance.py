@@ -367,3 +367,12 @@ def test_the_last_table_of_a_run_is_the_one_judged():
         _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
         assert by_id["perf.nccl_avg_busbw"]["status"] == status, by_id["perf.nccl_avg_busbw"]
         assert by_id["perf.nccl_large_busbw"]["status"] == status, by_id["perf.nccl_large_busbw"]
+
+
+def test_ib_write_bw_is_judged_by_its_average_not_its_peak():
+    last = " 8388608    5000             92.39              92.39              0.001377"
+    assert last in GUIDE_IB
+    burst = GUIDE_IB.replace(last, " 8388608    5000             99.10              70.20              0.001377")
+    _result, by_id = _results(_snapshot(None, _ib(output=burst)))
+    check = by_id["perf.ib_write_bw"]
+    assert check["status"] == "failed" and "BW average 70.2 Gb/s at 8388608 B is below the 80.0 Gb/s floor" in check["message"], check
