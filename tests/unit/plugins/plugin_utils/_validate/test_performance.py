@@ -376,3 +376,12 @@ def test_ib_write_bw_is_judged_by_its_average_not_its_peak():
     _result, by_id = _results(_snapshot(None, _ib(output=burst)))
     check = by_id["perf.ib_write_bw"]
     assert check["status"] == "failed" and "BW average 70.2 Gb/s at 8388608 B is below the 80.0 Gb/s floor" in check["message"], check
+
+
+def test_every_row_at_or_above_the_large_message_size_is_held_to_the_floor():
+    # 1 GiB below the floor, 2 GiB above it: the run fails at 1 GiB
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 30, 90.0), (2 ** 31, 120.0)], avg=40.0)
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
+    check = by_id["perf.nccl_large_busbw"]
+    assert check["status"] == "failed" and "bus bandwidth 90.0 GB/s at 1073741824 B" in check["message"], check
+    assert len(check["evidence"]) == 2
