@@ -114,3 +114,12 @@ def test_the_driver_evidence_names_the_version_module_and_gpu_count(load_raw, bu
     data = load_raw("host")
     by_id = dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])
     assert by_id["host.driver"]["evidence"] == ["driver 550.54.14, kernel module open, 8 GPU(s)"]
+
+
+def test_a_host_whose_gpus_are_not_mig_capable_skips_the_mig_check(load_raw, build_snapshot):
+    # an L40S-like host: mig_capable present and false on every GPU, no MIG mode to apply
+    data = load_raw("host")
+    for gpu in data["host"]["gpus"]:
+        gpu.update(mig_capable=False, mig_mode_current=None, mig_mode_pending=None)
+    result = dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])["host.mig_mode_applied"]
+    assert result["status"] == "skipped" and "no MIG-capable GPU on the host" in result["message"], result
