@@ -351,3 +351,23 @@ def test_a_collection_that_is_not_a_list_in_a_snapshot_file_is_not_captured_and_
     with pytest.raises(Missing) as missing:
         snap.View(loaded).kubernetes("pods")
     assert missing.value.why == "the snapshot file holds dict here, not a list"
+
+
+def test_only_the_exact_kept_variable_names_keep_their_values_and_references_keep_none():
+    # names that start like a kept one are other variables: their values may hold anything
+    env = [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"},
+           {"name": "LD_LIBRARY_PATH_TOKEN", "value": "s3cr3t-1"},
+           {"name": "CUDA_VISIBLE_DEVICES_KEY", "value": "s3cr3t-2"},
+           {"name": "NVIDIA_VISIBLE_DEVICESX", "value": "s3cr3t-3"},
+           {"name": "NCCL_SOCKET_IFNAME", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
+    pod = {"metadata": {"name": "a"}, "spec": {"nodeName": "gpu", "containers": [{"name": "m", "env": env}]}}
+    kept = _pods(pod)[0]["spec"]["containers"][0]["env"]
+    assert kept == [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}, {"name": "LD_LIBRARY_PATH_TOKEN"},
+                    {"name": "CUDA_VISIBLE_DEVICES_KEY"}, {"name": "NVIDIA_VISIBLE_DEVICESX"}, {"name": "NCCL_SOCKET_IFNAME"}]
+
+
+def test_only_annotations_that_start_with_the_device_injection_prefix_are_kept():
+    pod = {"metadata": {"name": "a", "annotations": {"devices.gke.io/container.tcpxo-daemon": "x",
+                                                     "mirror.example.com/devices.gke.io/container.copy": "token"}},
+           "spec": {"nodeName": "gpu", "containers": [{"name": "m"}]}}
+    assert snap.scrub_pod(pod)["metadata"]["annotations"] == {"devices.gke.io/container.tcpxo-daemon": "x"}
