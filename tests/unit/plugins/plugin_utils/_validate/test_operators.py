@@ -52,6 +52,14 @@ def _driver_crash(data):
                      "containerStatuses": [{"name": "nvidia-driver-ctr", "ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}
 
 
+def _driver_init_crash(data):
+    # the driver manager init container crashes: the pod never starts its driver container
+    pod = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] == "nvidia-driver-daemonset-dgx-0"][0]
+    pod["status"] = {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}],
+                     "initContainerStatuses": [{"name": "k8s-driver-manager", "ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}],
+                     "containerStatuses": [{"name": "nvidia-driver-ctr", "ready": False, "state": {"waiting": {"reason": "PodInitializing"}}}]}
+
+
 def _driver_missing(data):
     _k8s(data)["pods"] = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] != "nvidia-driver-daemonset-dgx-0"]
 
@@ -87,6 +95,7 @@ BREAKS = [
     ("gpu.device_plugin", _device_plugin_not_ready, "node dgx-0: device plugin pod not ready (nvidia-device-plugin CrashLoopBackOff)"),
     ("gpu_operator.cluster_policy", _policy_not_ready, "ClusterPolicy/cluster-policy is notReady"),
     ("gpu_operator.driver_pods", _driver_crash, "CrashLoopBackOff"),
+    ("gpu_operator.driver_pods", _driver_init_crash, "on node dgx-0 (pod nvidia-driver-daemonset-dgx-0: k8s-driver-manager CrashLoopBackOff"),
     ("gpu_operator.driver_pods", _driver_missing, "node dgx-0 has no driver pod"),
     ("network_operator.nic_cluster_policy", _ncp_not_ready, "state-RDMA-device-plugin is notReady"),
     ("mig.config_state", _mig_failed, "node dgx-0: nvidia.com/mig.config.state=failed"),

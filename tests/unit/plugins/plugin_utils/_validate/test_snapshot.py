@@ -94,6 +94,8 @@ def test_gpu_nodes_are_found_by_label_or_resource():
     assert snap.is_gpu_node({"metadata": {"labels": {"nvidia.com/gpu.present": "true"}}})
     assert snap.is_gpu_node({"metadata": {}, "status": {"capacity": {"nvidia.com/mig-1g.5gb": "7"}}})
     assert not snap.is_gpu_node({"metadata": {"labels": {}}, "status": {"allocatable": {"cpu": "4"}}})
+    # the label present but false (a node the GPU Operator is kept off) with no GPU resource is no GPU node
+    assert not snap.is_gpu_node({"metadata": {"labels": {"nvidia.com/gpu.present": "false"}}, "status": {"allocatable": {"cpu": "4"}}})
 
 
 def test_a_failed_gke_read_keeps_its_message(load_raw, build_snapshot):
