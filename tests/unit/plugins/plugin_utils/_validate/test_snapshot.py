@@ -138,6 +138,9 @@ def test_the_diff_of_policies_and_hosts(load_raw, build_snapshot):
     data = load_raw("gpu-operator-mig")
     data["kubernetes"]["cluster_policies"][0]["status"]["state"] = "notReady"
     assert snap.diff(before, build_snapshot(data)) == ["cluster policy cluster-policy: state ready -> notReady"]
+    # a policy the operator has not reconciled yet has no state: losing it is a change too
+    del data["kubernetes"]["cluster_policies"][0]["status"]
+    assert snap.diff(before, build_snapshot(data)) == ["cluster policy cluster-policy: state ready -> None"]
     host = load_raw("host")
     old = build_snapshot(host)
     host["host"]["driver_version"] = "570.86.15"
