@@ -385,3 +385,17 @@ def test_every_row_at_or_above_the_large_message_size_is_held_to_the_floor():
     check = by_id["perf.nccl_large_busbw"]
     assert check["status"] == "failed" and "bus bandwidth 90.0 GB/s at 1073741824 B" in check["message"], check
     assert len(check["evidence"]) == 2
+
+
+def test_the_transport_is_read_from_stderr_too():
+    # launchers that keep NCCL's INFO lines on stderr: the table is on stdout, the plugin NCCL loaded on stderr
+    runs = [dict(benchmark="all_gather", output=GUIDE_TCPX, stderr=_info("GPUDirectTCPX_v7"), rc=0, error="")]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    assert by_id["perf.nccl_transport"]["status"] == "passed", by_id["perf.nccl_transport"]
+    assert "Using network GPUDirectTCPX_v7 (2 rank line(s))" in by_id["perf.nccl_transport"]["evidence"][0]
+
+
+def test_the_ib_write_bw_evidence_names_the_device_the_output_shows():
+    # the device asked for and the one ib_write_bw opened differ: the evidence shows what ran
+    _result, by_id = _results(_snapshot(None, _ib(device="mlx5_1")))
+    assert "device mlx5_0, transport IB" in by_id["perf.ib_write_bw"]["evidence"][0], by_id["perf.ib_write_bw"]["evidence"]
