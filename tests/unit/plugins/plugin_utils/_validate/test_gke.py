@@ -685,3 +685,16 @@ def test_a_pool_record_without_its_boot_disk_type_is_other(load_raw, build_snaps
     del data["gke"]["node_pools"][0]["disk_type"]
     result = _by_id(build_snapshot, data)["gke.gpudirect.boot_disk"]
     assert result["status"] == "other" and "cannot read gke.node_pools[a4x].disk_type" in result["message"], result
+
+
+def test_the_installer_image_given_by_its_path_alone_is_the_catalog_image(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    _ds(data, "nccl-tcpxo-installer")["spec"]["template"]["spec"]["containers"][0]["image"] = \
+        "gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"
+    assert _by_id(build_snapshot, data)["gpudirect.installer"]["status"] == "passed"
+
+
+def test_the_rdma_network_evidence_shows_each_pair_with_its_device_mode(load_raw, build_snapshot):
+    evidence = _by_id(build_snapshot, load_raw(A3U))["gpudirect.rdma_networks"]["evidence"]
+    assert evidence[0] == "rdma: GKENetworkParamSet gvnic-1 deviceMode NetDevice, Network present", evidence
+    assert evidence[1] == "rdma: GKENetworkParamSet rdma-0 deviceMode RDMA, Network present", evidence
