@@ -373,6 +373,12 @@ def _eth0_on_gvnic(data):
         {"interfaceName": "eth%d" % (i + 2), "network": "rdma-%d" % i} for i in range(8)])
 
 
+def _rxdm_native_sidecar(data):
+    # the TCPXO daemon as a native sidecar (an init container that keeps running): still an RxDM daemon
+    _workloads(data)[0]["spec"].setdefault("initContainers", []).append(
+        {"name": "tcpxo-daemon", "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21", "restartPolicy": "Always"})
+
+
 def _three_rdma_nics(data):
     _annotation(_workloads(data)[1], [{"interfaceName": "eth0", "network": "default"}] + [
         {"interfaceName": "eth%d" % (i + 2), "network": "rdma-%d" % i} for i in range(3)])
@@ -476,6 +482,7 @@ RDMA_BREAKS = [
     (A3U, "gpudirect.rdma_conflicts", _tcpxo_env, "NCCL_FASTRAK_IFNAME: a GPUDirect-TCPXO setting"),
     (A4X, "gpudirect.rdma_conflicts", _fast_socket_env, "NCCL_FASTSOCKET_NUM_FLOWS: NCCL Fast Socket does not work"),
     (A4X, "gpudirect.rdma_conflicts", _rxdm_sidecar, "container tcpxo-daemon: the TCPX/TCPXO RxDM daemon"),
+    (A3U, "gpudirect.rdma_conflicts", _rxdm_native_sidecar, "container tcpxo-daemon: the TCPX/TCPXO RxDM daemon"),
     (A3U, "gpudirect.rdma_conflicts", _nri_annotation, "annotation devices.gke.io/container.tcpxo-daemon"),
     (A4X, "gpudirect.fast_socket", _rdma_fast_socket, "gke-a4x-1 has NCCL Fast Socket enabled"),
     (A4X, "gke.gpudirect.boot_disk", _pd_balanced, "pool a4x (a4x-highgpu-4g) boots from pd-balanced"),
@@ -698,3 +705,23 @@ def test_the_rdma_network_evidence_shows_each_pair_with_its_device_mode(load_raw
     evidence = _by_id(build_snapshot, load_raw(A3U))["gpudirect.rdma_networks"]["evidence"]
     assert evidence[0] == "rdma: GKENetworkParamSet gvnic-1 deviceMode NetDevice, Network present", evidence
     assert evidence[1] == "rdma: GKENetworkParamSet rdma-0 deviceMode RDMA, Network present", evidence
+
+
+def test_a_pool_without_gpus_is_not_held_to_the_gpudirect_image(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    [p for p in data["gke"]["node_pools"] if p["name"] == "default-pool"][0]["image_type"] = "UBUNTU_CONTAINERD"
+    result = _by_id(build_snapshot, data)["gke.cos_image"]
+    assert result["status"] == "passed" and result["evidence"] == ["pool a3mega: COS_CONTAINERD"], result
+
+
+@pytest.mark.parametrize("key, text", [("network", "GPU NIC 4: network missing"), ("subnetwork", "GPU NIC 4: subnetwork missing")])
+def test_a_gpu_nic_record_left_empty_fails_the_vpc_check(load_raw, build_snapshot, key, text):
+    data = load_raw("gke-tcpxo")
+    data["gke"]["nics"][4][key] = {}
+    result = _by_id(build_snapshot, data)["gke.gpu_vpc"]
+    assert result["status"] == "failed" and text in result["message"], result
+
+
+def test_the_sharing_evidence_says_when_a_node_shows_no_sharing(load_raw, build_snapshot):
+    evidence = _by_id(build_snapshot, load_raw("gke-tcpxo"))["gpudirect.no_gpu_sharing"]["evidence"]
+    assert evidence == ["node gke-a3mega-0: no sharing label", "node gke-a3mega-1: no sharing label"]

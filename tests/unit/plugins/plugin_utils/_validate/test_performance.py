@@ -399,3 +399,10 @@ def test_the_ib_write_bw_evidence_names_the_device_the_output_shows():
     # the device asked for and the one ib_write_bw opened differ: the evidence shows what ran
     _result, by_id = _results(_snapshot(None, _ib(device="mlx5_1")))
     assert "device mlx5_0, transport IB" in by_id["perf.ib_write_bw"]["evidence"][0], by_id["perf.ib_write_bw"]["evidence"]
+
+
+def test_an_unknown_nccl_profile_is_other_naming_the_profiles():
+    _result, by_id = _results(_snapshot(_nccl("tcpz")))
+    for check_id in ("perf.nccl_avg_busbw", "perf.nccl_large_busbw"):
+        assert by_id[check_id]["status"] == "other"
+        assert "performance.nccl.profile 'tcpz' is not a GPUDirect profile" in by_id[check_id]["message"], by_id[check_id]

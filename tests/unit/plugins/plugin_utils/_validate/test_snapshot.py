@@ -318,7 +318,7 @@ def test_a_snapshot_file_is_reduced_as_it_is_loaded():
     node, daemonset, policy, pod, secret = _hostile_cluster()
     document = {"format": snap.FORMAT, "version": snap.VERSION, "target": {"name": "c", "kind": "kubernetes", "token": SENTINEL},
                 "captured_at": "2026-01-01T00:00:00Z", "extra": SENTINEL,
-                "kubernetes": {"nodes": [node], "daemonsets": [daemonset], "pods": [pod, secret], "cluster_policies": [policy],
+                "kubernetes": {"nodes": [node], "daemonsets": [daemonset, secret], "pods": [pod, secret], "cluster_policies": [policy],
                                "nic_cluster_policies": None, "secrets": [secret]},
                 "gke": {"cluster": {"name": "c"}, "node_pools": [], "nics": [], "found": [secret], "one": secret}}
     loaded = snap.loaded(document)
@@ -327,6 +327,7 @@ def test_a_snapshot_file_is_reduced_as_it_is_loaded():
     assert sorted(loaded) == ["captured_at", "format", "gke", "kubernetes", "target", "version"]
     assert sorted(loaded["kubernetes"]) == sorted(snap.KUBERNETES_KEYS)
     assert [p["metadata"]["name"] for p in loaded["kubernetes"]["pods"]] == ["trainer"]
+    assert [d.get("kind") for d in loaded["kubernetes"]["daemonsets"]] == [daemonset.get("kind")]
     assert loaded["gke"] == {"cluster": {"name": "c"}, "node_pools": [], "nics": [], "found": []}
     assert loaded["kubernetes"]["nic_cluster_policies"] is None and loaded["kubernetes"]["networks"] is None
     with pytest.raises(ValueError, match="not a validation snapshot: format is None"):
