@@ -230,8 +230,11 @@ def pool_networks(view):
         if profile is None:
             continue
         have, want = pool["gpudirect"].get("gpu_nics"), gd.PROFILES[profile]["node_networks"]
+        if not isinstance(have, int):
+            raise Missing("gke.node_pools[%s].gpudirect.gpu_nics" % pool.get("name"), "the pool record has no count of its "
+                          "additional node networks (gpu_nodepool_info gives it)")
         evidence.append("pool %s (%s, %s): %s additional node network(s)" % (pool.get("name"), machine_type, profile, have))
-        if have is None or have < want:
+        if have < want:
             problems.append("pool %s (%s) has %s additional node network(s); %s needs %d" % (
                 pool.get("name"), machine_type, have, profile, want))
     if not evidence:

@@ -35,6 +35,12 @@ _MIG_OFF = ("all-disabled", "")
 _FINISHED = ("Succeeded", "Failed")
 
 
+def _finished(pod):
+    """A pod that has ended (Succeeded or Failed): a DaemonSet's previous pod, evicted or stopped with its node, neither
+    serves the node nor tells whether the pod that replaced it is ready."""
+    return (pod.get("status") or {}).get("phase") in _FINISHED
+
+
 def _mig_nodes(view):
     """Nodes that ask the MIG manager for a config other than all-disabled; Skip when none does."""
     found = [n for n in view.kubernetes("nodes") if node_labels(n).get(mig_catalog.MIG_CONFIG_LABEL, "") not in _MIG_OFF]
@@ -99,7 +105,7 @@ def device_plugin(view):
 
 def _device_plugins(view, names):
     """(device plugin pods on the nodes ``names``, {node: why its pod is not ready}, names of the nodes with a ready one)."""
-    plugins = [p for p in view.pods_on(names) if _is_device_plugin_pod(p)]
+    plugins = [p for p in view.pods_on(names) if _is_device_plugin_pod(p) and not _finished(p)]
     broken = dict((r["node"], r["problem"]) for r in not_ready_pods(plugins))
     return plugins, broken, set(p["spec"]["nodeName"] for p in plugins if p["spec"]["nodeName"] not in broken)
 
@@ -155,7 +161,8 @@ def _driver_nodes(view, policy):
 
 def _driver_pods(view, nodes):
     key, value = gpu_catalog.DRIVER_DAEMONSET_LABEL.split("=", 1)
-    return [p for p in view.pods_on([node_name(n) for n in nodes]) if ((p.get("metadata") or {}).get("labels") or {}).get(key) == value]
+    return [p for p in view.pods_on([node_name(n) for n in nodes]) if ((p.get("metadata") or {}).get("labels") or {}).get(key) == value
+            and not _finished(p)]
 
 
 @described("gpu_operator.driver_pods")

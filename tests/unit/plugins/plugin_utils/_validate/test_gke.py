@@ -72,6 +72,11 @@ def _installer_not_ready(data):
     _ds(data, "nccl-tcpxo-installer")["status"]["numberReady"] = 1
 
 
+def _installer_on_one_node(data):
+    # every scheduled pod is ready, but the DaemonSet's node selector misses one of the two nodes
+    _ds(data, "nccl-tcpxo-installer")["status"].update(desiredNumberScheduled=1, currentNumberScheduled=1, numberReady=1)
+
+
 def _no_injector(data):
     _k8s(data)["daemonsets"] = [d for d in _k8s(data)["daemonsets"] if d["metadata"]["name"] != "device-injector"]
 
@@ -137,8 +142,24 @@ def _mtu(data):
     data["gke"]["nics"][3]["network"]["mtu"] = 1460
 
 
+def _jumbo_mtu(data):
+    # larger is wrong too: the GPU NIC VPCs of TCPX/TCPXO are created at the one MTU the guide gives
+    data["gke"]["nics"][2]["network"]["mtu"] = 8896
+
+
 def _no_firewall(data):
     data["gke"]["nics"][5]["firewall"] = None
+
+
+def _empty_device_annotation(data):
+    # present but empty: the NRI injector reads the devices from its value
+    _workloads(data)[0]["metadata"]["annotations"]["devices.gke.io/container.tcpxo-daemon"] = ""
+
+
+def _installer_of_another_repository(data):
+    # the right image name and tag under another repository path (not a mirror: a mirror keeps the path)
+    _ds(data, "nccl-tcpxo-installer")["spec"]["template"]["spec"]["containers"][0]["image"] = \
+        "us-docker.pkg.dev/gce-ai-infra/my-gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"
 
 
 BREAKS = [
@@ -151,6 +172,7 @@ BREAKS = [
     ("gpudirect.installer", _no_installer, "kube-system/nccl-tcpxo-installer not found"),
     ("gpudirect.installer", _old_installer, "needs gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"),
     ("gpudirect.installer", _installer_not_ready, "1 of 2 pods ready"),
+    ("gpudirect.installer", _installer_on_one_node, "DaemonSet nccl-tcpxo-installer schedules 1 pod(s) for 2 node(s)"),
     ("gpudirect.nri_injector", _no_injector, "kube-system/device-injector not found"),
     ("gpudirect.allocatable_gpus", _seven_gpus, "gke-a3mega-0 advertises nvidia.com/gpu=7, its machine has 8"),
     ("gpudirect.daemon_pair", _old_daemon, "tcpgpudmarxd-dev:v1.0.12"),
@@ -159,12 +181,15 @@ BREAKS = [
     ("gpudirect.pod_whole_node", _four_gpus, "requests 4 GPU(s) on node gke-a3mega-0, which has 8"),
     ("gpudirect.pod_annotations", _no_interfaces, "annotation networking.gke.io/interfaces"),
     ("gpudirect.pod_annotations", _no_device_annotation, "annotation devices.gke.io/container.tcpxo-daemon"),
+    ("gpudirect.pod_annotations", _empty_device_annotation, "lacks annotation devices.gke.io/container.tcpxo-daemon"),
+    ("gpudirect.installer", _installer_of_another_repository, "needs gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"),
     ("gpudirect.pod_interfaces", _extra_network_first, "eth1 for GPU NIC network a3mega-gpu-0 (has storage-net)"),
     ("gpudirect.pod_interfaces", _seven_gpu_nics, "lacks GPU NIC interface eth8"),
     ("gpudirect.pod_volumes", _no_aperture, "volume aperture-devices"),
     ("gpudirect.pod_nccl_env", _no_fastrak_env, "NCCL_FASTRAK_CTRL_DEV"),
     ("gpudirect.fast_socket", _fast_socket, "gke-a3mega-0 has NCCL Fast Socket enabled"),
     ("gke.gpu_vpc", _mtu, "has MTU 1460, GPUDirect needs 8244"),
+    ("gke.gpu_vpc", _jumbo_mtu, "has MTU 8896, GPUDirect needs 8244"),
     ("gke.gpu_vpc", _no_firewall, "GPU NIC 5: firewall rule missing"),
 ]
 
@@ -345,6 +370,18 @@ def _no_eth0(data):
     _annotation(_workloads(data)[0], [{"interfaceName": "eth%d" % (i + 2), "network": "rdma-%d" % i} for i in range(8)])
 
 
+def _eth0_on_gvnic(data):
+    # eth0 listed, but on the gVNIC network rather than the default one
+    _annotation(_workloads(data)[0], [{"interfaceName": "eth0", "network": "gvnic-1"}] + [
+        {"interfaceName": "eth%d" % (i + 2), "network": "rdma-%d" % i} for i in range(8)])
+
+
+def _rxdm_native_sidecar(data):
+    # the TCPXO daemon as a native sidecar (an init container that keeps running): still an RxDM daemon
+    _workloads(data)[0]["spec"].setdefault("initContainers", []).append(
+        {"name": "tcpxo-daemon", "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21", "restartPolicy": "Always"})
+
+
 def _three_rdma_nics(data):
     _annotation(_workloads(data)[1], [{"interfaceName": "eth0", "network": "default"}] + [
         {"interfaceName": "eth%d" % (i + 2), "network": "rdma-%d" % i} for i in range(3)])
@@ -437,6 +474,7 @@ RDMA_BREAKS = [
     (A4X, "gpudirect.pod_whole_node", _two_gpus, "requests 2 GPU(s) on node gke-a4x-0, which has 4"),
     (A3U, "gpudirect.pod_annotations", _rdma_no_interfaces, "annotation networking.gke.io/interfaces"),
     (A3U, "gpudirect.pod_interfaces", _no_eth0, "eth0 on network default (has None)"),
+    (A3U, "gpudirect.pod_interfaces", _eth0_on_gvnic, "eth0 on network default (has gvnic-1)"),
     (A4X, "gpudirect.pod_interfaces", _three_rdma_nics, "lacks GPU NIC interface eth5"),
     (A3U, "gpudirect.pod_interfaces", _gvnic_on_eth2, "eth2 for GPU NIC network rdma-0 (has gvnic-1)"),
     (A3U, "gpudirect.pod_volumes", _no_gib_volume, "volume gib"),
@@ -447,6 +485,7 @@ RDMA_BREAKS = [
     (A3U, "gpudirect.rdma_conflicts", _tcpxo_env, "NCCL_FASTRAK_IFNAME: a GPUDirect-TCPXO setting"),
     (A4X, "gpudirect.rdma_conflicts", _fast_socket_env, "NCCL_FASTSOCKET_NUM_FLOWS: NCCL Fast Socket does not work"),
     (A4X, "gpudirect.rdma_conflicts", _rxdm_sidecar, "container tcpxo-daemon: the TCPX/TCPXO RxDM daemon"),
+    (A3U, "gpudirect.rdma_conflicts", _rxdm_native_sidecar, "container tcpxo-daemon: the TCPX/TCPXO RxDM daemon"),
     (A3U, "gpudirect.rdma_conflicts", _nri_annotation, "annotation devices.gke.io/container.tcpxo-daemon"),
     (A4X, "gpudirect.fast_socket", _rdma_fast_socket, "gke-a4x-1 has NCCL Fast Socket enabled"),
     (A4X, "gke.gpudirect.boot_disk", _pd_balanced, "pool a4x (a4x-highgpu-4g) boots from pd-balanced"),
@@ -644,3 +683,74 @@ def test_a_not_ready_daemonset_names_only_its_own_pods(load_raw, build_snapshot)
     assert failed["message"] == "DaemonSet nccl-tcpxo-installer not ready on node gke-a3mega-1: pod nccl-tcpxo-installer-fghij, c CrashLoopBackOff"
     pods["nccl-tcpxo-installer-fghij"]["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "nccl-tcpxo-installer"}]
     assert _by_id(build_snapshot, data)["gpudirect.installer"]["message"] == "DaemonSet nccl-tcpxo-installer: 1 of 2 pods ready"
+
+
+@pytest.mark.parametrize("name, label", [
+    ("gke-tcpxo", "cloud.google.com/gke-nccl-fastsocket"),          # Fast Socket set to false is Fast Socket off
+    (A4X, "cloud.google.com/gke-networking-dra-driver"),            # a DRA driver label that is not true is no DRANET
+])
+def test_a_feature_label_present_with_false_changes_no_verdict(load_raw, build_snapshot, name, label):
+    data = load_raw(name)
+    healthy = dict((k, r["status"]) for k, r in _by_id(build_snapshot, data).items())
+    for node in _k8s(data)["nodes"]:
+        node["metadata"]["labels"][label] = "false"
+    assert dict((k, r["status"]) for k, r in _by_id(build_snapshot, data).items()) == healthy
+
+
+@pytest.mark.parametrize("name", ["gke-tcpxo", A3U])
+def test_a_pool_record_without_its_node_network_count_is_other(load_raw, build_snapshot, name):
+    data = load_raw(name)
+    del data["gke"]["node_pools"][0]["gpudirect"]["gpu_nics"]
+    result = _by_id(build_snapshot, data)["gke.gpudirect.pool_networks"]
+    assert result["status"] == "other", result
+    assert "gpudirect.gpu_nics (the pool record has no count of its additional node networks" in result["message"]
+
+
+@pytest.mark.parametrize("name", ["gke-tcpxo", A3U])
+def test_only_the_nccl_variables_of_the_environment_are_required(load_raw, build_snapshot, name):
+    # LD_LIBRARY_PATH comes from the image as often as from the pod: its absence is no missing NCCL setting
+    data = load_raw(name)
+    healthy = dict((k, r["status"]) for k, r in _by_id(build_snapshot, data).items())
+    for pod in _workloads(data):
+        _env(pod, drop="LD_LIBRARY_PATH")
+    assert dict((k, r["status"]) for k, r in _by_id(build_snapshot, data).items()) == healthy
+
+
+def test_a_pool_record_without_its_boot_disk_type_is_other(load_raw, build_snapshot):
+    data = load_raw(A4X)
+    del data["gke"]["node_pools"][0]["disk_type"]
+    result = _by_id(build_snapshot, data)["gke.gpudirect.boot_disk"]
+    assert result["status"] == "other" and "cannot read gke.node_pools[a4x].disk_type" in result["message"], result
+
+
+def test_the_installer_image_given_by_its_path_alone_is_the_catalog_image(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    _ds(data, "nccl-tcpxo-installer")["spec"]["template"]["spec"]["containers"][0]["image"] = \
+        "gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"
+    assert _by_id(build_snapshot, data)["gpudirect.installer"]["status"] == "passed"
+
+
+def test_the_rdma_network_evidence_shows_each_pair_with_its_device_mode(load_raw, build_snapshot):
+    evidence = _by_id(build_snapshot, load_raw(A3U))["gpudirect.rdma_networks"]["evidence"]
+    assert evidence[0] == "rdma: GKENetworkParamSet gvnic-1 deviceMode NetDevice, Network present", evidence
+    assert evidence[1] == "rdma: GKENetworkParamSet rdma-0 deviceMode RDMA, Network present", evidence
+
+
+def test_a_pool_without_gpus_is_not_held_to_the_gpudirect_image(load_raw, build_snapshot):
+    data = load_raw("gke-tcpxo")
+    [p for p in data["gke"]["node_pools"] if p["name"] == "default-pool"][0]["image_type"] = "UBUNTU_CONTAINERD"
+    result = _by_id(build_snapshot, data)["gke.cos_image"]
+    assert result["status"] == "passed" and result["evidence"] == ["pool a3mega: COS_CONTAINERD"], result
+
+
+@pytest.mark.parametrize("key, text", [("network", "GPU NIC 4: network missing"), ("subnetwork", "GPU NIC 4: subnetwork missing")])
+def test_a_gpu_nic_record_left_empty_fails_the_vpc_check(load_raw, build_snapshot, key, text):
+    data = load_raw("gke-tcpxo")
+    data["gke"]["nics"][4][key] = {}
+    result = _by_id(build_snapshot, data)["gke.gpu_vpc"]
+    assert result["status"] == "failed" and text in result["message"], result
+
+
+def test_the_sharing_evidence_says_when_a_node_shows_no_sharing(load_raw, build_snapshot):
+    evidence = _by_id(build_snapshot, load_raw("gke-tcpxo"))["gpudirect.no_gpu_sharing"]["evidence"]
+    assert evidence == ["node gke-a3mega-0: no sharing label", "node gke-a3mega-1: no sharing label"]

@@ -27,6 +27,11 @@ def _mig_pending(data):
     data["host"]["gpus"][2]["mig_mode_pending"] = True
 
 
+def _mig_disable_pending(data):
+    # the other way round: MIG on, turned off, the reset not done yet (pending present and False)
+    data["host"]["gpus"][5].update(mig_mode_current=True, mig_mode_pending=False)
+
+
 def _peermem_with_dmabuf(data):
     data["host"]["modules_loaded"]["nvidia_peermem"] = True
 
@@ -40,6 +45,7 @@ BREAKS = [
     ("host.gpudirect_rdma_mode", _no_dmabuf_no_ofed, "neither MOFED nor DOCA-OFED is installed"),
     ("host.gpus_visible", _lost_gpu, "the driver lists 7 of the 8 GPUs on the PCI bus"),
     ("host.mig_mode_applied", _mig_pending, "GPU 2 (NVIDIA H100 80GB HBM3): MIG mode False, pending True"),
+    ("host.mig_mode_applied", _mig_disable_pending, "GPU 5 (NVIDIA H100 80GB HBM3): MIG mode True, pending False"),
     ("host.peermem_matches_mode", _peermem_with_dmabuf, "nvidia-peermem is loaded but the driver supports DMA-BUF"),
     ("host.peermem_matches_mode", _peermem_missing, "nvidia-peermem is not loaded"),
 ]
@@ -108,3 +114,12 @@ def test_the_driver_evidence_names_the_version_module_and_gpu_count(load_raw, bu
     data = load_raw("host")
     by_id = dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])
     assert by_id["host.driver"]["evidence"] == ["driver 550.54.14, kernel module open, 8 GPU(s)"]
+
+
+def test_a_host_whose_gpus_are_not_mig_capable_skips_the_mig_check(load_raw, build_snapshot):
+    # an L40S-like host: mig_capable present and false on every GPU, no MIG mode to apply
+    data = load_raw("host")
+    for gpu in data["host"]["gpus"]:
+        gpu.update(mig_capable=False, mig_mode_current=None, mig_mode_pending=None)
+    result = dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])["host.mig_mode_applied"]
+    assert result["status"] == "skipped" and "no MIG-capable GPU on the host" in result["message"], result

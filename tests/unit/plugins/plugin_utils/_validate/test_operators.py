@@ -55,6 +55,14 @@ def _driver_crash(data):
                      "containerStatuses": [{"name": "nvidia-driver-ctr", "ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}
 
 
+def _driver_init_crash(data):
+    # the driver manager init container crashes: the pod never starts its driver container
+    pod = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] == "nvidia-driver-daemonset-dgx-0"][0]
+    pod["status"] = {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}],
+                     "initContainerStatuses": [{"name": "k8s-driver-manager", "ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}],
+                     "containerStatuses": [{"name": "nvidia-driver-ctr", "ready": False, "state": {"waiting": {"reason": "PodInitializing"}}}]}
+
+
 def _driver_missing(data):
     _k8s(data)["pods"] = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] != "nvidia-driver-daemonset-dgx-0"]
 
@@ -90,6 +98,7 @@ BREAKS = [
     ("gpu.device_plugin", _device_plugin_not_ready, "node dgx-0: device plugin pod not ready (nvidia-device-plugin CrashLoopBackOff)"),
     ("gpu_operator.cluster_policy", _policy_not_ready, "ClusterPolicy/cluster-policy is notReady"),
     ("gpu_operator.driver_pods", _driver_crash, "CrashLoopBackOff"),
+    ("gpu_operator.driver_pods", _driver_init_crash, "on node dgx-0 (pod nvidia-driver-daemonset-dgx-0: k8s-driver-manager CrashLoopBackOff"),
     ("gpu_operator.driver_pods", _driver_missing, "node dgx-0 has no driver pod"),
     ("network_operator.nic_cluster_policy", _ncp_not_ready, "state-RDMA-device-plugin is notReady"),
     ("mig.config_state", _mig_failed, "node dgx-0: nvidia.com/mig.config.state=failed"),
@@ -618,3 +627,120 @@ def test_does_not_exist_in_a_node_affinity_keeps_the_nodes_without_the_label(loa
         {"matchExpressions": [{"key": "node-role.kubernetes.io/control-plane", "operator": "DoesNotExist"}]}]}}
     failed = _rdma_results(build_snapshot, data)["network_operator.rdma_resources"]
     assert failed["message"] == "node h100-0 does not advertise rdma/rdma_shared_device_a"
+
+
+# ----------------------------------------------------------------------------- wrong verdicts a one-line slip would give
+# Variants of the fixtures above: a value present but wrong (not absent), entries that override each other, pods that
+# have finished. Each case fails on a realistic slip in operators.py that the cases above let through.
+
+LAYERED = CUSTOM + """  last-wins:
+    - devices: all
+      mig-enabled: false
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 2
+  two-gpus-split:
+    - devices: all
+      mig-enabled: false
+    - devices: [0, 1]
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 2
+  per-model:
+    - device-filter: ["0x20B010DE", "0x20B110DE"]
+      devices: all
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 2
+    - device-filter: "0x233010DE"
+      devices: all
+      mig-enabled: true
+      mig-devices:
+        "1g.10gb": 7
+"""
+
+
+def test_the_last_mig_parted_entry_for_a_gpu_wins(load_raw):
+    # mig-parted applies the entries in order: MIG off on every GPU, then 2 x 3g.20gb on every GPU
+    result = _geometry(_custom(load_raw, "last-wins", {"nvidia.com/mig-3g.20gb": "16"}), _config_map(LAYERED))
+    assert result["status"] == "passed", result
+    result = _geometry(_custom(load_raw, "last-wins", {"nvidia.com/gpu": "8"}), _config_map(LAYERED))
+    assert result["status"] == "failed" and "nvidia.com/gpu=8 not produced by the config" in result["message"], result
+    # per device: MIG off everywhere, then GPUs 0 and 1 partitioned: 6 whole GPUs and 4 x 3g.20gb
+    split = {"nvidia.com/gpu": "6", "nvidia.com/mig-3g.20gb": "4"}
+    data = _custom(load_raw, "two-gpus-split", split, {"nvidia.com/gpu.count": "8"})
+    assert _geometry(data, _config_map(LAYERED))["status"] == "passed"
+    data = _custom(load_raw, "two-gpus-split", {"nvidia.com/gpu": "8"}, {"nvidia.com/gpu.count": "8"})
+    result = _geometry(data, _config_map(LAYERED))
+    assert result["status"] == "failed"
+    assert 'the config gives {"nvidia.com/gpu": 6, "nvidia.com/mig-3g.20gb": 4}' in result["message"], result
+
+
+def test_an_entry_whose_device_filter_names_another_gpu_model_is_not_applied(load_raw):
+    # the last entry is for H100 80GB (device ID 0x2330): the A100-40GB nodes take the first one
+    result = _geometry(_custom(load_raw, "per-model", {"nvidia.com/mig-3g.20gb": "16"}), _config_map(LAYERED))
+    assert result["status"] == "passed", result
+
+
+def test_a_resource_beyond_a_per_device_config_fails_the_geometry(load_raw):
+    healthy = {"nvidia.com/mig-3g.20gb": "8", "nvidia.com/gpu": "4"}
+    extra = dict(healthy, **{"nvidia.com/mig-1g.5gb": "7"})
+    result = _geometry(_custom(load_raw, "half-and-half", extra, {"nvidia.com/gpu.count": "8"}), _config_map())
+    assert result["status"] == "failed" and '"nvidia.com/mig-1g.5gb": 7' in result["message"], result
+
+
+def test_a_request_for_a_resource_its_node_advertises_as_zero_fails(load_raw):
+    # the trainer on dgx-0 asks for mig-1g.5gb; dgx-0 lists it at 0 (other profiles applied): present, but not advertised
+    data = load_raw("gpu-operator-mig")
+    _node(data, "dgx-0")["status"]["allocatable"].update({"nvidia.com/mig-1g.5gb": "0", "nvidia.com/mig-3g.20gb": "16"})
+    result = _results(data)["gpu.requests_advertised"]
+    assert result["status"] == "failed", result
+    assert result["message"] == "pod ml/trainer requests nvidia.com/mig-1g.5gb, which node dgx-0 does not advertise"
+
+
+def test_a_cluster_policy_without_driver_enabled_installs_the_driver(load_raw):
+    # spec.driver.enabled defaults to true in the GPU Operator: an absent value is not a disabled driver
+    data = load_raw("gpu-operator-mig")
+    del _k8s(data)["cluster_policies"][0]["spec"]["driver"]["enabled"]
+    _driver_missing(data)
+    result = _results(data)["gpu_operator.driver_pods"]
+    assert result["status"] == "failed" and result["message"] == "node dgx-0 has no driver pod", result
+
+
+def _finished_copy(data, name, phase):
+    """A finished copy of pod ``name`` on its node (the DaemonSet's previous pod, evicted or shut down with the node)."""
+    pod = [p for p in _k8s(data)["pods"] if p["metadata"]["name"] == name][0]
+    old = yaml.safe_load(yaml.safe_dump(pod))
+    old["metadata"]["name"] = name + "-old"
+    old["status"] = {"phase": phase, "reason": "Terminated", "conditions": [{"type": "Ready", "status": "False"}],
+                     "containerStatuses": [{"name": pod["spec"]["containers"][0]["name"], "ready": False,
+                                            "state": {"terminated": {"exitCode": 0 if phase == "Succeeded" else 137,
+                                                                     "reason": "Completed" if phase == "Succeeded" else "Error"}}}]}
+    _k8s(data)["pods"].append(old)
+    return old
+
+
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
+def test_a_finished_device_plugin_or_driver_pod_beside_a_ready_one_is_not_judged(load_raw, phase):
+    data = load_raw("gpu-operator-mig")
+    _finished_copy(data, "nvidia-device-plugin-daemonset-q8m2c", phase)
+    _finished_copy(data, "nvidia-driver-daemonset-dgx-1", phase)
+    results = _results(data)
+    assert results["gpu.device_plugin"]["status"] == "passed", results["gpu.device_plugin"]
+    assert results["gpu_operator.driver_pods"]["status"] == "passed", results["gpu_operator.driver_pods"]
+
+
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
+def test_a_finished_device_plugin_or_driver_pod_alone_does_not_serve_its_node(load_raw, phase):
+    data = load_raw("gpu-operator-mig")
+    _k8s(data)["pods"] = [p for p in _k8s(data)["pods"]
+                          if p["metadata"]["name"] not in ("nvidia-device-plugin-daemonset-q8m2c", "nvidia-driver-daemonset-dgx-1")]
+    for name in ("nvidia-device-plugin-daemonset-q8m2c", "nvidia-driver-daemonset-dgx-1"):
+        pod = _finished_copy(load_raw("gpu-operator-mig"), name, phase)
+        _k8s(data)["pods"].append(pod)
+    results = _results(data)
+    assert results["gpu.device_plugin"]["status"] == "failed"
+    assert results["gpu.device_plugin"]["message"] == "node dgx-0: no device plugin pod", results["gpu.device_plugin"]
+    assert results["gpu_operator.driver_pods"]["status"] == "failed"
+    assert results["gpu_operator.driver_pods"]["message"] == "node dgx-1 has no driver pod", results["gpu_operator.driver_pods"]

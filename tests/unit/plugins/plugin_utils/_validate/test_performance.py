@@ -291,3 +291,118 @@ def test_the_transport_of_a_run_that_could_not_complete_is_other_with_its_messag
     _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
     assert by_id["perf.nccl_transport"]["status"] == "other"
     assert "the run could not complete: exec timed out after 1200 s" in by_id["perf.nccl_transport"]["message"]
+
+
+# ---- wrong verdicts a one-line slip would give: signals, values present but wrong, records left incomplete ----------
+
+@pytest.mark.parametrize("rc", [-9, "-15", 137, "SIGKILL"])
+def test_a_probe_killed_by_a_signal_is_other_even_with_its_output_complete(rc):
+    # Python reports a child killed by a signal as a negative exit code, a shell as 128 + the signal; a record may
+    # hold the signal's name: the table before the kill is complete, the run is not
+    runs = [dict(benchmark="all_gather", output=_info("GPUDirectTCPX_v7") + GUIDE_TCPX, rc=rc, error="")]
+    result, by_id = _results(_snapshot(_nccl("tcpx", runs), _ib(rc=rc)))
+    for check_id in ("perf.nccl_avg_busbw", "perf.nccl_large_busbw", "perf.ib_write_bw"):
+        assert by_id[check_id]["status"] == "other", by_id[check_id]
+        assert "exited with code %s" % rc in by_id[check_id]["message"], by_id[check_id]["message"]
+    assert result["exit_status"] == 9
+
+
+def test_a_record_without_an_exit_code_is_judged_by_its_complete_output():
+    runs = [dict(benchmark="all_gather", output=_info("GPUDirectTCPX_v7") + GUIDE_TCPX, error="")]
+    ib = _ib()
+    del ib["rc"]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs), ib))
+    assert [by_id[i]["status"] for i in PERF_IDS] == ["passed"] * 4
+
+
+@pytest.mark.parametrize("threshold", [True, "eighty", ""])
+def test_a_floor_that_is_not_a_number_is_other(threshold):
+    _result, by_id = _results(_snapshot(None, _ib(threshold=threshold)))
+    assert by_id["perf.ib_write_bw"]["status"] == "other"
+    assert "no floor was recorded" in by_id["perf.ib_write_bw"]["message"]
+
+
+def test_a_run_with_neither_output_nor_error_cannot_show_the_transport():
+    runs = [dict(benchmark="all_gather", output="", rc=0, error="")]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    assert by_id["perf.nccl_transport"]["status"] == "other"
+    assert "no 'NCCL INFO Using network' line" in by_id["perf.nccl_transport"]["message"]
+
+
+def test_a_long_error_is_cut_at_300_characters_in_every_message():
+    error = "e" * 299 + "XY" + " tail"
+    cut, whole = "e" * 299 + "X", "e" * 299 + "XY"
+    _result, by_id = _results(_snapshot(dict(error=error), dict(error=error)))
+    for check_id in PERF_IDS:
+        assert cut in by_id[check_id]["message"] and whole not in by_id[check_id]["message"], check_id
+    runs = [dict(benchmark="all_gather", output="", rc=None, error=error)]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    for check_id in ("perf.nccl_avg_busbw", "perf.nccl_transport"):
+        assert cut in by_id[check_id]["message"] and whole not in by_id[check_id]["message"], check_id
+
+
+def test_the_tolerance_is_shown_as_a_whole_percentage():
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 30, 30.0)], avg=12.0)
+    nccl = _nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])
+    _result, by_id = _results(_snapshot(nccl, _ib(threshold=200.0), tolerance=0.6))
+    assert "60% tolerance" in by_id["perf.nccl_avg_busbw"]["evidence"][0]
+    assert "(60% tolerance)" in by_id["perf.nccl_large_busbw"]["message"]
+    assert "60% tolerance" in by_id["perf.ib_write_bw"]["evidence"][0]
+
+
+def test_the_ib_write_bw_evidence_falls_back_to_what_the_record_holds():
+    ib = _ib()
+    del ib["nodes"]
+    _result, by_id = _results(_snapshot(None, ib))
+    evidence = by_id["perf.ib_write_bw"]["evidence"][0]
+    assert evidence.startswith("nodes ?, device ") and "(link 100.0 Gb/s)" in evidence, evidence
+
+
+def test_the_last_table_of_a_run_is_the_one_judged():
+    # a log that holds a retried run: the first table is the failed attempt, the last the run that counts
+    slow = _table([(2 ** 20, 10.0), (2 ** 30, 50.0)], avg=20.0)
+    fast = _table([(2 ** 20, 40.0), (2 ** 30, 120.0)], avg=40.0)
+    for tables, status in (((slow, fast), "passed"), ((fast, slow), "failed")):
+        output = _info("FasTrak") + "".join(tables)
+        _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
+        assert by_id["perf.nccl_avg_busbw"]["status"] == status, by_id["perf.nccl_avg_busbw"]
+        assert by_id["perf.nccl_large_busbw"]["status"] == status, by_id["perf.nccl_large_busbw"]
+
+
+def test_ib_write_bw_is_judged_by_its_average_not_its_peak():
+    last = " 8388608    5000             92.39              92.39              0.001377"
+    assert last in GUIDE_IB
+    burst = GUIDE_IB.replace(last, " 8388608    5000             99.10              70.20              0.001377")
+    _result, by_id = _results(_snapshot(None, _ib(output=burst)))
+    check = by_id["perf.ib_write_bw"]
+    assert check["status"] == "failed" and "BW average 70.2 Gb/s at 8388608 B is below the 80.0 Gb/s floor" in check["message"], check
+
+
+def test_every_row_at_or_above_the_large_message_size_is_held_to_the_floor():
+    # 1 GiB below the floor, 2 GiB above it: the run fails at 1 GiB
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 30, 90.0), (2 ** 31, 120.0)], avg=40.0)
+    _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
+    check = by_id["perf.nccl_large_busbw"]
+    assert check["status"] == "failed" and "bus bandwidth 90.0 GB/s at 1073741824 B" in check["message"], check
+    assert len(check["evidence"]) == 2
+
+
+def test_the_transport_is_read_from_stderr_too():
+    # launchers that keep NCCL's INFO lines on stderr: the table is on stdout, the plugin NCCL loaded on stderr
+    runs = [dict(benchmark="all_gather", output=GUIDE_TCPX, stderr=_info("GPUDirectTCPX_v7"), rc=0, error="")]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    assert by_id["perf.nccl_transport"]["status"] == "passed", by_id["perf.nccl_transport"]
+    assert "Using network GPUDirectTCPX_v7 (2 rank line(s))" in by_id["perf.nccl_transport"]["evidence"][0]
+
+
+def test_the_ib_write_bw_evidence_names_the_device_the_output_shows():
+    # the device asked for and the one ib_write_bw opened differ: the evidence shows what ran
+    _result, by_id = _results(_snapshot(None, _ib(device="mlx5_1")))
+    assert "device mlx5_0, transport IB" in by_id["perf.ib_write_bw"]["evidence"][0], by_id["perf.ib_write_bw"]["evidence"]
+
+
+def test_an_unknown_nccl_profile_is_other_naming_the_profiles():
+    _result, by_id = _results(_snapshot(_nccl("tcpz")))
+    for check_id in ("perf.nccl_avg_busbw", "perf.nccl_large_busbw"):
+        assert by_id[check_id]["status"] == "other"
+        assert "performance.nccl.profile 'tcpz' is not a GPUDirect profile" in by_id[check_id]["message"], by_id[check_id]

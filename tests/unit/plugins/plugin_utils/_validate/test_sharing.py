@@ -53,3 +53,28 @@ def test_without_mps_nodes_the_checks_skip_and_say_why(load_raw, build_snapshot)
 def test_the_snapshot_keeps_host_ipc(load_raw, build_snapshot):
     pods = build_snapshot(load_raw("ack-mps"))["kubernetes"]["pods"]
     assert [p["spec"]["hostIPC"] for p in pods if p["metadata"]["name"] == "mps-sample-7xk2p"] == [True]
+
+
+def _results(build_snapshot, data):
+    return dict((r["id"], r) for r in suite.validate(build_snapshot(data))["results"])
+
+
+def test_nodes_labelled_for_another_ack_schedule_are_not_mps_nodes(load_raw, build_snapshot):
+    # ack.node.gpu.schedule=share is cGPU sharing, not MPS: present, with another value
+    data = load_raw("ack-mps")
+    for node in data["kubernetes"]["nodes"]:
+        if "ack.node.gpu.schedule" in node["metadata"].get("labels", {}):
+            node["metadata"]["labels"]["ack.node.gpu.schedule"] = "share"
+    by_id = _results(build_snapshot, data)
+    for check_id in ("mps.ack_daemons", "mps.ack_workloads"):
+        assert by_id[check_id]["status"] == "skipped", by_id[check_id]
+        assert "no node is labelled ack.node.gpu.schedule=mps" in by_id[check_id]["message"]
+
+
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
+def test_a_finished_workload_pod_is_not_judged(load_raw, build_snapshot, phase):
+    data = load_raw("ack-mps")
+    _no_host_ipc(data)
+    [p for p in _pods(data) if p["metadata"]["name"] == "mps-sample-7xk2p"][0]["status"]["phase"] = phase
+    result = _results(build_snapshot, data)["mps.ack_workloads"]
+    assert result["status"] == "skipped" and "no workload pod runs on an MPS node" in result["message"], result

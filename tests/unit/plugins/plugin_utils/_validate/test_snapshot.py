@@ -94,6 +94,8 @@ def test_gpu_nodes_are_found_by_label_or_resource():
     assert snap.is_gpu_node({"metadata": {"labels": {"nvidia.com/gpu.present": "true"}}})
     assert snap.is_gpu_node({"metadata": {}, "status": {"capacity": {"nvidia.com/mig-1g.5gb": "7"}}})
     assert not snap.is_gpu_node({"metadata": {"labels": {}}, "status": {"allocatable": {"cpu": "4"}}})
+    # the label present but false (a node the GPU Operator is kept off) with no GPU resource is no GPU node
+    assert not snap.is_gpu_node({"metadata": {"labels": {"nvidia.com/gpu.present": "false"}}, "status": {"allocatable": {"cpu": "4"}}})
 
 
 def test_a_failed_gke_read_keeps_its_message(load_raw, build_snapshot):
@@ -136,6 +138,9 @@ def test_the_diff_of_policies_and_hosts(load_raw, build_snapshot):
     data = load_raw("gpu-operator-mig")
     data["kubernetes"]["cluster_policies"][0]["status"]["state"] = "notReady"
     assert snap.diff(before, build_snapshot(data)) == ["cluster policy cluster-policy: state ready -> notReady"]
+    # a policy the operator has not reconciled yet has no state: losing it is a change too
+    del data["kubernetes"]["cluster_policies"][0]["status"]
+    assert snap.diff(before, build_snapshot(data)) == ["cluster policy cluster-policy: state ready -> None"]
     host = load_raw("host")
     old = build_snapshot(host)
     host["host"]["driver_version"] = "570.86.15"
@@ -313,7 +318,7 @@ def test_a_snapshot_file_is_reduced_as_it_is_loaded():
     node, daemonset, policy, pod, secret = _hostile_cluster()
     document = {"format": snap.FORMAT, "version": snap.VERSION, "target": {"name": "c", "kind": "kubernetes", "token": SENTINEL},
                 "captured_at": "2026-01-01T00:00:00Z", "extra": SENTINEL,
-                "kubernetes": {"nodes": [node], "daemonsets": [daemonset], "pods": [pod, secret], "cluster_policies": [policy],
+                "kubernetes": {"nodes": [node], "daemonsets": [daemonset, secret], "pods": [pod, secret], "cluster_policies": [policy],
                                "nic_cluster_policies": None, "secrets": [secret]},
                 "gke": {"cluster": {"name": "c"}, "node_pools": [], "nics": [], "found": [secret], "one": secret}}
     loaded = snap.loaded(document)
@@ -322,6 +327,7 @@ def test_a_snapshot_file_is_reduced_as_it_is_loaded():
     assert sorted(loaded) == ["captured_at", "format", "gke", "kubernetes", "target", "version"]
     assert sorted(loaded["kubernetes"]) == sorted(snap.KUBERNETES_KEYS)
     assert [p["metadata"]["name"] for p in loaded["kubernetes"]["pods"]] == ["trainer"]
+    assert [d.get("kind") for d in loaded["kubernetes"]["daemonsets"]] == [daemonset.get("kind")]
     assert loaded["gke"] == {"cluster": {"name": "c"}, "node_pools": [], "nics": [], "found": []}
     assert loaded["kubernetes"]["nic_cluster_policies"] is None and loaded["kubernetes"]["networks"] is None
     with pytest.raises(ValueError, match="not a validation snapshot: format is None"):
@@ -402,3 +408,23 @@ def test_a_gke_path_that_was_not_read_says_whether_validate_gke_was_set(gke, rea
     with pytest.raises(Missing) as raised:
         _gke_snapshot(None).need("kubernetes.nodes")
     assert raised.value.why is None
+
+
+def test_only_the_exact_kept_variable_names_keep_their_values_and_references_keep_none():
+    # names that start like a kept one are other variables: their values may hold anything
+    env = [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"},
+           {"name": "LD_LIBRARY_PATH_TOKEN", "value": "s3cr3t-1"},
+           {"name": "CUDA_VISIBLE_DEVICES_KEY", "value": "s3cr3t-2"},
+           {"name": "NVIDIA_VISIBLE_DEVICESX", "value": "s3cr3t-3"},
+           {"name": "NCCL_SOCKET_IFNAME", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
+    pod = {"metadata": {"name": "a"}, "spec": {"nodeName": "gpu", "containers": [{"name": "m", "env": env}]}}
+    kept = _pods(pod)[0]["spec"]["containers"][0]["env"]
+    assert kept == [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}, {"name": "LD_LIBRARY_PATH_TOKEN"},
+                    {"name": "CUDA_VISIBLE_DEVICES_KEY"}, {"name": "NVIDIA_VISIBLE_DEVICESX"}, {"name": "NCCL_SOCKET_IFNAME"}]
+
+
+def test_only_annotations_that_start_with_the_device_injection_prefix_are_kept():
+    pod = {"metadata": {"name": "a", "annotations": {"devices.gke.io/container.tcpxo-daemon": "x",
+                                                     "mirror.example.com/devices.gke.io/container.copy": "token"}},
+           "spec": {"nodeName": "gpu", "containers": [{"name": "m"}]}}
+    assert snap.scrub_pod(pod)["metadata"]["annotations"] == {"devices.gke.io/container.tcpxo-daemon": "x"}
