@@ -60,3 +60,10 @@ def test_checks_must_be_a_list_and_every_problem_comes_at_once():
 def test_the_filter_takes_no_checks_as_none():
     assert validate_option_problems(DEFAULT) == [] and validate_option_problems(DEFAULT, None) == []
     assert validate_option_problems(["deployment"], ["perf.ib_write_bw"])[0].startswith("validate_checks[0]: perf.ib_write_bw")
+
+
+def test_a_long_value_is_cut_to_sixty_characters():
+    whole = "p" * 58                     # 60 with its quotes: shown whole
+    assert option_problems([whole], [])[0].startswith("validate_phases[0]: '%s' is not a phase" % whole)
+    (problem,) = option_problems(["p" * 59], [])
+    assert problem.startswith("validate_phases[0]: '%s... is not a phase" % ("p" * 56))
