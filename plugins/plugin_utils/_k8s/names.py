@@ -19,6 +19,7 @@ unicode escaped, long values cut) so a message can always be printed on one line
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -322,7 +323,7 @@ def tolerance(value):
             value = float(value)
         except ValueError:
             pass
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         return "%s is not a number" % show(value)
     if not 0 <= value < 1:
         return "%s is outside [0, 1): a fraction of 0 or more and less than 1 (0.1 is 10 percent)" % show(value)
