@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of roles' argument specs: awx_survey_spec, an AWX job template survey generated from them,
 argument_spec_errors, a role's variables checked against one (the preflight's check), and unknown_variables, the
-role-prefixed variables no role of a playbook declares (the preflight's report).
+role-prefixed variables no role of a playbook declares (the preflight's report), and awx_setup_conflicts, what the
+controller already holds under a setup's names (the awx_job_templates role, before its first write).
 
 Documentation: plugins/filter/awx_survey_spec.yml, plugins/filter/argument_spec_errors.yml and
-plugins/filter/unknown_variables.yml; the mapping rules:
+plugins/filter/unknown_variables.yml, plugins/filter/awx_setup_conflicts.yml; the mapping rules:
 plugins/plugin_utils/_awx/survey.py; the check: plugins/plugin_utils/_core/role_spec.py.
 """
 
@@ -20,6 +21,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs impor
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
 
 awx_survey = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._awx.survey")
+_awx_existing = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._awx.existing")
 _role_spec = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.role_spec")
 
 
@@ -69,9 +71,20 @@ def unknown_variables(names, roles, playbook, prefix=""):
         raise AnsibleFilterError("unknown_variables: %s" % exc)
 
 
+def awx_setup_conflicts(existing, organization, project, inventories, credentials):
+    """Why the awx_job_templates role must not write: the setup's names held by another organization ([] when none)."""
+    existing = plain(existing)
+    if not isinstance(existing, dict) or not all(isinstance(v, list) for v in existing.values()):
+        raise AnsibleFilterError("awx_setup_conflicts: expected a dict of endpoint -> list of AWX objects")
+    for label, names in (("inventories", inventories), ("credentials", credentials)):
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+            raise AnsibleFilterError("awx_setup_conflicts: %s must be a list of names" % label)
+    return _awx_existing.conflicts(existing, organization, project, list(inventories), list(credentials))
+
+
 class FilterModule:
     """Filters of roles' argument specs."""
 
     def filters(self):
         return {"awx_survey_spec": awx_survey_spec, "argument_spec_errors": argument_spec_errors,
-                "unknown_variables": unknown_variables}
+                "unknown_variables": unknown_variables, "awx_setup_conflicts": awx_setup_conflicts}

@@ -372,6 +372,10 @@ class AwxDouble:
         shown = copy.deepcopy(obj)
         url = "/api/v2/%s/%d/" % (collection, obj["id"])
         shown.update(type=TYPE_OF[collection], url=url, related={}, summary_fields={})
+        if obj.get("organization") in self.store["organizations"]:
+            org = self.store["organizations"][obj["organization"]]
+            shown["summary_fields"]["organization"] = {"id": org["id"], "name": org["name"],
+                                                       "description": org.get("description", "")}
         if collection == "credentials":
             ctype = self.store["credential_types"][obj["credential_type"]]
             secret = {f["id"] for f in ctype["inputs"]["fields"] if f.get("secret")}

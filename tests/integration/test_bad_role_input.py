@@ -55,6 +55,12 @@ def awx(**role_vars):
                                             **role_vars))
 
 
+def rdma(**role_vars):
+    """rdma_test with two nodes, a network and a device given, so that only the value under test is wrong."""
+    return role("rdma_test", **dict({"rdma_test_nodes": ["gpu-0", "gpu-1"], "rdma_test_network": "rdma-net",
+                                     "rdma_test_device": "mlx5_0", "rdma_test_threshold_gbps": 100.0}, **role_vars))
+
+
 def driver_pool(**settings):
     """gpu_operator with one NVIDIADriver pool holding ``settings``."""
     return role("gpu_operator", gpu_operator_driver_pools=[dict({"name": "h100", "node_selector": {"pool": "h100"}},
@@ -278,6 +284,49 @@ CASES = [
     ("awx_job_templates: Azure subscription not a GUID", awx(awx_job_templates_credentials=[
         {"name": "Azure", "type": "azure", "inputs": {"subscription": "my-subscription", "secret": SECRET_MARK}}]),
      ["awx_job_templates_credentials[0]: inputs.subscription: is not a subscription ID (a GUID)"]),
+    # --- values the target would refuse only after earlier steps created things (each also in the roles' preflight)
+    ("rdma_test: image with a space", rdma(rdma_test_image="mellanox/cuda-perftest latest"),
+     ["rdma_test_image: 'mellanox/cuda-perftest latest' is not an image reference"]),
+    ("rdma_test: namespace in capitals", rdma(rdma_test_namespace="RDMA"), ["rdma_test_namespace: 'RDMA' is not a DNS-1123 label"]),
+    ("rdma_test: name prefix with an underscore", rdma(rdma_test_name_prefix="rdma_test"),
+     ["rdma_test_name_prefix: 'rdma_test-server' is not a DNS-1123 subdomain"]),
+    ("rdma_test: name prefix too long for its label", rdma(rdma_test_name_prefix="r" * 64),
+     ["rdma_test_name_prefix: ", "at most 63"]),
+    ("rdma_test: zero iterations", rdma(rdma_test_iterations=0),
+     ["rdma_test_iterations: 0 is less than 1; it must be a whole number of 1 or more"]),
+    ("rdma_test: negative GPU index", rdma(rdma_test_gpu_index=-1), ["rdma_test_gpu_index: -1 is negative"]),
+    ("gpu_operator: vector-add image with a space", role("gpu_operator", gpu_operator_vectoradd_image="cuda-sample vectoradd"),
+     ["gpu_operator_vectoradd_image: 'cuda-sample vectoradd' is not an image reference"]),
+    ("gpu_operator: vector-add pod name with an underscore", role("gpu_operator", gpu_operator_vectoradd_name="vector_add"),
+     ["gpu_operator_vectoradd_name: 'vector_add' is not a DNS-1123 subdomain"]),
+    ("nccl_test: size nccl-tests cannot read", role("nccl_test", nccl_test_min_bytes="1T"),
+     ["nccl_test_min_bytes: '1T' is not a message size nccl-tests reads", "K, M or G"]),
+    ("nccl_test: smallest size above the largest", role("nccl_test", nccl_test_min_bytes="8G", nccl_test_max_bytes="1M"),
+     ["nccl_test_min_bytes, nccl_test_max_bytes: the smallest size '8G' is larger than the largest '1M'"]),
+    ("gke_gpu_cluster: fabric poll of 0 seconds", cluster(gke_gpu_cluster_fabric_wait_delay=0),
+     ["gke_gpu_cluster_fabric_wait_delay: 0 is less than 1"]),
+    ("gcp_gpu_vpcs: background poll of 0 seconds",
+     role("gcp_gpu_vpcs", gcp_gpu_vpcs_cluster="c", gcp_gpu_vpcs_location="us-central1", gcp_gpu_vpcs_background_delay=0),
+     ["gcp_gpu_vpcs_background_delay: 0 is less than 1"]),
+    ("gcp_gpu_vpcs: negative background limit",
+     role("gcp_gpu_vpcs", gcp_gpu_vpcs_cluster="c", gcp_gpu_vpcs_location="us-central1", gcp_gpu_vpcs_background_timeout=-60),
+     ["gcp_gpu_vpcs_background_timeout: -60 is less than 1"]),
+    ("validate: phase misspelt", role("validate", validate_phases=["deployment", "preformance"]),
+     ["validate_phases[1]: 'preformance' is not a phase; choose from preflight, deployment, conformance"]),
+    ("validate: unknown check id", role("validate", validate_checks=["gpu.allocatabel"]),
+     ["validate_checks[0]: 'gpu.allocatabel' is not a check id", "gpu.allocatable"]),
+    ("validate: check of a phase that does not run", role("validate", validate_checks=["perf.ib_write_bw"]),
+     ["validate_checks[0]: perf.ib_write_bw is a check of the performance phase", "would not run"]),
+    ("validate: tolerance of 1.5", role("validate", validate_performance_tolerance=1.5),
+     ["validate_performance_tolerance: 1.5 is outside [0, 1)"]),
+    ("validate: probe namespace in capitals", role("validate", validate_performance_namespace="Probes"),
+     ["validate_performance_namespace: 'Probes' is not a DNS-1123 label"]),
+    ("validate: negative probe timeout", role("validate", validate_performance_timeout=-1),
+     ["validate_performance_timeout: -1 is negative"]),
+    ("validate: collective misspelt", role("validate", validate_performance_nccl_benchmarks=["allreduce"]),
+     ["validate_performance_nccl_benchmarks", "all_gather, all_reduce"]),
+    ("validate: GKE cluster without location", role("validate", validate_gke={"cluster": "a3mega"}),
+     ["validate_gke needs cluster and location"]),
 ]
 
 
@@ -301,11 +350,11 @@ def outcomes(run_playbook_module, tmp_path_factory):
     render_root = tmp_path_factory.mktemp("role-bad-inputs")
     tasks = [{"name": "start", "ansible.builtin.set_fact": {"outcomes": {}}}]
     tasks += [_case_tasks(i, title, *case) for i, (title, case, _words) in enumerate(CASES)]
-    tasks.append({"name": "report", "ansible.builtin.debug": {"var": "outcomes"}})
+    tasks.append({"name": "outcomes of every case", "ansible.builtin.debug": {"var": "outcomes"}})
     play = [{"name": "role bad inputs", "hosts": "localhost", "gather_facts": False,
              "vars": {"render_root": str(render_root)}, "tasks": tasks}]
     result = run_playbook_module(play)
-    report = result.task("report")["result"]["outcomes"]
+    report = result.task("outcomes of every case")["result"]["outcomes"]
     return dict(report=report, output=result.output, recorded=json.dumps(result.results), render_root=render_root)
 
 

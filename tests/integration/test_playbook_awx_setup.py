@@ -199,3 +199,36 @@ def test_render_plans_every_object_and_contacts_no_controller(awx, run_playbook,
                                                  role_specs=role_specs)
     assert aks["ask_limit_on_launch"] is True and aks["survey_enabled"] is True
     assert "RENDER MODE: nothing will be created" in result.stdout
+
+
+def test_renaming_the_organization_is_refused_before_any_change_then_converges(awx, run_playbook):
+    """A setup, then the same vars with another organization name: refused before the first write, naming the
+    variable, what AWX holds and how to proceed; the old name re-runs with no change, and after the organization is
+    renamed in AWX (as the message says) the new name does too."""
+    run_playbook(PLAYBOOK, extra_vars=setup_vars(awx)).assert_ok()
+    counts = {c: len(awx.objects(c)) for c in ("organizations", "projects", "inventories", "credentials", "job_templates")}
+    before = len(awx.mutating_requests())
+    renamed = run_playbook(PLAYBOOK, extra_vars=setup_vars(awx, awx_job_templates_organization="gpu_ops_platform"))
+    renamed.assert_failed()
+    assert awx.mutating_requests()[before:] == []
+    assert {c: len(awx.objects(c)) for c in counts} == counts
+    message = renamed.failed[0]["result"]["msg"]
+    assert renamed.failed[0]["task"].endswith("Refuse a setup that AWX holds under another organization")
+    for part in ("awx_job_templates_organization: gpu_ops_platform is not an organization in AWX",
+                 "project gpu_ops.cluster", "inventory GPU fleet", "in organization gpu_ops",
+                 "new_name: gpu_ops_platform", "awx_job_templates_organization: gpu_ops",
+                 "Nothing was created or changed in AWX"):
+        assert part in message, (part, message)
+    assert "returned 2 items" not in renamed.stdout
+    # the old name converges with no change
+    same = run_playbook(PLAYBOOK, extra_vars=setup_vars(awx)).assert_ok()
+    assert same.stats["localhost"]["changed"] == 0 and awx.mutating_requests()[before:] == []
+    # renamed in AWX as the message says: the new name converges with no change, nothing new created
+    org = awx.find("organizations", "gpu_ops")
+    status, _document = awx.handle("PATCH", "/api/v2/organizations/%d/" % org["id"], {"Authorization": "Bearer " + awx.token},
+                                   json.dumps({"name": "gpu_ops_platform"}).encode("utf-8"))
+    assert status == 200
+    after_rename = len(awx.mutating_requests())
+    moved = run_playbook(PLAYBOOK, extra_vars=setup_vars(awx, awx_job_templates_organization="gpu_ops_platform")).assert_ok()
+    assert moved.stats["localhost"]["changed"] == 0 and awx.mutating_requests()[after_rename:] == []
+    assert {c: len(awx.objects(c)) for c in counts} == counts

@@ -17,6 +17,7 @@ import yaml
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_ROOT
 
 PLAYBOOK = str(REPO_ROOT / "playbooks" / "validate.yml")
+PREFLIGHT_REPORT = "Preflight - report every problem of every host at once"
 SECRET = "s3cr3t-token-value-do-not-print"
 # the parts the ClusterPolicy CRD requires (tests/contract/crd_schemas)
 POLICY_PARTS = ("daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "gfd", "nodeStatusExporter", "operator", "toolkit")
@@ -319,8 +320,11 @@ def test_an_inventory_host_name_that_leaves_the_output_folder_is_refused_before_
                           env=cluster.env(), extra_args=["-i", str(inventory)])
     result.assert_failed()
     [failed] = result.failed
-    assert failed["result"]["msg"].startswith("validate: validate_name (default: the inventory host name): '../../escaped' holds a path "
-                                              "separator"), failed["result"]["msg"]
+    # the playbook's preflight finds it, before the first read of any target
+    assert failed["task"].endswith(PREFLIGHT_REPORT)
+    assert failed["result"]["msg"].splitlines()[1].startswith(
+        "[../../escaped] validate: validate_name (default: the inventory host name): '../../escaped' holds a path separator"
+    ), failed["result"]["msg"]
     assert cluster.requests()[before:] == [], "nothing is read before the names are checked"
     assert not (tmp_path / "out").exists() and not (tmp_path / "escaped").exists()
 
@@ -343,3 +347,67 @@ def test_every_report_parses_when_the_snapshot_holds_control_characters(run_play
     for name in ("junit.xml", "ctrf.json", "report.md"):
         text = (folder / name).read_text()
         assert not [c for c in "\x00\x08\x1b\x7f" if c in text], name
+
+
+# ------------------------------------------------------------------------------------------------ the preflight
+
+def test_a_misspelt_option_warns_in_the_preflight_and_the_run_goes_on(run_playbook, cluster, tmp_path):
+    """validate_phase (for validate_phases) is ignored by Ansible: the preflight names the option it most likely means."""
+    result = _run(run_playbook, cluster, tmp_path / "out", validate_phase=["performance"]).assert_ok()
+    assert result.task(PREFLIGHT_REPORT)["result"]["msg"].splitlines() == [
+        "Warning: 1 variable(s) with the prefix of a role that no role of playbooks/validate.yml declares; Ansible ignores"
+        " them (gpu_ops_preflight_strict=true makes them problems of the preflight):",
+        "[localhost] validate_phase is not an option of any role this playbook runs; did you mean validate_phases?"]
+    assert (tmp_path / "out" / "localhost" / "ctrf.json").is_file()
+
+
+def test_strict_fails_on_a_misspelt_option_before_anything_is_read_or_written(run_playbook, cluster, tmp_path):
+    before = len(cluster.requests())
+    result = _run(run_playbook, cluster, tmp_path / "out", validate_phase=["performance"], gpu_ops_preflight_strict=True)
+    result.assert_failed()
+    [failed] = result.failed
+    assert failed["task"].endswith(PREFLIGHT_REPORT)
+    assert failed["result"]["msg"].splitlines() == [
+        "Preflight of playbooks/validate.yml found 1 problem(s); nothing was changed. Fix them all, then run again:",
+        "[localhost] validate.yml: validate_phase is not an option of any role this playbook runs; did you mean validate_phases?"]
+    assert cluster.requests()[before:] == []
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_bad_option_of_every_target_in_one_report_before_any_read(run_playbook, cluster, tmp_path):
+    """Phases and check ids the suite would refuse only after the reads and the probes, a check of a phase that does not
+    run, the probes' settings: one report, nothing read, no probe, no report file."""
+    before = len(cluster.requests())
+    result = _run(run_playbook, cluster, tmp_path / "out", validate_phases=["deployment", "preformance"],
+                  validate_checks=["mig.geometry", "gpu.no_such_check", "perf.nccl_avg_busbw"],
+                  validate_performance_tolerance=1.5, validate_performance_namespace="Probes",
+                  validate_performance_nccl_benchmarks=["allreduce"])
+    result.assert_failed()
+    [failed] = result.failed
+    assert failed["task"].endswith(PREFLIGHT_REPORT)
+    lines = failed["result"]["msg"].splitlines()
+    assert lines[0] == "Preflight of playbooks/validate.yml found 1 problem(s); nothing was changed. Fix them all, then run again:"
+    assert "validate_performance_nccl_benchmarks" in lines[1] and "all_gather, all_reduce" in lines[1], lines
+    assert cluster.requests()[before:] == []
+    assert not (tmp_path / "out").exists()
+    # the spec passed: the values
+    result = _run(run_playbook, cluster, tmp_path / "out", validate_phases=["deployment", "preformance"],
+                  validate_checks=["mig.geometry", "gpu.no_such_check", "perf.nccl_avg_busbw"],
+                  validate_performance_tolerance=1.5, validate_performance_namespace="Probes")
+    [failed] = result.assert_failed().failed
+    lines = failed["result"]["msg"].splitlines()
+    assert lines[0] == "Preflight of playbooks/validate.yml found 5 problem(s); nothing was changed. Fix them all, then run again:"
+    assert lines[1:] == [
+        "[localhost] validate: validate_performance_namespace: 'Probes' is not a DNS-1123 label" + lines[1].split("DNS-1123 label", 1)[1],
+        "[localhost] validate: validate_performance_tolerance: 1.5 is outside [0, 1): a fraction of 0 or more and less than 1"
+        " (0.1 is 10 percent)",
+        "[localhost] validate: validate_phases[1]: 'preformance' is not a phase; choose from "
+        + lines[3].split("choose from ", 1)[1],
+        "[localhost] validate: validate_checks[1]: 'gpu.no_such_check' is not a check id (docs/validate-checks.md lists them; "
+        "of its group: " + lines[4].split("of its group: ", 1)[1],
+        "[localhost] validate: validate_checks[2]: perf.nccl_avg_busbw is a check of the performance phase, which"
+        " validate_phases (deployment, preformance) does not list: it would not run"], lines
+    assert "preflight, deployment, conformance, performance" in lines[3]
+    assert "gpu.allocatable" in lines[4]
+    assert cluster.requests()[before:] == []
+    assert not (tmp_path / "out").exists()

@@ -41,12 +41,16 @@ ROLES_WITHOUT_PREFLIGHT = {
     "apply": "the steps of the other roles: it judges the manifests and charts the calling role built at its turn; the "
              "options these come from (steps, names, timeouts) are in the calling roles' own checks, which their "
              "preflights run",
-    "validate": "read-only: it reads the clusters and hosts and writes its reports, so there is no change to check before",
 }
 
 # (role, tasks file, task name): why the preflight cannot judge it - it needs the cluster's state, or what an earlier
 # step of the play or of the role returned.
 CLUSTER_STATE = {
+    ("validate", "_report.yml", "Counts of {{ __validate_result.target }}"):
+        "the results of the checks on what was read from the target",
+    ("awx_job_templates", "main.yml", "Refuse a setup that AWX holds under another organization"):
+        "the objects the controller holds under the setup's names (read by the role before its first write; the preflight "
+        "contacts no controller, and the role is the playbook's only writer)",
     ("gcp_gpu_vpcs", "await.yml", "Check the background job of the fabric"):
         "the job the main entry point started in the background (gcp_gpu_vpcs_fabric_job), earlier in the play",
     ("gcp_gpu_vpcs", "objects.yml", "Check that the fabric is known"):

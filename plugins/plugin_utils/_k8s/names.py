@@ -8,8 +8,9 @@
 One place for every name a role or module hands to Kubernetes or Helm, or turns into a path:
 object names and namespaces (DNS-1123, k8s.io/apimachinery validation), Helm release names
 (helm/pkg/chartutil: a DNS-1123 subdomain of at most 53 characters), label keys and values,
-container image references (the distribution reference grammar) and render-folder path segments; and the files
-options name on the controller (a kubeconfig), which must exist and be readable.
+container image references (the distribution reference grammar) and render-folder path segments; the files
+options name on the controller (a kubeconfig), which must exist and be readable; and the numbers the roles hand to
+the tools they run (counts, whole numbers of 1 or more, fractions, nccl-tests message sizes).
 
 ``problems(checks)`` returns one ``"<option>: <why>"`` line per bad value and never raises, so a
 role can show every problem at once. Values are quoted with ``ascii()`` (control characters and
@@ -18,6 +19,7 @@ unicode escaped, long values cut) so a message can always be printed on one line
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -48,6 +50,12 @@ _IMAGE = re.compile(
 # kubernetes.core resolves a manifest's kind by each of them in turn (K8SClient.resource: kind, name,
 # singularName, shortNames), so every one of these spellings creates a Secret; compared case-insensitively.
 SECRET_KIND_NAMES = frozenset(("secret", "secrets"))
+
+# nccl-tests' -b/-e sizes (parsesize in src/common.cu of NVIDIA/nccl-tests at d2d40cc: sscanf "%lf %1s"): a number and
+# an optional unit letter. It ignores what follows the letter (1MB and 1 MiB are 1M); here only B or iB may follow, so
+# that nothing but a size reaches the test's command line.
+NCCL_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*(?:([KMGkmg])i?[Bb]?)?\s*\Z")
+NCCL_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
 
 
 def is_secret_kind(kind):
@@ -282,14 +290,73 @@ def path_segment_name(value):
     return None
 
 
-def count(value):
-    """None when ``value`` is a whole number of 0 or more (retries, a timeout or a delay in seconds), else why not."""
+def _whole(value):
     if isinstance(value, str) and re.match(r"^\s*-?[0-9]+\s*\Z", value):
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
+    return None if isinstance(value, bool) or not isinstance(value, int) else value
+
+
+def count(value):
+    """None when ``value`` is a whole number of 0 or more (retries, a timeout or a delay in seconds), else why not."""
+    number = _whole(value)
+    if number is None:
         return "%s is not a whole number" % show(value)
-    if value < 0:
-        return "%d is negative; retries, timeouts and delays are 0 or more" % value
+    if number < 0:
+        return "%d is negative; retries, timeouts and delays are 0 or more" % number
+    return None
+
+
+def positive(value):
+    """None when ``value`` is a whole number of 1 or more (an iteration count, a poll interval, an async limit)."""
+    number = _whole(value)
+    if number is None:
+        return "%s is not a whole number" % show(value)
+    if number < 1:
+        return "%d is less than 1; it must be a whole number of 1 or more" % number
+    return None
+
+
+def tolerance(value):
+    """None when ``value`` is a fraction of 0 or more and less than 1 (a floor scaled by ``1 - value`` stays above 0)."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return "%s is not a number" % show(value)
+    if not 0 <= value < 1:
+        return "%s is outside [0, 1): a fraction of 0 or more and less than 1 (0.1 is 10 percent)" % show(value)
+    return None
+
+
+def nccl_size(value):
+    """None when nccl-tests takes ``value`` for -b/-e (parsesize, src/common.cu of NVIDIA/nccl-tests at d2d40cc: a
+    number, optionally followed by K, M or G in either case, each 1024 times the one before)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return "%s is not a message size" % show(value)
+    if not NCCL_SIZE.match(str(value)):
+        return "%s is not a message size nccl-tests reads: a number of bytes, optionally followed by K, M or G (8, 1M, 8G)" % (
+            show(value))
+    return None
+
+
+def _nccl_bytes(size):
+    number, unit = NCCL_SIZE.match(str(size)).groups()
+    return float(number) * NCCL_SIZE_UNITS[(unit or "").upper()]
+
+
+def nccl_size_range(value):
+    """None when ``value``, a [min, max] pair of sizes, is a range nccl-tests runs (min <= max; it refuses others);
+    a size that is not one is left to ``nccl_size``."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        return "%s is not a [min, max] pair of message sizes" % show(value)
+    if any(nccl_size(size) for size in value):
+        return None
+    low, high = (_nccl_bytes(size) for size in value)
+    if low > high:
+        return "the smallest size %s is larger than the largest %s; nccl-tests refuses the range" % (
+            show(value[0]), show(value[1]))
     return None
 
 
@@ -326,6 +393,10 @@ RULES = {
     "registry": registry,
     "path_segment": path_segment,
     "count": count,
+    "positive": positive,
+    "tolerance": tolerance,
+    "nccl_size": nccl_size,
+    "nccl_size_range": nccl_size_range,
     "readable_file": readable_file,
 }
 

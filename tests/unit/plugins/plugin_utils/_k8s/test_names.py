@@ -114,6 +114,48 @@ def test_counts_are_whole_numbers_of_zero_or_more(value, why):
     assert found == why if why is None else found.startswith(why), found
 
 
+@pytest.mark.parametrize("value, why", [
+    (1, None), ("12", None), (" 3 ", None), (0, "0 is less than 1; it must be a whole number of 1 or more"),
+    (-4, "-4 is less than 1"), ("0", "0 is less than 1"), (True, "True is not a whole number"), (2.5, "2.5 is not a whole number"),
+    ("five", "'five' is not a whole number"), (None, "None is not a whole number")])
+def test_positive_is_a_whole_number_of_one_or_more(value, why):
+    found = names.check("positive", value)
+    assert found == why if why is None else found.startswith(why), found
+
+
+@pytest.mark.parametrize("value, why", [
+    (0, None), (0.0, None), ("0.25", None), (0.999, None),
+    (1, "1 is outside [0, 1): a fraction of 0 or more and less than 1 (0.1 is 10 percent)"), (1.5, "1.5 is outside [0, 1)"),
+    (-0.1, "-0.1 is outside [0, 1)"), ("-0.5", "-0.5 is outside [0, 1)"), ("ten", "'ten' is not a number"),
+    (True, "True is not a number"), (float("nan"), "nan is not a number"), (None, "None is not a number")])
+def test_tolerance_is_a_fraction_of_zero_or_more_below_one(value, why):
+    found = names.check("tolerance", value)
+    assert found == why if why is None else found.startswith(why), found
+
+
+@pytest.mark.parametrize("value", ["8", 8, "1M", "1m", "8G", "8g", "512K", "1k", "1.5G", " 64 M ", "1MB", "1 MiB", "0", "1e3"])
+def test_nccl_sizes_nccl_tests_reads(value):
+    assert names.check("nccl_size", value) is None
+
+
+@pytest.mark.parametrize("value", ["1T", "M", "", "-1", -1, "1 MBytes", "8G;reboot", "8G 16G", True, 1.5, None])
+def test_nccl_sizes_nccl_tests_refuses(value):
+    assert names.check("nccl_size", value).endswith(("is not a message size nccl-tests reads: a number of bytes, optionally "
+                                                     "followed by K, M or G (8, 1M, 8G)", "is not a message size"))
+
+
+@pytest.mark.parametrize("pair, why", [
+    (["1M", "8G"], None), (["8", "8"], None), (["1024", "1K"], None), (["1k", "1024"], None), (["1.5M", "2M"], None),
+    # a size that is not one is the single-size rule's to report
+    (["x", "1M"], None),
+    (["8G", "1M"], "the smallest size '8G' is larger than the largest '1M'; nccl-tests refuses the range"),
+    (["1025", "1K"], "the smallest size '1025' is larger than the largest '1K'"), (["2g", "2047M"], "the smallest size '2g'"),
+    (["1M"], "['1M'] is not a [min, max] pair"), ("1M", "'1M' is not a [min, max] pair")])
+def test_nccl_size_ranges_run_from_the_smallest_to_the_largest(pair, why):
+    found = names.check("nccl_size_range", pair)
+    assert found == why if why is None else found.startswith(why), found
+
+
 def test_readable_file_is_a_file_of_the_controller_that_can_be_read(tmp_path, monkeypatch):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\n", encoding="utf-8")
