@@ -58,7 +58,7 @@ def test_a_healthy_node_pair_passes_every_health_check_with_one_row_per_node(kin
     results = _results(_snapshot(kind=kind))
     assert {i: results[i]["status"] for i in IDS} == dict.fromkeys(IDS, "passed")
     assert results["health.dcgm_diag"]["evidence"] == ["gpu-0: dcgmi diag -r 1, DCGM 3.3.7: 9 pass",
-                                                      "gpu-1: dcgmi diag -r 1, DCGM 3.3.7: 9 pass"]
+                                                       "gpu-1: dcgmi diag -r 1, DCGM 3.3.7: 9 pass"]
     assert "gpu-1 (NVIDIA-H100-80GB-HBM3): device_to_device_memcpy_read_ce lowest 370 GB/s (row 0, column 1), floor 300 GB/s" in \
         results["health.nvbandwidth"]["evidence"]
     assert results["health.nccl_loopback"]["evidence"][0] == (
