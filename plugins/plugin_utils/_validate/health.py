@@ -218,11 +218,17 @@ def _model(labels):
 
 
 def probe_plan(snapshot, dcgm_image=None):
-    """dict(nodes: [dict(name, model, gpus)], dcgm: dict(namespace, service, port, image) or None, dcgm_error) of a
-    Kubernetes snapshot: the nodes with whole GPUs (``nvidia.com/gpu`` allocatable; a node that shares its GPUs or
-    partitions them with MIG advertises other resources and is left to the MIG checks) and the GPU Operator's
-    standalone DCGM host engine the diagnostic connects to."""
+    """dict(nodes: [dict(name, model, gpus)], shared, dcgm: dict(namespace, service, port, image) or None, dcgm_error,
+    nvbandwidth_testcases) of a snapshot. Kubernetes: the nodes with whole GPUs (``nvidia.com/gpu`` allocatable; a node
+    that shares its GPUs or partitions them with MIG advertises other resources and is left to the MIG checks) and the
+    GPU Operator's standalone DCGM host engine the diagnostic connects to. A host: itself, with its GPUs (the probes run
+    there over SSH, against its own host engine)."""
     view = View(snapshot)
+    testcases = list(_catalog.NVBANDWIDTH_TESTCASES)
+    if view.kind == "host":
+        gpus = (view.snapshot.get("host") or {}).get("gpus") or []
+        return dict(nodes=[dict(name=view.snapshot["target"]["name"], model=(gpus[0].get("name") if gpus else None), gpus=len(gpus))],
+                    shared=[], dcgm=None, dcgm_error=None, nvbandwidth_testcases=testcases)
     nodes = []
     for node in view.gpu_nodes():
         labels = node_labels(node)
@@ -243,4 +249,42 @@ def probe_plan(snapshot, dcgm_image=None):
         dcgm = dict(namespace=daemonset["metadata"].get("namespace"), service=engine["service"], port=engine["port"],
                     image=dcgm_image or own or _catalog.DCGM_IMAGE)
     return dict(nodes=[n for n in nodes if n["gpus"] > 0], dcgm=dcgm, dcgm_error=error,
-                shared=sorted(n["name"] for n in nodes if n["gpus"] == 0))
+                shared=sorted(n["name"] for n in nodes if n["gpus"] == 0), nvbandwidth_testcases=testcases)
+
+
+def _exit_code(pod):
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        terminated = (status.get("state") or {}).get("terminated") or {}
+        if "exitCode" in terminated:
+            return terminated["exitCode"]
+    return None
+
+
+def probe_records(nodes, pods, logs, timeout=None):
+    """{node: dict(model, gpus, output, rc, error)} of one probe wave: ``nodes`` the plan's nodes each with the ``pod``
+    that ran on it, ``pods`` the probe pods as read after the wait, ``logs`` [dict(pod, log, error)] their logs.
+
+    A pod that did not finish keeps what it logged (a partial output) with the reason; one that was not created or
+    whose log could not be read has the error only. The checks decide from these (a partial output is never a pass).
+    """
+    by_name = dict(((p.get("metadata") or {}).get("name"), p) for p in pods or [])
+    logged = dict((entry.get("pod"), entry) for entry in logs or [])
+    records = {}
+    for node in nodes or []:
+        name = node.get("pod")
+        pod = by_name.get(name)
+        entry = logged.get(name) or {}
+        record = dict(model=node.get("model"), gpus=node.get("gpus"), output=entry.get("log") or "", rc=None, error="")
+        if node.get("error"):
+            record["error"] = "probe pod %s was not created: %s" % (name, _text(node["error"]))
+        elif pod is None:
+            record["error"] = "probe pod %s is gone (deleted or evicted before its log was read)" % name
+        else:
+            phase = (pod.get("status") or {}).get("phase") or "Pending"
+            record["rc"] = _exit_code(pod)
+            if phase not in ("Succeeded", "Failed"):
+                record["error"] = "probe pod %s did not finish within %s s (phase %s)" % (name, timeout, phase)
+            elif entry.get("error") and not record["output"]:
+                record["error"] = "the log of probe pod %s could not be read: %s" % (name, _text(entry["error"]))
+        records[node.get("name")] = record
+    return records
