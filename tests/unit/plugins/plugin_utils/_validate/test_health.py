@@ -250,3 +250,27 @@ def test_without_the_standalone_host_engine_the_plan_says_how_to_enable_it():
     assert plan["nodes"] == [dict(name="gpu-0", model="nvidia-h100-80gb", gpus=8)]
     assert plan["dcgm"] is None
     assert "spec.dcgm.enabled: true" in plan["dcgm_error"] and "health.dcgm_diag" in plan["dcgm_error"]
+
+
+def _pod(name, phase, exit_code=None):
+    status = {"phase": phase}
+    if exit_code is not None:
+        status["containerStatuses"] = [{"name": "probe", "state": {"terminated": {"exitCode": exit_code, "reason": "Error"}}}]
+    return {"metadata": {"name": name}, "status": status}
+
+
+def test_the_records_of_a_wave_keep_partial_output_exit_codes_and_why_a_pod_has_none():
+    nodes = [dict(name="n%d" % i, model=MODEL, gpus=8, pod="p-%d" % i, error=None) for i in range(5)]
+    nodes[4]["error"] = "pods \"p-4\" is forbidden"
+    pods = [_pod("p-0", "Succeeded", 0), _pod("p-1", "Failed", 137), _pod("p-2", "Running"), _pod("p-3", "Failed", 1)]
+    logs = [dict(pod="p-0", log="done", error=None), dict(pod="p-1", log="{\"partial\": ", error=None),
+            dict(pod="p-2", log="half", error=None), dict(pod="p-3", log="", error="container not found")]
+    records = health.probe_records(nodes, pods, logs, timeout=60)
+    assert records["n0"] == dict(model=MODEL, gpus=8, output="done", rc=0, error="")
+    assert records["n1"] == dict(model=MODEL, gpus=8, output="{\"partial\": ", rc=137, error="")
+    assert records["n2"]["output"] == "half" and records["n2"]["rc"] is None
+    assert records["n2"]["error"] == "probe pod p-2 did not finish within 60 s (phase Running)"
+    assert records["n3"]["error"] == "the log of probe pod p-3 could not be read: container not found" and records["n3"]["rc"] == 1
+    assert records["n4"]["error"] == "probe pod p-4 was not created: pods \"p-4\" is forbidden"
+    gone = health.probe_records([dict(name="n", pod="p-9")], [], [])
+    assert gone["n"]["error"] == "probe pod p-9 is gone (deleted or evicted before its log was read)"
