@@ -197,3 +197,37 @@ def test_without_the_health_phase_nothing_is_written(run_playbook, k8s_double, t
     _run(run_playbook, k8s_double, out, validate_phases=["preflight", "deployment", "conformance"])
     assert [r for r in k8s_double.requests()[before:] if r.mutating] == []
     assert not [t for t in _tests(out) if t.startswith("health.")]
+
+
+def test_a_bare_metal_host_runs_the_probes_over_its_connection(run_playbook, tmp_path):
+    """The host play (local connection standing in for SSH): gpu_host_facts against the strict fake nvidia-smi (two
+    A100s), fake dcgmi and nvbandwidth that answer only the expected command line, and an all_reduce_perf that is not
+    installed. The diagnostic passes; nvbandwidth has no floor for the model (report-only: other); the missing
+    loopback tool is other with the shell's reason."""
+    from ansible_collections.gpu_ops.cluster.tests.fakes import fake_nvidia_smi as fake
+    state = tmp_path / "nvidia-smi.json"
+    state.write_text(json.dumps(fake.preset_state("A100-40GB x2")), encoding="utf-8")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name, expected, output in (("dcgmi", "diag -r 2 -j", OUTPUTS / "dcgm" / "level2_pass.json"),
+                                   ("nvbandwidth", "-j -t host_to_device_memcpy_ce device_to_host_memcpy_ce device_to_device_memcpy_read_ce",
+                                    OUTPUTS / "nvbandwidth" / "h100x8_pass.json")):
+        script = tools / name
+        script.write_text('#!/bin/sh\n[ "$*" = "%s" ] || { echo "unexpected arguments: $*" >&2; exit 2; }\ncat "%s"\n' % (expected, output),
+                          encoding="utf-8")
+        script.chmod(0o755)
+    out = tmp_path / "out"
+    env = {"FAKE_NVIDIA_SMI_STATE": str(state), "FAKE_NVIDIA_SMI_LOG": str(tmp_path / "nvidia-smi.log")}
+    run_playbook(PLAYBOOK, extra_vars=dict(validate_clusters="none", validate_hosts="localhost", validate_become=False,
+                                           validate_nvidia_smi=str(REPO_ROOT / "tests" / "fakes" / "nvidia-smi"),
+                                           validate_output_dir=str(out), validate_phases=["health"], validate_health_dcgm_level=2,
+                                           validate_health_host_dcgmi=str(tools / "dcgmi"),
+                                           validate_health_host_nvbandwidth=str(tools / "nvbandwidth"),
+                                           validate_health_host_all_reduce_perf=str(tools / "all_reduce_perf")), env=env).assert_failed()
+    tests = _tests(out)
+    assert tests["health.dcgm_diag"]["status"] == "passed", tests["health.dcgm_diag"]
+    assert tests["health.dcgm_diag"]["extra"]["evidence"] == ["localhost: dcgmi diag -r 2, DCGM 3.3.7: 25 pass"]
+    nvb = tests["health.nvbandwidth"]
+    assert nvb["status"] == "other" and "localhost: no host_to_device_memcpy_ce floor for GPU model" in nvb["message"]
+    loop = tests["health.nccl_loopback"]
+    assert loop["status"] == "other" and "localhost: the loopback could not run" in loop["message"], loop

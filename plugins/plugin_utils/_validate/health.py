@@ -24,6 +24,7 @@ waived, no floor for its GPU model) makes the check ``other`` with what would le
 from __future__ import annotations
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import health as _catalog
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import dcgm_diag as _dcgm
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nccl_tests as _nccl_tests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nvbandwidth as _nvbandwidth
@@ -204,7 +205,7 @@ def nccl_loopback(view):
 def _gpu_count(node):
     status = node.get("status") or {}
     for where in ("allocatable", "capacity"):
-        value = (status.get(where) or {}).get("nvidia.com/gpu")
+        value = (status.get(where) or {}).get(_mig.GPU_RESOURCE)
         try:
             if value is not None and int(value) > 0:
                 return int(value)
@@ -219,7 +220,7 @@ def _model(labels):
 
 def probe_plan(snapshot, dcgm_image=None):
     """dict(nodes: [dict(name, model, gpus)], shared, dcgm: dict(namespace, service, port, image) or None, dcgm_error,
-    nvbandwidth_testcases) of a snapshot. Kubernetes: the nodes with whole GPUs (``nvidia.com/gpu`` allocatable; a node
+    nvbandwidth_testcases, gpu_resource, no_nodes: why no probe runs when there is no node) of a snapshot. Kubernetes: the nodes with whole GPUs (``nvidia.com/gpu`` allocatable; a node
     that shares its GPUs or partitions them with MIG advertises other resources and is left to the MIG checks) and the
     GPU Operator's standalone DCGM host engine the diagnostic connects to. A host: itself, with its GPUs (the probes run
     there over SSH, against its own host engine)."""
@@ -228,7 +229,8 @@ def probe_plan(snapshot, dcgm_image=None):
     if view.kind == "host":
         gpus = (view.snapshot.get("host") or {}).get("gpus") or []
         return dict(nodes=[dict(name=view.snapshot["target"]["name"], model=(gpus[0].get("name") if gpus else None), gpus=len(gpus))],
-                    shared=[], dcgm=None, dcgm_error=None, nvbandwidth_testcases=testcases)
+                    shared=[], dcgm=None, dcgm_error=None, nvbandwidth_testcases=testcases, gpu_resource=_mig.GPU_RESOURCE,
+                    no_nodes=None if gpus else "nvidia-smi lists no GPU on the host")
     nodes = []
     for node in view.gpu_nodes():
         labels = node_labels(node)
@@ -248,8 +250,10 @@ def probe_plan(snapshot, dcgm_image=None):
         own = own or (containers[0].get("image") if containers else None)
         dcgm = dict(namespace=daemonset["metadata"].get("namespace"), service=engine["service"], port=engine["port"],
                     image=dcgm_image or own or _catalog.DCGM_IMAGE)
-    return dict(nodes=[n for n in nodes if n["gpus"] > 0], dcgm=dcgm, dcgm_error=error,
-                shared=sorted(n["name"] for n in nodes if n["gpus"] == 0), nvbandwidth_testcases=testcases)
+    whole = [n for n in nodes if n["gpus"] > 0]
+    return dict(nodes=whole, dcgm=dcgm, dcgm_error=error, shared=sorted(n["name"] for n in nodes if n["gpus"] == 0),
+                nvbandwidth_testcases=testcases, gpu_resource=_mig.GPU_RESOURCE,
+                no_nodes=None if whole else "no node advertises whole GPUs (%s): nothing to probe" % _mig.GPU_RESOURCE)
 
 
 def _exit_code(pod):

@@ -239,7 +239,7 @@ def test_the_plan_lists_whole_gpu_nodes_and_the_dcgm_host_engine():
     assert plan["nodes"] == [dict(name="gpu-0", model=MODEL, gpus=8)]
     assert plan["shared"] == ["mig-0"]
     assert plan["dcgm"] == dict(namespace="gpu-operator", service="nvidia-dcgm", port=5555, image="nvcr.io/nvidia/cloud-native/dcgm:3.3.7-1-ubuntu22.04")
-    assert plan["dcgm_error"] is None
+    assert plan["dcgm_error"] is None and plan["no_nodes"] is None and plan["gpu_resource"] == "nvidia.com/gpu"
     assert health.probe_plan(snapshot, dcgm_image="mirror/dcgm:1")["dcgm"]["image"] == "mirror/dcgm:1"
 
 
@@ -274,3 +274,13 @@ def test_the_records_of_a_wave_keep_partial_output_exit_codes_and_why_a_pod_has_
     assert records["n4"]["error"] == "probe pod p-4 was not created: pods \"p-4\" is forbidden"
     gone = health.probe_records([dict(name="n", pod="p-9")], [], [])
     assert gone["n"]["error"] == "probe pod p-9 is gone (deleted or evicted before its log was read)"
+
+
+def test_a_cluster_without_whole_gpus_and_a_host_without_gpus_say_there_is_nothing_to_probe():
+    nodes = {"resources": [_node("mig-0", {"nvidia.com/gpu.present": "true"}, "0")]}
+    snapshot = snap.build_kubernetes("c", nodes, {"resources": []}, {"resources": []}, {"resources": []}, {"resources": []})
+    plan = health.probe_plan(snapshot)
+    assert plan["nodes"] == [] and plan["shared"] == ["mig-0"]
+    assert plan["no_nodes"] == "no node advertises whole GPUs (nvidia.com/gpu): nothing to probe"
+    host = health.probe_plan(snap.build_host("h", {"gpus": []}))
+    assert host["nodes"] == [dict(name="h", model=None, gpus=0)] and host["no_nodes"] == "nvidia-smi lists no GPU on the host"
