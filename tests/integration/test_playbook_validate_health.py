@@ -128,7 +128,7 @@ def test_a_healthy_cluster_passes_every_health_check_and_the_probes_are_removed(
     assert missing == [], missing
     # one row per node in the evidence; the snapshot keeps the outputs, so offline gives the same results
     assert tests["health.dcgm_diag"]["extra"]["evidence"] == ["gpu-0: dcgmi diag -r 1, DCGM 3.3.7: 9 pass",
-                                                             "gpu-1: dcgmi diag -r 1, DCGM 3.3.7: 9 pass"]
+                                                              "gpu-1: dcgmi diag -r 1, DCGM 3.3.7: 9 pass"]
     offline = tmp_path / "offline"
     run_playbook(PLAYBOOK, extra_vars=dict(validate_snapshot=str(out / "localhost" / "snapshot.json"), validate_output_dir=str(offline),
                                            validate_phases=["health"])).assert_ok()

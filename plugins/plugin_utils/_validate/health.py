@@ -220,8 +220,9 @@ def _model(labels):
 
 def probe_plan(snapshot, dcgm_image=None):
     """dict(nodes: [dict(name, model, gpus)], shared, dcgm: dict(namespace, service, port, image) or None, dcgm_error,
-    nvbandwidth_testcases, gpu_resource, no_nodes: why no probe runs when there is no node) of a snapshot. Kubernetes: the nodes with whole GPUs (``nvidia.com/gpu`` allocatable; a node
-    that shares its GPUs or partitions them with MIG advertises other resources and is left to the MIG checks) and the
+    nvbandwidth_testcases, gpu_resource, no_nodes: why no probe runs when there is no node) of a snapshot.
+    Kubernetes: the nodes with whole GPUs (``nvidia.com/gpu`` allocatable; a node that shares its GPUs or partitions
+    them with MIG advertises other resources and is left to the MIG checks) and the
     GPU Operator's standalone DCGM host engine the diagnostic connects to. A host: itself, with its GPUs (the probes run
     there over SSH, against its own host engine)."""
     view = View(snapshot)

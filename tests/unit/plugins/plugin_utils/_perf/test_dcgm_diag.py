@@ -103,3 +103,10 @@ def test_warnings_as_text_or_records_and_a_result_without_gpu():
            '[{"status": "Warn", "warnings": "inforom checksum", "info": [{"info": "read 3 objects"}, ""]}]}]}]}}'
     row = dcgm_diag.parse(text)["rows"][0]
     assert row["gpus"] == [] and row["warnings"] == ["inforom checksum"] and row["info"] == ["read 3 objects"]
+
+
+def test_the_later_layout_keeps_each_test_s_category_and_text_right_after_the_document_is_ignored():
+    rows = dcgm_diag.parse(_read("dcgm4_gpu1_memory_fail.json").rstrip() + "Done.\n")["rows"]
+    assert [r["category"] for r in rows[::4]] == ["Deployment", "Hardware"]
+    text = '{"DCGM Diagnostic": {"tests": [{"name": "software", "results": [{"entity_id": 0, "status": "Pass"}]}]}}'
+    assert dcgm_diag.parse(text)["rows"][0]["category"] == ""

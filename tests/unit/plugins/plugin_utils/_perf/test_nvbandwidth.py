@@ -66,3 +66,8 @@ def test_a_testcase_without_a_name_is_left_out():
     parsed = nvbandwidth.parse('{"nvbandwidth": {"testcases": [{"status": "Passed"}, {"name": "x", "status": "Passed", '
                                '"bandwidth_matrix": [["1.5", "bad"]]}]}}')
     assert parsed["testcases"] == {"x": dict(status="Passed", description=None, matrix=[[1.5, None]])}
+
+
+def test_text_right_after_the_document_is_ignored():
+    parsed = nvbandwidth.parse(_read("h100x8_pass.json").rstrip() + "Done.\n")
+    assert parsed["testcases"]["host_to_device_memcpy_ce"]["status"] == "Passed"
