@@ -203,14 +203,16 @@ def nccl_loopback(view):
 # --------------------------------------------------------------------------------------------
 
 def _gpu_count(node):
+    """The whole GPUs a pod can request on the node: its allocatable count (capacity only when allocatable is absent;
+    a node that advertises 0 allocatable GPUs has none to give a probe)."""
     status = node.get("status") or {}
     for where in ("allocatable", "capacity"):
         value = (status.get(where) or {}).get(_mig.GPU_RESOURCE)
-        try:
-            if value is not None and int(value) > 0:
-                return int(value)
-        except (TypeError, ValueError):
-            continue
+        if value is not None:
+            try:
+                return max(int(value), 0)
+            except (TypeError, ValueError):
+                return 0
     return 0
 
 

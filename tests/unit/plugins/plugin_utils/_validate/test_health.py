@@ -284,3 +284,62 @@ def test_a_cluster_without_whole_gpus_and_a_host_without_gpus_say_there_is_nothi
     assert plan["no_nodes"] == "no node advertises whole GPUs (nvidia.com/gpu): nothing to probe"
     host = health.probe_plan(snap.build_host("h", {"gpus": []}))
     assert host["nodes"] == [dict(name="h", model=None, gpus=0)] and host["no_nodes"] == "nvidia-smi lists no GPU on the host"
+
+
+def test_a_whole_node_failure_and_an_error_beside_a_complete_output():
+    text = '{"DCGM GPU Diagnostic": {"test_categories": [{"category": "Deployment", "tests": [{"name": "Persistence Mode", "results": ' \
+           '[{"status": "Fail", "warnings": ["persistence mode is off"]}]}]}]}}'
+    check = _results(_snapshot(dcgm=dict(nodes=_nodes({"gpu-0": text}))))["health.dcgm_diag"]
+    assert check["message"] == "gpu-0 all GPUs Persistence Mode: failed - persistence mode is off"
+    # a record with an error beside a complete output is judged by the output; without either, the output says why
+    finished = _nodes({"gpu-0": _read("dcgm", "level1_pass.json")}, error="probe pod p did not finish within 60 s (phase Running)")
+    assert _results(_snapshot(dcgm=dict(nodes=finished)))["health.dcgm_diag"]["status"] == "passed"
+    nothing = _results(_snapshot(dcgm=dict(nodes=_nodes({"gpu-0": ""})), nvb=dict(floors=NV_FLOORS, nodes=_nodes({"gpu-0": ""})),
+                                 loop=dict(floors={MODEL: 300}, nodes=_nodes({"gpu-0": ""}))))
+    assert "gpu-0: no JSON document in the output" in nothing["health.dcgm_diag"]["message"]
+    assert "gpu-0: no JSON document in the output" in nothing["health.nvbandwidth"]["message"]
+    assert "gpu-0: no complete all_reduce_perf table" in nothing["health.nccl_loopback"]["message"]
+    complete = _nodes({"gpu-0": _read("nvbandwidth", "h100x8_pass.json")}, error="late")
+    assert _results(_snapshot(nvb=dict(floors=NV_FLOORS, nodes=complete)))["health.nvbandwidth"]["status"] == "passed"
+    complete = _nodes({"gpu-0": _read("nccl_loopback", "h100x8_pass.txt")}, error="late")
+    assert _results(_snapshot(loop=dict(floors={MODEL: 300}, nodes=complete)))["health.nccl_loopback"]["status"] == "passed"
+
+
+def test_a_long_error_is_cut_at_300_characters():
+    check = _results(_snapshot(dcgm=dict(nodes={"gpu-0": dict(output="", error="x" * 400)})))["health.dcgm_diag"]
+    assert "x" * 300 + ")" in check["message"] and "x" * 301 not in check["message"]
+
+
+def _dcgm_daemonset(*containers):
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "nvidia-dcgm", "namespace": "gpu-operator"},
+            "spec": {"template": {"spec": {"containers": list(containers)}}}}
+
+
+def test_the_plan_s_gpu_counts_and_dcgm_image():
+    nodes = {"resources": [_node("one", {"nvidia.com/gpu.present": "true"}, "1"),
+                           {"metadata": {"name": "cap", "labels": {"nvidia.com/gpu.present": "true"}},
+                            "status": {"allocatable": {"nvidia.com/gpu": "0"}, "capacity": {"nvidia.com/gpu": "8"}}},
+                           {"metadata": {"name": "caponly", "labels": {"nvidia.com/gpu.present": "true"}},
+                            "status": {"capacity": {"nvidia.com/gpu": "4"}}},
+                           _node("bad", {"nvidia.com/gpu.present": "true"}, "many")]}
+
+    def plan(*containers):
+        snapshot = snap.build_kubernetes("c", nodes, {"resources": [_dcgm_daemonset(*containers)]}, {"resources": []},
+                                         {"resources": []}, {"resources": []})
+        return health.probe_plan(snapshot)
+    first = plan({"name": "sidecar", "image": "busybox:1"}, {"name": "nvidia-dcgm-ctr", "image": "dcgm:own"})
+    assert [(n["name"], n["gpus"]) for n in first["nodes"]] == [("one", 1), ("caponly", 4)]
+    assert first["shared"] == ["bad", "cap"]
+    assert first["dcgm"]["image"] == "dcgm:own"
+    assert plan({"name": "renamed", "image": "dcgm:renamed"})["dcgm"]["image"] == "dcgm:renamed"
+    assert plan()["dcgm"]["image"].startswith("nvcr.io/nvidia/cloud-native/dcgm:")
+
+
+def test_the_plan_of_a_host_names_its_gpu_model_and_count():
+    plan = health.probe_plan(snap.build_host("h", {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}, {"name": "NVIDIA H100 80GB HBM3"}]}))
+    assert plan["nodes"] == [dict(name="h", model="NVIDIA H100 80GB HBM3", gpus=2)] and plan["no_nodes"] is None and plan["dcgm"] is None
+
+
+def test_a_finished_pod_with_an_empty_log_has_no_error_of_its_own():
+    records = health.probe_records([dict(name="n", pod="p")], [_pod("p", "Succeeded", 0)], [dict(pod="p", log="", error=None)])
+    assert records["n"] == dict(model=None, gpus=None, output="", rc=0, error="")
