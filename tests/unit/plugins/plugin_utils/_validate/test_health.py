@@ -321,7 +321,9 @@ def test_the_plan_s_gpu_counts_and_dcgm_image():
                             "status": {"allocatable": {"nvidia.com/gpu": "0"}, "capacity": {"nvidia.com/gpu": "8"}}},
                            {"metadata": {"name": "caponly", "labels": {"nvidia.com/gpu.present": "true"}},
                             "status": {"capacity": {"nvidia.com/gpu": "4"}}},
-                           _node("bad", {"nvidia.com/gpu.present": "true"}, "many")]}
+                           _node("bad", {"nvidia.com/gpu.present": "true"}, "many"),
+                           {"metadata": {"name": "mig", "labels": {"nvidia.com/gpu.present": "true"}},
+                            "status": {"allocatable": {"nvidia.com/mig-1g.10gb": "7"}}}]}
 
     def plan(*containers):
         snapshot = snap.build_kubernetes("c", nodes, {"resources": [_dcgm_daemonset(*containers)]}, {"resources": []},
@@ -329,14 +331,15 @@ def test_the_plan_s_gpu_counts_and_dcgm_image():
         return health.probe_plan(snapshot)
     first = plan({"name": "sidecar", "image": "busybox:1"}, {"name": "nvidia-dcgm-ctr", "image": "dcgm:own"})
     assert [(n["name"], n["gpus"]) for n in first["nodes"]] == [("one", 1), ("caponly", 4)]
-    assert first["shared"] == ["bad", "cap"]
+    assert first["shared"] == ["bad", "cap", "mig"]
     assert first["dcgm"]["image"] == "dcgm:own"
     assert plan({"name": "renamed", "image": "dcgm:renamed"})["dcgm"]["image"] == "dcgm:renamed"
     assert plan()["dcgm"]["image"].startswith("nvcr.io/nvidia/cloud-native/dcgm:")
 
 
 def test_the_plan_of_a_host_names_its_gpu_model_and_count():
-    plan = health.probe_plan(snap.build_host("h", {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}, {"name": "NVIDIA H100 80GB HBM3"}]}))
+    # the model is the first GPU's (nvidia-smi lists them in index order)
+    plan = health.probe_plan(snap.build_host("h", {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}, {"name": "NVIDIA H100 NVL"}]}))
     assert plan["nodes"] == [dict(name="h", model="NVIDIA H100 80GB HBM3", gpus=2)] and plan["no_nodes"] is None and plan["dcgm"] is None
 
 
