@@ -60,6 +60,19 @@ PERFORMANCE_NOTE = [
     "timed-out output, or a probe that could not run, is `other`.", ""]
 
 
+HEALTH_NOTE = [
+    "Off unless `validate_phases` lists `health`. On a live cluster it runs one short-lived probe pod per GPU node and probe, in",
+    "waves: `dcgmi diag -r <validate_health_dcgm_level> -j` through the GPU Operator's standalone DCGM host engine (Service",
+    "`nvidia-dcgm`, port 5555, `internalTrafficPolicy: Local`, so each pod reaches its own node's engine; levels 3 and 4 only",
+    "with `validate_health_burn_in: true`, refused before anything is read), then `nvbandwidth -j` and an NCCL loopback",
+    "(`all_reduce_perf -g <GPUs>` inside the node) with `validate_health_probe_image` - before any pairwise test, so a slow",
+    "pair is traced to its bad node. The pods are labelled `app.kubernetes.io/managed-by=gpu_ops.cluster`, named",
+    "`vhealth-<run id>-...`, and removed again also when a probe fails (rights: `roles/validate/files/health-role.yaml`). On a",
+    "bare-metal host the same tools run over SSH. Every result names the node and, where the tool does, the GPU; a failed",
+    "test fails the check, a skipped DCGM sub-test, a killed probe or a GPU model without a floor",
+    "(`validate_health_nvbandwidth_floors`, `validate_health_nccl_loopback_floors`) is `other`, never a pass.", ""]
+
+
 def render_checks():
     """The text of docs/validate-checks.md."""
     suite, _report = _engine()
@@ -72,11 +85,11 @@ def render_checks():
              "never a pass - and the run fails. `skipped` says why the check does not apply (e.g. no GPUDirect node).",
              "What a report looks like: [validate-sample-report.md](validate-sample-report.md), the report of the sample",
              "snapshot `tests/samples/validate/snapshot-a3mega.json` (generated with this page).", ""]
-    phases = [p for p in ("preflight", "deployment", "conformance", "performance") if any(c["phase"] == p for c in checks)]
+    phases = [p for p in ("preflight", "deployment", "conformance", "health", "performance") if any(c["phase"] == p for c in checks)]
     lines.append("%d checks: %s." % (len(checks), ", ".join("%d %s" % (sum(1 for c in checks if c["phase"] == p), p) for p in phases)))
     lines.append("")
     for phase in phases:
-        lines += ["## %s" % phase, ""] + (PERFORMANCE_NOTE if phase == "performance" else [])
+        lines += ["## %s" % phase, ""] + {"health": HEALTH_NOTE, "performance": PERFORMANCE_NOTE}.get(phase, [])
         lines += ["| id | check | reads | cause of a failure | fix |", "| --- | --- | --- | --- | --- |"]
         for check in (c for c in checks if c["phase"] == phase):
             reads = ", ".join("`%s`" % r for r in check["reads"])

@@ -19,6 +19,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import 
 _report = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.report")
 _snapshot = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot")
 _suite = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.suite")
+_health = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.health")
 
 FORMATS = ("ctrf", "junit", "markdown", "counts")
 
@@ -100,6 +101,34 @@ def validate_snapshot_diff(old, new):
     return filtered(AnsibleFilterError, "validate_snapshot_diff", _snapshot.diff, plain(old), plain(new))
 
 
+def validate_health_plan(snapshot, dcgm_image=None):
+    """The nodes the health probes run on and the DCGM host engine they connect to, from a snapshot."""
+    if not isinstance(snapshot, dict) or not isinstance(snapshot.get("target"), dict):
+        raise AnsibleFilterError("validate_health_plan: the input must be a validation snapshot")
+    if dcgm_image is not None and not isinstance(dcgm_image, str):
+        raise AnsibleFilterError("validate_health_plan: dcgm_image must be an image reference (text), got %r" % (dcgm_image,))
+    return filtered(AnsibleFilterError, "validate_health_plan", _health.probe_plan, plain(snapshot), dcgm_image=dcgm_image or None)
+
+
+def validate_health_records(created, pods, logs, pod_prefix, timeout=None):
+    """One health probe wave's record per node (output, exit code, error) from the validate role's registered results:
+    its pod creations (loop over the plan's nodes), the pods read after the wait, and their log reads."""
+    for name, value in (("created", created), ("pods", pods), ("logs", logs)):
+        if not isinstance(value, (list, tuple)):
+            raise AnsibleFilterError("validate_health_records: %s must be a list, got %s" % (name, type(value).__name__))
+    created, logs = plain(created), plain(logs)
+    try:
+        # the role registers these with failed_when: false (a failure is a node's error, not the play's), so a failed
+        # call is one without its result: the created object, the log
+        nodes = [dict(r["__validate_health_node"], pod="%s-%d" % (pod_prefix, r["__validate_health_index"]),
+                      error=None if r.get("result") else (r.get("msg") or "the pod could not be created")) for r in created]
+        logged = [dict(pod=r["__validate_health_pod"]["metadata"]["name"], log=r.get("log") or "",
+                       error=None if "log" in r else (r.get("msg") or "the log could not be read")) for r in logs]
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError("validate_health_records: not the validate role's registered probe results (%s missing)" % exc) from None
+    return filtered(AnsibleFilterError, "validate_health_records", _health.probe_records, nodes, plain(pods), logged, timeout=timeout)
+
+
 class FilterModule:
     """Validation filters."""
 
@@ -110,4 +139,6 @@ class FilterModule:
             "validate_report": validate_report,
             "validate_snapshot_diff": validate_snapshot_diff,
             "validate_snapshot_file": validate_snapshot_file,
+            "validate_health_plan": validate_health_plan,
+            "validate_health_records": validate_health_records,
         }

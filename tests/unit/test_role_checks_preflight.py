@@ -46,6 +46,8 @@ ROLES_WITHOUT_PREFLIGHT = {
 # (role, tasks file, task name): why the preflight cannot judge it - it needs the cluster's state, or what an earlier
 # step of the play or of the role returned.
 CLUSTER_STATE = {
+    ("mps", "_host_present.yml", "Check that the MPS control daemon answers"):
+        "the answer of the daemon the role has just started on the host",
     ("validate", "_report.yml", "Counts of {{ __validate_result.target }}"):
         "the results of the checks on what was read from the target",
     ("awx_job_templates", "main.yml", "Refuse a setup that AWX holds under another organization"):

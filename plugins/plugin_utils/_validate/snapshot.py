@@ -16,6 +16,7 @@ Shape (``format``/``version`` name it)::
     gke: {cluster, node_pools, nics}                                             (GKE targets, optional)
     mig_parted: {source, config}      (optional: the MIG manager's mig-parted config, for custom MIG configs)
     host: <gpu_host facts>                                                       (host targets)
+    health: {level, dcgm, nvbandwidth, nccl_loopback}   (optional: the health phase's probe outputs)
     performance: {tolerance, nccl, ib_write_bw}     (optional: the performance phase's probe outputs)
 
 A collection that was not read, or whose read failed, is null (or absent): the checks that need it end as
@@ -294,7 +295,7 @@ def build_host(name, facts, captured_at=None):
 
 
 # the parts of a snapshot besides target and kubernetes (performance: the probes' outputs, see roles/validate)
-_PARTS = ("format", "version", "captured_at", "gke", "mig_parted", "host", "performance", "read_errors")
+_PARTS = ("format", "version", "captured_at", "gke", "mig_parted", "host", "health", "performance", "read_errors")
 
 
 def _no_secrets(value):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 # the check modules register their checks on import
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import gke as _gke
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import health as _health
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import host as _host
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import operators as _operators
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import performance as _performance
@@ -18,7 +19,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import s
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import CHECKS, PHASES, exit_status, run_checks, summary
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import View
 
-CHECK_MODULES = (_gke, _operators, _sharing, _host, _performance)
+CHECK_MODULES = (_gke, _operators, _sharing, _host, _health, _performance)
 CHECKS_BY_ID = dict((c.id, c) for c in CHECKS)
 
 
@@ -28,7 +29,7 @@ def checks():
 
 
 def validate(snapshot, phases=None, only=None):
-    """dict(target, kind, results, summary, exit_status) of the checks of ``phases`` (default: all but performance)."""
+    """dict(target, kind, results, summary, exit_status) of the checks of ``phases`` (default: all but health and performance)."""
     view = View(snapshot)
     results = run_checks(view, phases=phases, checks=only)
     return dict(target=snapshot["target"]["name"], kind=snapshot["target"]["kind"], results=results,

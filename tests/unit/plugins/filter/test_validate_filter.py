@@ -108,3 +108,37 @@ def test_a_snapshot_file_is_read_reduced_and_refused_without_quoting_it():
         validate.validate_snapshot_file("[]", "s.json")
     with pytest.raises(AnsibleFilterError, match=r"s\.json: not a validation snapshot: format is None"):
         validate.validate_snapshot_file({"kind": "List"}, "s.json")
+
+
+# ------------------------------------------------------------------ the health phase's plan and records
+
+def test_the_health_plan_of_a_cluster_and_of_a_host():
+    plan = validate.validate_health_plan(validate.validate_snapshot(_reads(), "c1"))
+    assert plan["nodes"] == [{"name": "gpu-0", "model": None, "gpus": 1}]
+    assert plan["dcgm"] is None and "nvidia-dcgm" in plan["dcgm_error"]
+    host = validate.validate_snapshot({"gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}] * 2, "pci_gpus": []}, "h1", kind="host")
+    assert validate.validate_health_plan(host)["nodes"] == [{"name": "h1", "model": "NVIDIA H100 80GB HBM3", "gpus": 2}]
+
+
+def test_the_health_records_of_registered_results():
+    created = [{"__validate_health_node": {"name": "gpu-0", "model": "m", "gpus": 8}, "__validate_health_index": 0, "result": {"kind": "Pod"}},
+               {"__validate_health_node": {"name": "gpu-1", "model": "m", "gpus": 8}, "__validate_health_index": 1, "failed": False,
+                "msg": "Failed to create object: etcd is unavailable"}]
+    pods = [{"metadata": {"name": "vhealth-1-dcgm-0"}, "status": {"phase": "Succeeded", "containerStatuses": [
+        {"state": {"terminated": {"exitCode": 0}}}]}}]
+    logs = [{"__validate_health_pod": {"metadata": {"name": "vhealth-1-dcgm-0"}}, "log": "{}"}]
+    records = validate.validate_health_records(created, pods, logs, "vhealth-1-dcgm", 30)
+    assert records["gpu-0"] == dict(model="m", gpus=8, output="{}", rc=0, error="")
+    assert records["gpu-1"]["error"] == "probe pod vhealth-1-dcgm-1 was not created: Failed to create object: etcd is unavailable"
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: validate.validate_health_plan(None), "must be a validation snapshot"),
+    (lambda: validate.validate_health_plan(validate.validate_snapshot(_reads(), "c"), dcgm_image=5), "dcgm_image must be an image reference"),
+    (lambda: validate.validate_health_records({}, [], [], "p"), "created must be a list"),
+    (lambda: validate.validate_health_records([{"x": 1}], [], [], "p"), "not the validate role's registered probe results"),
+])
+def test_bad_health_input_is_refused_by_name(call, words):
+    with pytest.raises(AnsibleFilterError) as error:
+        call()
+    assert str(error.value).startswith("validate_health_") and words in str(error.value)

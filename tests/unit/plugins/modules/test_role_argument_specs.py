@@ -40,6 +40,10 @@ FREE_FORM = {
     "awx_job_templates_credential_types": "the user's short names -> AWX credential type names; the templates' "
                                           "credentials are checked against its keys",
     "awx_job_templates_credentials.inputs": "the inputs of the credential's type (secret, no_log)",
+    "validate_health_nvbandwidth_floors": "GPU model -> floor in GB/s, checked by the health checks",
+    "validate_health_nccl_loopback_floors": "GPU model -> floor in GB/s, checked by the health checks",
+    "awx_job_templates_controller": "awx.awx's connection options and their aliases, handed as given to its controller_api "
+                                    "lookup, which checks them",
     "mps_pinned_device_mem_limit": "device index or UUID -> limit, checked by mps_host_settings",
     "mps_k8s_pool_selector": "labels, checked by the names rule",
     "mps_ack_node_selector": "labels, checked by the names rule",

@@ -341,6 +341,10 @@ def test_a_snapshot_built_here_loads_back_unchanged(load_raw, build_snapshot):
     # with what the performance phase adds (roles/validate/tasks/_performance.yml)
     built["performance"] = {"tolerance": 0.1, "nccl": {"output": "# Avg bus bandwidth    : 48.2"}, "ib_write_bw": {"error": "not run"}}
     assert snap.loaded(built) == built
+    # and the health phase's (roles/validate/tasks/_health.yml): a snapshot file keeps the probes' outputs
+    built["health"] = {"level": 2, "dcgm": {"nodes": {"gpu-0": {"output": "{}", "rc": 0, "error": ""}}},
+                       "nvbandwidth": {"skipped": "no image"}, "nccl_loopback": {"floors": {"m": 300}, "nodes": {}}}
+    assert snap.loaded(built) == built
 
 
 def test_a_collection_that_is_not_a_list_in_a_snapshot_file_is_not_captured_and_says_why():

@@ -34,11 +34,11 @@ def test_healthy_targets_have_no_failure(load_raw, build_snapshot, name):
 
 
 def test_every_check_passes_on_a_healthy_target(load_raw, build_snapshot):
-    """(The performance checks pass on captured probe outputs: test_performance.py.)"""
+    """(The health and performance checks pass on captured probe outputs: test_health.py, test_performance.py.)"""
     passed = set()
     for name in HEALTHY:
         passed.update(r["id"] for r in suite.validate(build_snapshot(load_raw(name)))["results"] if r["status"] == "passed")
-    assert passed == set(c.id for c in suite.CHECKS if c.phase != "performance")
+    assert passed == set(c.id for c in suite.CHECKS if c.phase not in ("health", "performance"))
 
 
 @pytest.mark.parametrize("name", HEALTHY)
@@ -73,9 +73,9 @@ def test_every_check_documents_itself():
     assert len(listed) == len(suite.CHECKS_BY_ID) >= 30
     for entry in listed:
         assert entry["reads"] and entry["cause"].endswith(".") and entry["fix"] and entry["title"]
-        assert entry["phase"] in ("preflight", "deployment", "conformance", "performance")
+        assert entry["phase"] in ("preflight", "deployment", "conformance", "health", "performance")
     assert [e["phase"] for e in listed] == sorted((e["phase"] for e in listed),
-                                                  key=("preflight", "deployment", "conformance", "performance").index)
+                                                  key=("preflight", "deployment", "conformance", "health", "performance").index)
 
 
 def test_every_description_beside_a_checks_file_belongs_to_a_check_of_that_file():
