@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
 # The whole test suite, set up from nothing: `make test` (and so .ci/run) runs this.
 #
-# Primary line: ansible-core 2.19 on Python 3.11 runs every step.
-# Second line:  ansible-core 2.21 on Python 3.12, when that interpreter is present, runs
-#               sanity, units, contract and the integration smoke subset (integration_smoke_files) again.
+# The matrix: every ansible-core line meta/runtime.yml supports that matters to users (2.16: AAP 2.5's control plane;
+# 2.16, 2.18 and 2.20: the lines Red Hat's certification checker runs sanity on; 2.19 and 2.21: the newest).
+#   core-2.19  Python 3.11  every step (the full integration suite, lint, molecule, the build)
+#   core-2.18  Python 3.11  sanity, units   } beside core-2.19's integration step, in the background (that step
+#   core-2.20  Python 3.12  sanity, units   } mostly waits on playbooks and doubles: about one of CI's two cores)
+#   core-2.21  Python 3.12  sanity, units, contract, the integration smoke subset (integration_smoke_files)
+#   core-2.16  Python 3.11  sanity, units, contract, the integration smoke subset
+# The lines on Python 3.12 are skipped, saying so, when no Python 3.12 is found. Each line's steps and their test
+# counts are summed up at the end.
+#
+# Time (CI: a fresh clone on 2 cores, limit 45 min). Before the matrix: 34-37 min (core-2.19: sanity 70 s, units
+# 95-121 s, integration 911-1093 s, lint+molecule+build ~100 s; core-2.21: sanity 70-85 s, units 95-123 s,
+# smoke 285-340 s; bootstraps ~2 min). Measured for the new lines on the shared development machine (2 cores, loaded
+# by other jobs about 3x): a new virtualenv 30-97 s; sanity of 2.16 (with its first sanity virtualenvs) 201 s; units of
+# 2.16 500 s wall for 2.19's ~100 s on CI, i.e. ~120 s on CI; the smoke subset 860 s wall but 345 s of CPU, i.e.
+# ~340 s on CI like 2.21's. So core-2.16 adds ~10 min in sequence, and core-2.18 and core-2.20 (~5 min each) run
+# beside the ~17 min integration step instead of after it: ~46-48 min in sequence, ~37-40 min as arranged.
 #
 #   scripts/test.sh              everything
 #   STEPS="sanity units" scripts/test.sh     a subset (names below)
+#   LINES="core-2.16" scripts/test.sh        only these lines (core-2.19 core-2.18 core-2.20 core-2.21 core-2.16)
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,19 +34,39 @@ failures=()
 
 log() { printf '\n=== %s\n' "$*"; }
 
+summary=()
+
+# what a step's output says it ran: the sanity tests, or the tests of its pytest runs (ansible-test units runs three)
+counts_of() {
+    local out=$1 sanity
+    sanity=$(grep -c '^Running sanity test' "$out")
+    if [ "$sanity" -gt 0 ]; then
+        echo "$sanity sanity tests"
+        return
+    fi
+    grep -E '^=* ?[0-9]+ (passed|failed)' "$out" | grep -oE '[0-9]+ (passed|failed|errors?|skipped)' \
+        | awk '{n[$2] += $1} END {s = ""; for (k in n) s = s (s ? ", " : "") n[k] " " k; print s ? s : "-"}'
+}
+
 run_step() {
-    local line=$1 name=$2
+    local line=$1 name=$2 out status
     shift 2
     local start=$SECONDS
     log "[$line] $name"
-    if "$@"; then
+    out=$(mktemp "${TMPDIR:-/tmp}/gpu_ops_cluster-step.XXXXXX")
+    "$@" 2>&1 | tee "$out"
+    status=${PIPESTATUS[0]}
+    if [ "$status" -eq 0 ]; then
         passed=$((passed + 1))
         printf '=== [%s] %s passed in %ss\n' "$line" "$name" $((SECONDS - start))
+        summary+=("$(printf '%-10s %-18s passed %5ss  %s' "$line" "$name" $((SECONDS - start)) "$(counts_of "$out")")")
     else
         failed=$((failed + 1))
         failures+=("$line:$name")
         printf '=== [%s] %s FAILED in %ss\n' "$line" "$name" $((SECONDS - start))
+        summary+=("$(printf '%-10s %-18s FAILED %5ss  %s' "$line" "$name" $((SECONDS - start)) "$(counts_of "$out")")")
     fi
+    rm -f "$out"
 }
 
 find_python312() {
@@ -160,8 +195,21 @@ build_and_doc() {
     PATH="$venv/bin:$PATH" bash "$root/scripts/check_build.sh"
 }
 
+# SKIP_SECOND_LINE=1 (older name): the primary line only
+if [ -n "${SKIP_SECOND_LINE:-}" ] && [ -z "${LINES:-}" ]; then
+    LINES=core-2.19
+    log "SKIP_SECOND_LINE is set: only the ansible-core 2.19 line runs"
+fi
+
+wanted_line() { case " ${LINES:-core-2.19 core-2.18 core-2.20 core-2.21 core-2.16} " in *" $1 "*) return 0 ;; esac; return 1; }
+
 run_line() {
     line=$1 venv=$2 python=$3 requirements=$4 line_steps=$5
+    wanted_line "$line" || return 0
+    if [ -z "$python" ]; then
+        log "Python 3.12 not found: the ansible-core ${line#core-} line is skipped"
+        return
+    fi
     if ! bash scripts/bootstrap.sh "$venv" "$python" "$requirements"; then
         failed=$((failed + 1))
         failures+=("$line:bootstrap")
@@ -177,7 +225,7 @@ run_line() {
             sanity) run_step "$line" sanity sanity ;;
             units) run_step "$line" units units ;;
             contract) run_step "$line" contract contract ;;
-            integration) run_step "$line" integration integration ;;
+            integration) start_side_lines; run_step "$line" integration integration; finish_side_lines ;;
             integration-smoke) run_step "$line" integration-smoke integration_smoke ;;
             lint) run_step "$line" ansible-lint lint ;;
             molecule) run_step "$line" molecule molecule_test ;;
@@ -186,17 +234,60 @@ run_line() {
     done
 }
 
-run_line core-2.19 "$root/.venv" python3.11 tests/requirements-2.19.txt "sanity units contract integration lint molecule build"
-
 python312=$(find_python312)
-if [ -n "$python312" ] && [ -z "${SKIP_SECOND_LINE:-}" ]; then
-    run_line core-2.21 "$root/.venv312" "$python312" tests/requirements-2.21.txt "sanity units contract integration-smoke"
-elif [ -n "${SKIP_SECOND_LINE:-}" ]; then
-    log "SKIP_SECOND_LINE is set: the ansible-core 2.21 line is skipped"
-else
-    log "Python 3.12 not found: the ansible-core 2.21 line is skipped"
-fi
 
+# core-2.18 and core-2.20 (sanity, units) run beside core-2.19's integration step: it mostly waits on playbooks and
+# the doubles. Their output is shown, and their steps counted, once they end.
+side_pid=
+start_side_lines() {
+    side_out=$(mktemp "${TMPDIR:-/tmp}/gpu_ops_cluster-side.XXXXXX")
+    side_counts=$(mktemp "${TMPDIR:-/tmp}/gpu_ops_cluster-side-counts.XXXXXX")
+    # (a subshell: its counts come back through $side_counts)
+    # shellcheck disable=SC2030
+    (
+        passed=0 failed=0 failures=() summary=()
+        run_line core-2.18 "$root/.venv218" python3.11 tests/requirements-2.18.txt "sanity units"
+        run_line core-2.20 "$root/.venv220" "$python312" tests/requirements-2.20.txt "sanity units"
+        { echo "$passed $failed"; printf '%s\n' "${failures[@]}"; echo "--"; printf '%s\n' "${summary[@]}"; } > "$side_counts"
+    ) > "$side_out" 2>&1 &
+    side_pid=$!
+}
+# shellcheck disable=SC2031
+finish_side_lines() {
+    [ -n "$side_pid" ] || return 0
+    wait "$side_pid"
+    side_pid=
+    log "core-2.18 and core-2.20 (ran beside the integration step)"
+    cat "$side_out"
+    local side_passed side_failed entry part=failures
+    read -r side_passed side_failed < "$side_counts"
+    passed=$((passed + ${side_passed:-0}))
+    failed=$((failed + ${side_failed:-0}))
+    while IFS= read -r entry; do
+        case $part:$entry in
+            *:--) part=summary ;;
+            failures:?*) failures+=("$entry") ;;
+            summary:?*) summary+=("$entry") ;;
+        esac
+    done < <(tail -n +2 "$side_counts")
+    rm -f "$side_out" "$side_counts"
+}
+
+if wanted_line core-2.19; then
+    run_line core-2.19 "$root/.venv" python3.11 tests/requirements-2.19.txt "sanity units contract integration lint molecule build"
+fi
+# with core-2.19 left out or its integration step not run, the side lines run here
+if [ -z "$side_pid" ] && ! { wanted_line core-2.19 && case " $steps " in *" integration "*) true ;; *) false ;; esac; }; then
+    start_side_lines
+fi
+finish_side_lines
+
+run_line core-2.21 "$root/.venv312" "$python312" tests/requirements-2.21.txt "sanity units contract integration-smoke"
+run_line core-2.16 "$root/.venv216" python3.11 tests/requirements-2.16.txt "sanity units contract integration-smoke"
+
+echo
+log "the matrix: each line's steps"
+printf '%s\n' "${summary[@]}"
 echo
 if [ "$failed" -gt 0 ]; then
     echo "failed steps: ${failures[*]}"
