@@ -9,9 +9,7 @@ import pytest
 
 try:
     from ansible.module_utils import _internal as module_utils_internal
-except ImportError:
-    # ansible-core before 2.19 has no process-wide controller flag: AnsibleModule.warn always
-    # lands in the module result, so there is nothing to reset
+except ImportError:  # ansible-core before 2.18
     module_utils_internal = None
 
 
@@ -24,5 +22,7 @@ def module_process(monkeypatch):
     instead of the module result, and a test's result depends on which tests ran before it in the
     same worker. Modules never run in the controller process, so each test starts outside it.
     """
-    if module_utils_internal is not None:
+    # ansible-core before 2.19 has no process-wide controller flag: AnsibleModule.warn always lands in the
+    # module result, so there is nothing to reset
+    if hasattr(module_utils_internal, "is_controller"):
         monkeypatch.setattr(module_utils_internal, "is_controller", False)
