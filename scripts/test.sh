@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # The whole test suite, set up from nothing: `make test` (and so .ci/run) runs this.
 #
-# The matrix: every ansible-core line meta/runtime.yml supports that matters to users (2.16: AAP 2.5's control plane;
+# The matrix: the ansible-core lines meta/runtime.yml supports that matter to users (2.16: AAP 2.5's control plane;
 # 2.16, 2.18 and 2.20: the lines Red Hat's certification checker runs sanity on; 2.19 and 2.21: the newest).
 #   core-2.19  Python 3.11  every step (the full integration suite, lint, molecule, the build)
-#   core-2.18  Python 3.11  sanity, units   } beside core-2.19's integration step, in the background (that step
-#   core-2.20  Python 3.12  sanity, units   } mostly waits on playbooks and doubles: about one of CI's two cores)
+#   core-2.18  Python 3.11  sanity, units   } in the background, beside core-2.19's integration step
+#   core-2.20  Python 3.12  sanity, units   }
 #   core-2.21  Python 3.12  sanity, units, contract, the integration smoke subset (integration_smoke_files)
-#   core-2.16  Python 3.11  sanity, units, contract, the integration smoke subset
-# The lines on Python 3.12 are skipped, saying so, when no Python 3.12 is found. Each line's steps and their test
-# counts are summed up at the end.
+#   core-2.16  Python 3.11  sanity, units, contract, the integration smoke subset: in the background, beside core-2.21
+# Integration and smoke steps mostly wait on playbooks and the doubles (about one of CI's two cores), so the lines in
+# the background cost little wall time. The lines on Python 3.12 are skipped, saying so, when no Python 3.12 is found.
+# The output ends with each line's steps, times and test counts.
 #
 # Time (CI: a fresh clone on 2 cores, limit 45 min). Before the matrix: 34-37 min (core-2.19: sanity 70 s, units
-# 95-121 s, integration 911-1093 s, lint+molecule+build ~100 s; core-2.21: sanity 70-85 s, units 95-123 s,
-# smoke 285-340 s; bootstraps ~2 min). Measured for the new lines on the shared development machine (2 cores, loaded
-# by other jobs about 3x): a new virtualenv 30-97 s; sanity of 2.16 (with its first sanity virtualenvs) 201 s; units of
-# 2.16 500 s wall for 2.19's ~100 s on CI, i.e. ~120 s on CI; the smoke subset 860 s wall but 345 s of CPU, i.e.
-# ~340 s on CI like 2.21's. So core-2.16 adds ~10 min in sequence, and core-2.18 and core-2.20 (~5 min each) run
-# beside the ~17 min integration step instead of after it: ~46-48 min in sequence, ~37-40 min as arranged.
+# 95-121 s, integration 911-1093 s, lint+molecule+build ~100 s; core-2.21: sanity 70-85 s, units 95-123 s, smoke
+# 285-340 s; bootstraps ~2 min). The new lines, measured on the development machine (2 cores at a load of ~13, so
+# wall times are 3-5x CI's; CPU time is the better guide): a virtualenv 30-97 s wall; sanity (with that line's own
+# sanity virtualenvs) 201-478 s wall, ~105 s CPU; units (3021 tests) 500-703 s wall, ~210 s CPU; the 2.16 smoke
+# subset 860 s wall, 345 s CPU (2.21's takes 285-340 s on CI). In sequence that is ~11 min for core-2.16 and ~5 min
+# each for core-2.18 and core-2.20: ~56 min. As arranged, core-2.18 and core-2.20 (~10 min) fit in core-2.19's
+# ~17 min integration step and core-2.16 (~11 min) beside core-2.21 (~10 min): ~40-43 min expected, to be confirmed
+# by CI's first run of the matrix; if it runs over, the 2.18 and 2.20 units are the first candidates to drop to the
+# controller tests (tests/unit/plugins/{action,filter,plugin_utils}), saying so here.
 #
 #   scripts/test.sh              everything
 #   STEPS="sanity units" scripts/test.sh     a subset (names below)
@@ -225,7 +229,7 @@ run_line() {
             sanity) run_step "$line" sanity sanity ;;
             units) run_step "$line" units units ;;
             contract) run_step "$line" contract contract ;;
-            integration) start_side_lines; run_step "$line" integration integration; finish_side_lines ;;
+            integration) start_side_lines middle_lines; run_step "$line" integration integration; finish_side_lines ;;
             integration-smoke) run_step "$line" integration-smoke integration_smoke ;;
             lint) run_step "$line" ansible-lint lint ;;
             molecule) run_step "$line" molecule molecule_test ;;
@@ -236,8 +240,16 @@ run_line() {
 
 python312=$(find_python312)
 
-# core-2.18 and core-2.20 (sanity, units) run beside core-2.19's integration step: it mostly waits on playbooks and
-# the doubles. Their output is shown, and their steps counted, once they end.
+# Lines that run beside another one, in the background: core-2.18 and core-2.20 (sanity, units) beside core-2.19's
+# integration step, core-2.16 beside core-2.21. Integration and smoke steps mostly wait on playbooks and the doubles
+# (about one of CI's two cores). A side line's output is shown, and its steps counted, once it ends.
+middle_lines() {
+    run_line core-2.18 "$root/.venv218" python3.11 tests/requirements-2.18.txt "sanity units"
+    run_line core-2.20 "$root/.venv220" "$python312" tests/requirements-2.20.txt "sanity units"
+}
+oldest_line() {
+    run_line core-2.16 "$root/.venv216" python3.11 tests/requirements-2.16.txt "sanity units contract integration-smoke"
+}
 side_pid=
 start_side_lines() {
     side_out=$(mktemp "${TMPDIR:-/tmp}/gpu_ops_cluster-side.XXXXXX")
@@ -246,11 +258,11 @@ start_side_lines() {
     # shellcheck disable=SC2030
     (
         passed=0 failed=0 failures=() summary=()
-        run_line core-2.18 "$root/.venv218" python3.11 tests/requirements-2.18.txt "sanity units"
-        run_line core-2.20 "$root/.venv220" "$python312" tests/requirements-2.20.txt "sanity units"
+        "$1"
         { echo "$passed $failed"; printf '%s\n' "${failures[@]}"; echo "--"; printf '%s\n' "${summary[@]}"; } > "$side_counts"
     ) > "$side_out" 2>&1 &
     side_pid=$!
+    case $1 in middle_lines) side_name="core-2.18 and core-2.20" ;; oldest_line) side_name=core-2.16 ;; *) side_name=$1 ;; esac
 }
 # shellcheck disable=SC2031
 finish_side_lines() {
@@ -258,7 +270,7 @@ finish_side_lines() {
     wait "$side_pid"
     side_pid=
     if [ -s "$side_out" ]; then
-        log "the output of core-2.18 and core-2.20 (they ran beside core-2.19's integration step)"
+        log "the output of $side_name (run beside the steps above)"
         cat "$side_out"
     fi
     local side_passed side_failed entry part=failures
@@ -278,14 +290,15 @@ finish_side_lines() {
 if wanted_line core-2.19; then
     run_line core-2.19 "$root/.venv" python3.11 tests/requirements-2.19.txt "sanity units contract integration lint molecule build"
 fi
-# with core-2.19 left out or its integration step not run, the side lines run here
-if [ -z "$side_pid" ] && ! { wanted_line core-2.19 && case " $steps " in *" integration "*) true ;; *) false ;; esac; }; then
-    start_side_lines
+# with core-2.19 left out or its integration step not run, the middle lines run here
+if ! { wanted_line core-2.19 && case " $steps " in *" integration "*) true ;; *) false ;; esac; }; then
+    start_side_lines middle_lines
+    finish_side_lines
 fi
-finish_side_lines
 
+start_side_lines oldest_line
 run_line core-2.21 "$root/.venv312" "$python312" tests/requirements-2.21.txt "sanity units contract integration-smoke"
-run_line core-2.16 "$root/.venv216" python3.11 tests/requirements-2.16.txt "sanity units contract integration-smoke"
+finish_side_lines
 
 echo
 log "the matrix: each line's steps"
