@@ -4,7 +4,8 @@
 #   make demo-operators   render the bare-metal GPU Operator / Network Operator plan into rendered-operators/
 #   make demo-rdma        render the A3 Ultra (GPUDirect-RDMA) GKE plan into rendered-rdma/
 #   make demo-rdma-a4x    render the A4X (GPUDirect-RDMA, arm64) GKE plan into rendered-rdma-a4x/
-#   make test   the whole test suite (sanity, units, contract, integration, molecule, lint, build)
+#   make test   the whole test suite (sanity, units, contract, integration, molecule, lint, build) on every
+#               supported ansible-core line (scripts/test.sh)
 PYTHON ?= python3.11
 VENV ?= .venv
 REQUIREMENTS ?= tests/requirements-2.19.txt
@@ -38,4 +39,4 @@ benchmark: venv
 	$(VENV)/bin/python -m benchmarks
 
 clean:
-	rm -rf .venv .venv312 .build .collections rendered rendered-operators rendered-rdma rendered-rdma-a4x tests/output
+	rm -rf .venv .venv312 .venv216 .venv218 .venv220 .build .collections rendered rendered-operators rendered-rdma rendered-rdma-a4x tests/output

@@ -4,7 +4,8 @@
 #   scripts/dev-pytest.sh tests/integration/test_role_apply.py -k secret
 #   LINE=core-2.21 scripts/dev-pytest.sh tests/unit
 #
-# Uses .venv (or .venv312 for LINE=core-2.21) as prepared by scripts/bootstrap.sh; set
+# Uses .venv (.venv312 for LINE=core-2.21, .venv216, .venv218, .venv220 for the others) as prepared by
+# scripts/bootstrap.sh (scripts/test.sh prepares them all); set
 # GPU_OPS_BUILD_DIR to keep concurrent checkouts from sharing a staging folder.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,7 +14,8 @@ line=${LINE:-core-2.19}
 case $line in
     core-2.19) venv="$root/.venv" ;;
     core-2.21) venv="$root/.venv312" ;;
-    *) echo "LINE must be core-2.19 or core-2.21" >&2; exit 2 ;;
+    core-2.16 | core-2.18 | core-2.20) venv="$root/.venv2${line#core-2.}" ;;
+    *) echo "LINE must be one of core-2.16 core-2.18 core-2.19 core-2.20 core-2.21" >&2; exit 2 ;;
 esac
 build="${GPU_OPS_BUILD_DIR:-${TMPDIR:-/tmp}/gpu_ops_cluster-build}/dev-$line"
 dest="$build/ansible_collections/gpu_ops/cluster"

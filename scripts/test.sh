@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
 # The whole test suite, set up from nothing: `make test` (and so .ci/run) runs this.
 #
-# Primary line: ansible-core 2.19 on Python 3.11 runs every step.
-# Second line:  ansible-core 2.21 on Python 3.12, when that interpreter is present, runs
-#               sanity, units, contract and the integration smoke subset (integration_smoke_files) again.
+# The matrix: the ansible-core lines meta/runtime.yml supports that matter to users (2.16: AAP 2.5's control plane;
+# 2.16, 2.18 and 2.20: the lines Red Hat's certification checker runs sanity on; 2.19 and 2.21: the newest).
+#   core-2.19  Python 3.11  every step (the full integration suite, lint, molecule, the build)
+#   core-2.18  Python 3.11  sanity, units   } in the background, beside core-2.19's integration step
+#   core-2.20  Python 3.12  sanity, units   }
+#   core-2.21  Python 3.12  sanity, units, contract, the integration smoke subset (integration_smoke_files)
+#   core-2.16  Python 3.11  sanity, units, contract, the integration smoke subset: in the background, beside core-2.21
+# Integration and smoke steps mostly wait on playbooks and the doubles (about one of CI's two cores), so the lines in
+# the background cost little wall time. The lines on Python 3.12 are skipped, saying so, when no Python 3.12 is found.
+# The output ends with each line's steps, times and test counts.
+#
+# Time (CI: a fresh clone on 2 cores, limit 45 min). Before the matrix: 34-37 min (core-2.19: sanity 70 s, units
+# 95-121 s, integration 911-1093 s, lint+molecule+build ~100 s; core-2.21: sanity 70-85 s, units 95-123 s, smoke
+# 285-340 s; bootstraps ~2 min). The new lines, measured on the development machine (2 cores at a load of ~13, so
+# wall times are 3-5x CI's; CPU time is the better guide): a virtualenv 30-97 s wall; sanity (with that line's own
+# sanity virtualenvs) 201-478 s wall, ~105 s CPU; units (3021 tests) 500-703 s wall, ~210 s CPU; the 2.16 smoke
+# subset 860 s wall, 345 s CPU (2.21's takes 285-340 s on CI). In sequence that is ~11 min for core-2.16 and ~5 min
+# each for core-2.18 and core-2.20: ~56 min. As arranged, core-2.18 and core-2.20 (~10 min) fit in core-2.19's
+# ~17 min integration step and core-2.16 (~11 min) beside core-2.21 (~10 min): ~40-43 min expected, to be confirmed
+# by CI's first run of the matrix; if it runs over, the 2.18 and 2.20 units are the first candidates to drop to the
+# controller tests (tests/unit/plugins/{action,filter,plugin_utils}), saying so here.
 #
 #   scripts/test.sh              everything
 #   STEPS="sanity units" scripts/test.sh     a subset (names below)
+#   LINES="core-2.16" scripts/test.sh        only these lines (core-2.19 core-2.18 core-2.20 core-2.21 core-2.16)
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,19 +38,39 @@ failures=()
 
 log() { printf '\n=== %s\n' "$*"; }
 
+summary=()
+
+# what a step's output says it ran: the sanity tests, or the tests of its pytest runs (ansible-test units runs three)
+counts_of() {
+    local out=$1 sanity
+    sanity=$(grep -c '^Running sanity test' "$out")
+    if [ "$sanity" -gt 0 ]; then
+        echo "$sanity sanity tests"
+        return
+    fi
+    grep -E '^=* ?[0-9]+ (passed|failed)' "$out" | grep -oE '[0-9]+ (passed|failed|errors?|skipped)' \
+        | awk '{n[$2] += $1} END {s = ""; for (k in n) s = s (s ? ", " : "") n[k] " " k; print s ? s : "-"}'
+}
+
 run_step() {
-    local line=$1 name=$2
+    local line=$1 name=$2 out status
     shift 2
     local start=$SECONDS
     log "[$line] $name"
-    if "$@"; then
+    out=$(mktemp "${TMPDIR:-/tmp}/gpu_ops_cluster-step.XXXXXX")
+    "$@" 2>&1 | tee "$out"
+    status=${PIPESTATUS[0]}
+    if [ "$status" -eq 0 ]; then
         passed=$((passed + 1))
         printf '=== [%s] %s passed in %ss\n' "$line" "$name" $((SECONDS - start))
+        summary+=("$(printf '%-10s %-18s passed %5ss  %s' "$line" "$name" $((SECONDS - start)) "$(counts_of "$out")")")
     else
         failed=$((failed + 1))
         failures+=("$line:$name")
         printf '=== [%s] %s FAILED in %ss\n' "$line" "$name" $((SECONDS - start))
+        summary+=("$(printf '%-10s %-18s FAILED %5ss  %s' "$line" "$name" $((SECONDS - start)) "$(counts_of "$out")")")
     fi
+    rm -f "$out"
 }
 
 find_python312() {
@@ -160,8 +199,21 @@ build_and_doc() {
     PATH="$venv/bin:$PATH" bash "$root/scripts/check_build.sh"
 }
 
+# SKIP_SECOND_LINE=1 (older name): the primary line only
+if [ -n "${SKIP_SECOND_LINE:-}" ] && [ -z "${LINES:-}" ]; then
+    LINES=core-2.19
+    log "SKIP_SECOND_LINE is set: only the ansible-core 2.19 line runs"
+fi
+
+wanted_line() { case " ${LINES:-core-2.19 core-2.18 core-2.20 core-2.21 core-2.16} " in *" $1 "*) return 0 ;; esac; return 1; }
+
 run_line() {
     line=$1 venv=$2 python=$3 requirements=$4 line_steps=$5
+    wanted_line "$line" || return 0
+    if [ -z "$python" ]; then
+        log "Python 3.12 not found: the ansible-core ${line#core-} line is skipped"
+        return
+    fi
     if ! bash scripts/bootstrap.sh "$venv" "$python" "$requirements"; then
         failed=$((failed + 1))
         failures+=("$line:bootstrap")
@@ -177,7 +229,7 @@ run_line() {
             sanity) run_step "$line" sanity sanity ;;
             units) run_step "$line" units units ;;
             contract) run_step "$line" contract contract ;;
-            integration) run_step "$line" integration integration ;;
+            integration) start_side_lines middle_lines; run_step "$line" integration integration; finish_side_lines ;;
             integration-smoke) run_step "$line" integration-smoke integration_smoke ;;
             lint) run_step "$line" ansible-lint lint ;;
             molecule) run_step "$line" molecule molecule_test ;;
@@ -186,17 +238,71 @@ run_line() {
     done
 }
 
-run_line core-2.19 "$root/.venv" python3.11 tests/requirements-2.19.txt "sanity units contract integration lint molecule build"
-
 python312=$(find_python312)
-if [ -n "$python312" ] && [ -z "${SKIP_SECOND_LINE:-}" ]; then
-    run_line core-2.21 "$root/.venv312" "$python312" tests/requirements-2.21.txt "sanity units contract integration-smoke"
-elif [ -n "${SKIP_SECOND_LINE:-}" ]; then
-    log "SKIP_SECOND_LINE is set: the ansible-core 2.21 line is skipped"
-else
-    log "Python 3.12 not found: the ansible-core 2.21 line is skipped"
+
+# Lines that run beside another one, in the background: core-2.18 and core-2.20 (sanity, units) beside core-2.19's
+# integration step, core-2.16 beside core-2.21. Integration and smoke steps mostly wait on playbooks and the doubles
+# (about one of CI's two cores). A side line's output is shown, and its steps counted, once it ends.
+middle_lines() {
+    run_line core-2.18 "$root/.venv218" python3.11 tests/requirements-2.18.txt "sanity units"
+    run_line core-2.20 "$root/.venv220" "$python312" tests/requirements-2.20.txt "sanity units"
+}
+oldest_line() {
+    run_line core-2.16 "$root/.venv216" python3.11 tests/requirements-2.16.txt "sanity units contract integration-smoke"
+}
+side_pid=
+start_side_lines() {
+    side_out=$(mktemp "${TMPDIR:-/tmp}/gpu_ops_cluster-side.XXXXXX")
+    side_counts=$(mktemp "${TMPDIR:-/tmp}/gpu_ops_cluster-side-counts.XXXXXX")
+    # (a subshell: its counts come back through $side_counts)
+    # shellcheck disable=SC2030
+    (
+        passed=0 failed=0 failures=() summary=()
+        "$1"
+        { echo "$passed $failed"; printf '%s\n' "${failures[@]}"; echo "--"; printf '%s\n' "${summary[@]}"; } > "$side_counts"
+    ) > "$side_out" 2>&1 &
+    side_pid=$!
+    case $1 in middle_lines) side_name="core-2.18 and core-2.20" ;; oldest_line) side_name=core-2.16 ;; *) side_name=$1 ;; esac
+}
+# shellcheck disable=SC2031
+finish_side_lines() {
+    [ -n "$side_pid" ] || return 0
+    wait "$side_pid"
+    side_pid=
+    if [ -s "$side_out" ]; then
+        log "the output of $side_name (run beside the steps above)"
+        cat "$side_out"
+    fi
+    local side_passed side_failed entry part=failures
+    read -r side_passed side_failed < "$side_counts"
+    passed=$((passed + ${side_passed:-0}))
+    failed=$((failed + ${side_failed:-0}))
+    while IFS= read -r entry; do
+        case $part:$entry in
+            *:--) part=summary ;;
+            failures:?*) failures+=("$entry") ;;
+            summary:?*) summary+=("$entry") ;;
+        esac
+    done < <(tail -n +2 "$side_counts")
+    rm -f "$side_out" "$side_counts"
+}
+
+if wanted_line core-2.19; then
+    run_line core-2.19 "$root/.venv" python3.11 tests/requirements-2.19.txt "sanity units contract integration lint molecule build"
+fi
+# with core-2.19 left out or its integration step not run, the middle lines run here
+if ! { wanted_line core-2.19 && case " $steps " in *" integration "*) true ;; *) false ;; esac; }; then
+    start_side_lines middle_lines
+    finish_side_lines
 fi
 
+start_side_lines oldest_line
+run_line core-2.21 "$root/.venv312" "$python312" tests/requirements-2.21.txt "sanity units contract integration-smoke"
+finish_side_lines
+
+echo
+log "the matrix: each line's steps"
+printf '%s\n' "${summary[@]}"
 echo
 if [ "$failed" -gt 0 ]; then
     echo "failed steps: ${failures[*]}"

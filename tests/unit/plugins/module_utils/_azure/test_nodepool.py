@@ -15,7 +15,7 @@ import os
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils.module_args import patch_module_args
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as engine
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import AKS_GPU_INSTANCE_PROFILES

@@ -16,7 +16,7 @@ import azure.identity
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils.module_args import patch_module_args
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import session as _arm
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import AZURE_COMMON_SPEC

@@ -14,7 +14,7 @@ import azure.identity
 import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils.module_args import patch_module_args
 from azure.core.credentials import AccessToken
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import session as _arm

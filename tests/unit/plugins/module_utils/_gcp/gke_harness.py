@@ -19,7 +19,7 @@ import copy
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils.module_args import patch_module_args
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import session as _gcp
 from ansible_collections.gpu_ops.cluster.tests.doubles.gcp import GcpDouble

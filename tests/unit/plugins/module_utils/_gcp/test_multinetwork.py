@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils.module_args import patch_module_args
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session import GcpSession

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils.module_args import patch_module_args
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import GCP_COMMON_SPEC

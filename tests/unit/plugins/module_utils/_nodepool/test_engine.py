@@ -15,7 +15,7 @@ import json
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpu_ops.cluster.tests.unit.plugins.module_utils.module_args import patch_module_args
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as _aks_nodepool
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as _gke_nodepool
