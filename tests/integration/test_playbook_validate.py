@@ -407,7 +407,7 @@ def test_every_bad_option_of_every_target_in_one_report_before_any_read(run_play
         "of its group: " + lines[4].split("of its group: ", 1)[1],
         "[localhost] validate: validate_checks[2]: perf.nccl_avg_busbw is a check of the performance phase, which"
         " validate_phases (deployment, preformance) does not list: it would not run"], lines
-    assert "preflight, deployment, conformance, performance" in lines[3]
+    assert "preflight, deployment, conformance, health, performance" in lines[3]
     assert "gpu.allocatable" in lines[4]
     assert cluster.requests()[before:] == []
     assert not (tmp_path / "out").exists()
