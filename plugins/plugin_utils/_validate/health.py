@@ -75,6 +75,19 @@ def _verdict(key, evidence, problems, undecided):
     return evidence, problems
 
 
+def _parsed(node, record, what, parse, error, undecided):
+    """The parsed output of one node's probe, or None with the reason in ``undecided`` (it could not run, or its output
+    cannot be read)."""
+    if record.get("error") and not record.get("output"):
+        undecided.append("%s: %s could not run: %s" % (node, what, _text(record["error"])))
+        return None
+    try:
+        return parse(record.get("output"))
+    except error as exc:
+        undecided.append("%s: %s (exit code %s)" % (node, exc, record.get("rc")))
+        return None
+
+
 def _gpu_text(gpus):
     if not gpus:
         return "all GPUs"
@@ -88,13 +101,8 @@ def dcgm_diag(view):
     evidence, problems, undecided = [], [], []
     for node in sorted(nodes):
         record = nodes[node] or {}
-        if record.get("error") and not record.get("output"):
-            undecided.append("%s: the diagnostic could not run: %s" % (node, _text(record["error"])))
-            continue
-        try:
-            parsed = _dcgm.parse(record.get("output"))
-        except _dcgm.DiagOutputError as exc:
-            undecided.append("%s: %s (exit code %s)" % (node, exc, record.get("rc")))
+        parsed = _parsed(node, record, "the diagnostic", _dcgm.parse, _dcgm.DiagOutputError, undecided)
+        if parsed is None:
             continue
         counts, warnings = {}, []
         for row in parsed["rows"]:
@@ -129,13 +137,8 @@ def nvbandwidth(view):
     for node in sorted(nodes):
         record = nodes[node] or {}
         model = record.get("model") or "?"
-        if record.get("error") and not record.get("output"):
-            undecided.append("%s: nvbandwidth could not run: %s" % (node, _text(record["error"])))
-            continue
-        try:
-            parsed = _nvbandwidth.parse(record.get("output"))
-        except _nvbandwidth.BandwidthOutputError as exc:
-            undecided.append("%s: %s (exit code %s)" % (node, exc, record.get("rc")))
+        parsed = _parsed(node, record, "nvbandwidth", _nvbandwidth.parse, _nvbandwidth.BandwidthOutputError, undecided)
+        if parsed is None:
             continue
         node_floors = floors.get(model) or {}
         for name in _catalog.NVBANDWIDTH_TESTCASES:
