@@ -98,7 +98,9 @@ PYTHON_REQUIREMENT = re.compile(r"^([A-Za-z0-9_.-]+)(\s*[<>=!~].*)?(\s+\(https:/
 # managed GPU hosts (never in the execution environment). A new command task fails the test until it
 # is classified here, or the EE provides its program.
 COMMAND_MODULES = {"ansible.builtin.command", "ansible.builtin.shell", "ansible.builtin.raw", "ansible.builtin.script"}
-COMMANDS_ON_MANAGED_HOSTS = {("mps", "{{ mps_nvidia_smi }}")}
+# the GPU tools of the hosts themselves, never of the EE: nvidia-smi for MPS, and the health phase's dcgmi, nvbandwidth
+# and all_reduce_perf on a bare-metal host (validate_health_host_*), run as one templated argv each
+COMMANDS_ON_MANAGED_HOSTS = {("mps", "{{ mps_nvidia_smi }}"), ("validate", "{{ __validate_health_probe.argv }}")}
 FQCN = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+$")
 # collections that need no entry in requirements.yml
 BUNDLED = {"ansible.builtin", "gpu_ops.cluster"}
@@ -175,7 +177,9 @@ def unclassified_commands(calls):
     for role, module, args in calls:
         if module not in COMMAND_MODULES:
             continue
-        program = (args.get("argv") or [None])[0] if isinstance(args, dict) and args.get("argv") else None
+        argv = args.get("argv") if isinstance(args, dict) else None
+        # a templated argv (one string) is named whole
+        program = argv if isinstance(argv, str) else (argv[0] if argv else None)
         if program is None:
             text = args.get("cmd") if isinstance(args, dict) else args
             program = str(text or "").split()[0] if str(text or "").split() else ""
