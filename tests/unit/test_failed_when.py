@@ -26,8 +26,8 @@ FAILING_MODULES = ("kubernetes.core.", "gpu_ops.cluster.", "awx.awx.")
 ALLOWED = {
     ("roles/apply/tasks/_manifests_send.yml", "Apply the manifests of step"): (
         "a wait that timed out on an object it read is reported by the next task, naming the object, instead of a"
-        " dump of it; a call that failed without an object back fails here (on 2.21 with ansible-core's own message,"
-        " the reason this list exists)"),
+        " dump of it; a call that failed without an object back fails here: on 2.21 the error line is ansible-core's,"
+        " and the item's result printed with it keeps the module's msg"),
 }
 
 
