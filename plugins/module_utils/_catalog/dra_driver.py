@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_ops.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""The NVIDIA DRA driver for GPUs (ComputeDomains, IMEX channels): facts only, no I/O.
+
+Sources (shared notes anchors-2026-11-29.md sections 1.3 and 2):
+
+- kubernetes-sigs/dra-driver-nvidia-gpu@95932046 (2026-08-07): site/content/docs/install.md, upgrade.md,
+  prerequisites.md, reference/feature-gates.md, deployments/helm/dra-driver-nvidia-gpu/Chart.yaml; the
+  ComputeDomain CRD at @764900e7 (v0.4.1): deployments/helm/dra-driver-nvidia-gpu/crds/
+  resource.nvidia.com_computedomains.yaml.
+- NVIDIA/k8s-dra-driver-gpu@0882da87 (v25.12.0): the last release of the chart under its old name.
+- GoogleCloudPlatform/cluster-toolkit@10470803 (v1.95.0): modules/management/kubectl-apply (module
+  ``install_nvidia_dra_driver``), examples/gke-a4x/nvidia-dra-driver.yaml and nccl-jobset-example.yaml; NVIDIA/aicr
+  recipes/components/nvidia-dra-driver-gpu/values-gke-cos-gb200.yaml (the same GKE values).
+- NVIDIA/gpu-operator@10ee5b36 (v26.7.0): deployments/gpu-operator/values.yaml ``draDriver`` (experimental).
+
+- ``CHARTS``: the two chart lines, by name: where each is published and the releases the catalog offers.
+  The chart was renamed when the code moved to kubernetes-sigs; the move is forward only (``UPGRADE_ORDER``).
+- ``NAMESPACE``: the namespace (and release name) Cluster Toolkit and the upgrade guide use.
+- ``DRIVER_ROOTS``: ``nvidiaDriverRoot`` by how the GPU driver is installed.
+- ``DEVICE_CLASSES``, ``COMPUTE_DOMAIN_DRIVER``, ``GPU_DRIVER``: what a working install publishes.
+- ``COMPUTE_DOMAIN``: the ComputeDomain API (namespaced, immutable spec) and its defaults.
+- ``CLIQUE_LABEL``, ``IMEX_CHANNEL_DIR``: the GFD clique label and where the driver injects IMEX channels.
+- ``MIN_DRIVER_COMPUTE_DOMAINS``, ``MIN_DRIVER_GPU_ALLOCATION``, ``MIN_KUBERNETES``: the version floors.
+- ``HOST_IMEX_SERVICE``, ``HOST_MANAGED_IMEX``: the host service that must be off unless IMEX is host-managed.
+- ``GKE_VALUES``, ``GKE_RESOURCE_QUOTA``: what GKE A4X needs (ComputeDomains only; critical-priority pods admitted
+  through a quota).
+- ``GPU_OPERATOR_DRA_MIN``: the first GPU Operator release that can deploy the driver itself (``draDriver``); it
+  ships the ComputeDomain CRDs too, so a cluster gets one of the two installs, never both.
+"""
+
+from __future__ import annotations
+
+
+CHARTS = {
+    # NGC, the name up to v25.12.0 (Cluster Toolkit pins v25.3.0; its A4X Max blueprint v25.8.0)
+    "nvidia-dra-driver-gpu": dict(
+        repo_url="https://helm.ngc.nvidia.com/nvidia", chart_ref="nvidia-dra-driver-gpu",
+        versions=("25.3.0", "25.3.1", "25.3.2", "25.8.0", "25.8.1", "25.12.0")),
+    # kubernetes-sigs, from v0.4.0 (also on NGC as nvidia/dra-driver-nvidia-gpu); Chart.yaml kubeVersion >=1.32.0-0
+    "dra-driver-nvidia-gpu": dict(
+        repo_url="", chart_ref="oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu",
+        versions=("0.4.1", "0.5.0")),
+}
+
+# The forward-only migration between the chart lines (upgrade.md): the new chart's CRDs first, then the release.
+UPGRADE_ORDER = ("nvidia-dra-driver-gpu", "dra-driver-nvidia-gpu")
+
+NAMESPACE = "nvidia-dra-driver-gpu"
+
+DRIVER_ROOTS = {
+    "host": "/",                             # driver installed on the host (the chart's default)
+    "gpu-operator": "/run/nvidia/driver",    # the GPU Operator's containerized driver
+    "gke": "/home/kubernetes/bin/nvidia",    # GKE's managed driver (COS)
+}
+
+DEVICE_CLASSES = (
+    "compute-domain-daemon.nvidia.com",
+    "compute-domain-default-channel.nvidia.com",
+    "gpu.nvidia.com",
+    "mig.nvidia.com",
+    "vfio.gpu.nvidia.com",
+)
+COMPUTE_DOMAIN_DRIVER = "compute-domain.nvidia.com"   # ResourceSlice .spec.driver of the IMEX channels
+GPU_DRIVER = "gpu.nvidia.com"                          # ResourceSlice .spec.driver of GPU allocation
+
+COMPUTE_DOMAIN = dict(
+    group="resource.nvidia.com", version="v1beta1", kind="ComputeDomain", plural="computedomains",
+    namespaced=True, spec_immutable=True,
+    allocation_modes=("Single", "All"), default_allocation_mode="Single",
+    # deprecated, "recommended to be set to zero" with the IMEXDaemonsWithDNSNames gate (on by default)
+    default_num_nodes=0,
+    statuses=("Ready", "NotReady"),
+    cliques_plural="computedomaincliques",
+)
+
+CLIQUE_LABEL = "nvidia.com/gpu.clique"          # set by GFD: "<cluster UUID>.<clique ID>"
+IMEX_CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"
+
+MIN_DRIVER_COMPUTE_DOMAINS = "570.158.01"
+MIN_DRIVER_GPU_ALLOCATION = "565"
+MIN_KUBERNETES = "1.34"                          # DRA GA; the driver's docs recommend 1.34.2 or later
+
+HOST_IMEX_SERVICE = "nvidia-imex.service"
+# host-managed IMEX (alpha): the only mode in which the host service may stay on
+HOST_MANAGED_IMEX = dict(feature_gate="HostManagedIMEXDaemon", value_path="resources.computeDomains.imex.mode",
+                         value="hostManaged")
+
+GKE_VALUES = dict(
+    nvidiaDriverRoot=DRIVER_ROOTS["gke"],
+    gpus_enabled=False,                          # GKE's device plugin keeps nvidia.com/gpu
+    accelerator="nvidia-gb200",
+    arch="arm64",
+    tolerations=(("nvidia.com/gpu", "present", "NoSchedule"), ("kubernetes.io/arch", "arm64", "NoSchedule")),
+)
+GKE_RESOURCE_QUOTA = dict(pods=100, priority_classes=("system-node-critical", "system-cluster-critical"))
+
+GPU_OPERATOR_DRA_MIN = "26.7.0"
