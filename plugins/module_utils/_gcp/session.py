@@ -19,11 +19,13 @@ with an operation that is already DONE, so the engines run their normal code pat
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec import SESSION_DEFAULTS
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import (
@@ -37,26 +39,34 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport im
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import NOT_READ, Backoff, WaitTimeout
 
-GOOGLE_AUTH_IMPORT_ERROR = None
+# google-auth (and requests under it) is imported when a session is built, not here: the preflight imports the cloud
+# engines in the controller to check a request's values, which needs neither. Whether it is installed is known
+# without importing it.
 try:
+    HAS_GOOGLE_AUTH = importlib.util.find_spec("google.auth") is not None
+except (ImportError, ValueError):  # pragma: no cover - no google namespace package at all
+    HAS_GOOGLE_AUTH = False
+GOOGLE_AUTH_IMPORT_ERROR = None if HAS_GOOGLE_AUTH else ImportError("No module named 'google.auth'")
+
+
+def requests_adapters():
+    """requests.adapters, imported on first use (google-auth requires requests)."""
+    from requests import adapters  # pylint: disable=import-outside-toplevel
+
+    return adapters
+
+
+def _google():
+    """The ``google`` package with the parts of google-auth the session uses, imported on first use."""
+    # pylint: disable=import-outside-toplevel
     import google.auth
     import google.auth.exceptions
     import google.auth.transport.requests
     import google.oauth2.credentials
     import google.oauth2.service_account
-except ImportError as import_error:  # pragma: no cover - reported through missing_required_lib
-    GOOGLE_AUTH_IMPORT_ERROR = import_error
-HAS_GOOGLE_AUTH = GOOGLE_AUTH_IMPORT_ERROR is None
 
-try:
-    from requests.adapters import HTTPAdapter
-except ImportError:  # pragma: no cover - reported through missing_required_lib
-    HTTPAdapter = None
+    return google
 
-try:
-    from concurrent.futures import ThreadPoolExecutor
-except ImportError:  # pragma: no cover - part of the standard library since 3.2
-    ThreadPoolExecutor = None
 
 DEFAULT_CONTAINER_ENDPOINT = "https://container.googleapis.com/"
 DEFAULT_COMPUTE_ENDPOINT = "https://compute.googleapis.com/"
@@ -108,6 +118,7 @@ class _GoogleAuthSession:
         self._token = None
 
     def request(self, method, url, **kwargs):
+        google = _google()
         try:
             return self.authorized.request(method, url, **kwargs)
         except google.auth.exceptions.GoogleAuthError as exc:
@@ -206,6 +217,7 @@ def google_credentials(auth_kind, service_account_file, service_account_contents
     if auth_kind not in AUTH_KINDS:
         raise CredentialsError("auth_kind must be one of %s, got %r" % (", ".join(AUTH_KINDS), auth_kind),
                                option="auth_kind")
+    google = _google()
     try:
         if auth_kind == "accesstoken":
             if not access_token:
@@ -237,6 +249,7 @@ def refresh(credentials, auth_kind, token_uri, secrets):
     The token joins ``secrets``."""
     if auth_kind == "accesstoken":
         return
+    google = _google()
     try:
         credentials.refresh(google.auth.transport.requests.Request())
     except (google.auth.exceptions.GoogleAuthError, ValueError) as exc:
@@ -322,13 +335,13 @@ class GcpSession(CloudSession):
         credentials = self._credentials(auth_kind, service_account_file, service_account_contents, access_token, scopes)
         # a static access token cannot be refreshed: a 401 must reach us as it is, not as google-auth's
         # advice about refresh tokens
+        google = _google()
         refresh = () if auth_kind == "accesstoken" else google.auth.transport.DEFAULT_REFRESH_STATUS_CODES
         session = google.auth.transport.requests.AuthorizedSession(credentials, refresh_status_codes=refresh)
-        if HTTPAdapter is not None:
-            # room for run_concurrently's workers on one host
-            adapter = HTTPAdapter(pool_connections=4, pool_maxsize=32)
-            session.mount("https://", adapter)
-            session.mount("http://", adapter)
+        # room for run_concurrently's workers on one host
+        adapter = requests_adapters().HTTPAdapter(pool_connections=4, pool_maxsize=32)
+        session.mount("https://", adapter)
+        session.mount("http://", adapter)
         return session
 
     def _credentials(self, auth_kind, service_account_file, service_account_contents, access_token, scopes):
@@ -486,7 +499,7 @@ class GcpSession(CloudSession):
         """
         tasks = list(tasks)
         outcomes = []
-        if self.render or len(tasks) <= 1 or max_workers <= 1 or ThreadPoolExecutor is None:
+        if self.render or len(tasks) <= 1 or max_workers <= 1:
             for task in tasks:
                 outcomes.append(_outcome(task))
         else:
