@@ -361,6 +361,8 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec impo
     INPUT_CHECK_SPEC, PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as aks_engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as gke_engine
 
 
 def argument_spec():
@@ -436,16 +438,8 @@ def module_kwargs():
 
 
 def engine_for(params):
-    """The engine of a run with these (validated) options: the cloud O(provider) names.
-
-    Only that cloud's engine is imported: both travel with the module, but Python compiles what it imports from
-    source here (in the controller's check and in the module process alike), and a run needs one cloud."""
-    # pylint: disable=import-outside-toplevel
-    if params["provider"] == "gke":
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool as engine
-    else:
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool as engine
-    return engine
+    """The engine of a run with these (validated) options: the cloud O(provider) names."""
+    return gke_engine if params["provider"] == "gke" else aks_engine
 
 
 def main():

@@ -88,6 +88,8 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec impo
     PROVIDER_REQUIRED_IF, TWO_CLOUD_SPEC, with_common,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import run_module
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool_info as aks_engine
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool_info as gke_engine
 
 
 def argument_spec():
@@ -100,19 +102,9 @@ def argument_spec():
     ))
 
 
-def engine_for(params):
-    """The engine of the cloud O(provider) names; only that one is imported (as gpu_nodepool does)."""
-    # pylint: disable=import-outside-toplevel
-    if params["provider"] == "gke":
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp import nodepool_info as engine
-    else:
-        from ansible_collections.gpu_ops.cluster.plugins.module_utils._azure import nodepool_info as engine
-    return engine
-
-
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_if=PROVIDER_REQUIRED_IF)
-    run_module(module, engine_for(module.params).run)
+    run_module(module, gke_engine.run if module.params["provider"] == "gke" else aks_engine.run)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import collections
 import copy
-import importlib.util
 import logging
 import threading
 import time
@@ -47,6 +46,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport im
     RenderSession,
     Secrets,
     clean_credential,
+    installed,
     parse_retry_after,
     scrub,
 )
@@ -55,11 +55,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter impor
 # azure-identity (and msal, about a hundred modules) is imported when a credential is built, not here: every
 # gpu_nodepool module process loads this engine, GKE runs included, and would pay for the import.
 # Whether it is installed is known without importing it.
-try:
-    HAS_AZURE_IDENTITY = importlib.util.find_spec("azure.identity") is not None
-except (ImportError, ValueError):  # pragma: no cover - no azure namespace package at all
-    HAS_AZURE_IDENTITY = False
-AZURE_IDENTITY_IMPORT_ERROR = None if HAS_AZURE_IDENTITY else ImportError("No module named 'azure.identity'")
+HAS_AZURE_IDENTITY, AZURE_IDENTITY_IMPORT_ERROR = installed("azure.identity")
 
 
 def _azure_identity():

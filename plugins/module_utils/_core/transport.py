@@ -34,12 +34,21 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec impo
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import Waiter, WaitTimeout
 
-# requests is imported with the first request, not here: the preflight imports the cloud engines in the controller
-# to check a request's values, which sends nothing. Whether it is installed is known without importing it.
-try:
-    HAS_REQUESTS = importlib.util.find_spec("requests") is not None
-except (ImportError, ValueError):  # pragma: no cover - a broken installation
-    HAS_REQUESTS = False
+
+def installed(name):
+    """(present, the ImportError to report when it is not) for the library ``name``, known without importing it.
+
+    The cloud clients (requests, google-auth, azure-identity) are imported when a session is built or the first
+    request is sent, not with the engines: the preflight imports the engines in the controller to check a request's
+    values, which sends nothing, and a GKE run of gpu_nodepool never builds an Azure credential."""
+    try:
+        present = importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # pragma: no cover - a broken installation, or no namespace package at all
+        present = False
+    return present, None if present else ImportError("No module named %r" % name)
+
+
+HAS_REQUESTS = installed("requests")[0]
 
 
 def request_errors():

@@ -19,7 +19,6 @@ with an operation that is already DONE, so the engines run their normal code pat
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import re
@@ -35,18 +34,13 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport im
     RenderSession,
     Secrets,
     clean_credential,
+    installed,
     scrub,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import NOT_READ, Backoff, WaitTimeout
 
-# google-auth (and requests under it) is imported when a session is built, not here: the preflight imports the cloud
-# engines in the controller to check a request's values, which needs neither. Whether it is installed is known
-# without importing it.
-try:
-    HAS_GOOGLE_AUTH = importlib.util.find_spec("google.auth") is not None
-except (ImportError, ValueError):  # pragma: no cover - no google namespace package at all
-    HAS_GOOGLE_AUTH = False
-GOOGLE_AUTH_IMPORT_ERROR = None if HAS_GOOGLE_AUTH else ImportError("No module named 'google.auth'")
+# google-auth (and requests under it) is imported when a session is built (transport.installed says why)
+HAS_GOOGLE_AUTH, GOOGLE_AUTH_IMPORT_ERROR = installed("google.auth")
 
 
 def requests_adapters():
