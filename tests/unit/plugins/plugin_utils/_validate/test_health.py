@@ -171,8 +171,9 @@ def test_an_errored_testcase_fails():
 def test_without_a_floor_for_the_model_the_row_is_report_only_other():
     check = _results(_snapshot(nvb=dict(nodes=_nodes({"gpu-0": _read("nvbandwidth", "h100x8_pass.json")}))))["health.nvbandwidth"]
     assert check["status"] == "other"
-    assert "no host_to_device_memcpy_ce floor for GPU model NVIDIA-H100-80GB-HBM3 (report only): set validate_health_nvbandwidth_floors" \
-        in check["message"]
+    assert ("gpu-0: no host_to_device_memcpy_ce floor for GPU model NVIDIA-H100-80GB-HBM3 (report only; NVIDIA publishes no nvbandwidth "
+            "floor): set validate_health_nvbandwidth_floors, for example from this run's 55.1 GB/s on a node known to be good") in check["message"]
+    assert "gpu-0: no device_to_device_memcpy_read_ce floor" in check["message"] and "this run's 370 GB/s" in check["message"]
 
 
 def test_a_waived_testcase_with_a_floor_is_other_and_without_one_is_left_out():
