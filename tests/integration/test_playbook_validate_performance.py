@@ -135,6 +135,8 @@ def test_the_nccl_probe_passes_and_is_removed(run_playbook, k8s_double, tmp_path
     # the snapshot keeps the captured log, so it validates offline with the same results
     snapshot = json.loads((out / "localhost" / "snapshot.json").read_text())
     assert snapshot["performance"]["nccl"]["profile"] == "tcpx" and snapshot["performance"]["tolerance"] == 0.0
+    # the nodes the test pods ran on, which a slow pair is read against (each node's own loopback)
+    assert sorted(snapshot["performance"]["nccl"]["node_names"]) == ["gpu-0", "gpu-1"]
     offline = tmp_path / "offline"
     run_playbook(PLAYBOOK, extra_vars=dict(validate_snapshot=str(out / "localhost" / "snapshot.json"), validate_output_dir=str(offline),
                                            validate_phases=["performance"])).assert_ok()
