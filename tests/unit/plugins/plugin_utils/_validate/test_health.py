@@ -347,3 +347,18 @@ def test_the_plan_of_a_host_names_its_gpu_model_and_count():
 def test_a_finished_pod_with_an_empty_log_has_no_error_of_its_own():
     records = health.probe_records([dict(name="n", pod="p")], [_pod("p", "Succeeded", 0)], [dict(pod="p", log="", error=None)])
     assert records["n"] == dict(model=None, gpus=None, output="", rc=0, error="")
+
+
+def test_the_loopback_of_each_node_as_the_pairwise_checks_read_it():
+    outputs = {"gpu-0": _read("nccl_loopback", "h100x8_pass.txt"), "gpu-1": _read("nccl_loopback", "h100x8_slow.txt"),
+               "gpu-2": _read("nccl_loopback", "h100x8_killed.txt")}
+    states = health.loopbacks(_snapshot(loop=dict(floors={MODEL: 300}, nodes=_nodes(outputs))))
+    assert states["gpu-0"] == ("passed", "gpu-0 (NVIDIA-H100-80GB-HBM3, 8 GPUs): all_reduce average bus bandwidth 360.0 GB/s, floor 300 GB/s", [])
+    assert states["gpu-1"][0] == "failed" and states["gpu-1"][2] == ["gpu-1: average bus bandwidth 71.25 GB/s is below the 300 GB/s threshold"]
+    assert states["gpu-2"][0] == "undecided" and states["gpu-2"][1] is None
+    # nothing to read: no health phase, a loopback not asked for or one that could not run
+    no_health = _snapshot()
+    del no_health["health"]
+    for snapshot in (no_health, _snapshot(loop=dict(skipped="validate_health_probe_image is empty")), _snapshot(loop=dict(error="forbidden")),
+                     _snapshot(loop=dict(floors={MODEL: 300}, nodes=None))):
+        assert health.loopbacks(snapshot) == {}
