@@ -152,7 +152,9 @@ def test_a_socket_fallback_fails_the_run_and_the_probe_is_removed(run_playbook, 
     tests = _tests(out)
     assert tests["perf.nccl_transport"]["status"] == "failed"
     assert "NCCL used Socket instead of the GPUDirectTCPX plugin" in tests["perf.nccl_transport"]["message"]
-    assert tests["perf.nccl_avg_busbw"]["status"] == "failed" and tests["perf.nccl_large_busbw"]["status"] == "failed"
+    # one fault, one failure: the slow pair is explained by the fallback, not failed a second and third time
+    assert tests["perf.nccl_avg_busbw"]["status"] == "skipped" and tests["perf.nccl_large_busbw"]["status"] == "skipped"
+    assert "explained by the transport NCCL used" in tests["perf.nccl_avg_busbw"]["message"]
     assert "perf.nccl_transport" in result.stdout
     _assert_labelled_and_gone(k8s_double)
 

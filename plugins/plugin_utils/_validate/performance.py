@@ -135,12 +135,20 @@ def _loopback_of(name, loopbacks):
 
 
 def _attributed(view, section, evidence, problems):
-    """The pair's verdict in the light of each pair node's own NCCL loopback (the health phase, run before the pair):
+    """The pair's verdict in the light of the transport NCCL used and of each pair node's own NCCL loopback (the health
+    phase, run before the pair): a fallback to NCCL's own transport explains a slow pair (perf.nccl_transport names it);
     a node that fails its loopback explains a slow pair (the pair is not judged: health.nccl_loopback names the node,
     one fault is one failure); when both nodes pass theirs, the link between them is what is slow; otherwise the pair's
     failure stands, with what kept it from being attributed."""
     if not problems:
         return evidence, problems
+    try:
+        _evidence, fallback = nccl_transport(view)
+    except (Missing, Skip, ValueError):
+        fallback = []
+    if fallback:
+        raise Skip("the pair is below its floor (%s), explained by the transport NCCL used (%s; perf.nccl_transport names the "
+                   "cause): the bandwidth is judged once NCCL runs over the profile's plugin" % ("; ".join(problems), "; ".join(fallback)))
     pair = [str(n) for n in section.get("node_names") or section.get("nodes") or []]
     loopbacks = _health.loopbacks(view.snapshot)
     if not loopbacks:

@@ -539,3 +539,24 @@ def test_the_large_message_floor_is_attributed_too():
             assert check["message"].endswith("large-message floor - both nodes pass their own NCCL loopback, so the link between gpu-0 "
                                              "and gpu-1 is slow")
             assert check["fix"].startswith("both nodes reach their floor on their own")
+
+
+def test_a_slow_pair_over_a_socket_fallback_is_one_failure_the_transport():
+    # NCCL fell back to its own sockets: the guide's TCPX table slowed to 2.1 GB/s average, 3.10 GB/s at 512M
+    log = _info("Socket") + GUIDE_TCPX.replace(" 70.87 ", " 3.10 ").replace("29.8293", "2.1")
+    snapshot = _snapshot(_nccl("tcpx", [dict(benchmark="all_gather", output=log, rc=0)]))
+    snapshot["health"] = dict(level=1, nccl_loopback=_loopback(gpu_0="h100x8_pass", gpu_1="h100x8_pass"))
+    result, by_id = _results(snapshot)
+    assert [r["id"] for r in result["results"] if r["status"] == "failed"] == ["perf.nccl_transport"]
+    for check_id, below in (("perf.nccl_avg_busbw", "average bus bandwidth 2.1 GB/s is below the 25 GB/s threshold"),
+                            ("perf.nccl_large_busbw", "bus bandwidth 3.1 GB/s at 536870912 B is below the 50.0 GB/s large-message floor")):
+        check = by_id[check_id]
+        assert check["status"] == "skipped", check
+        assert check["message"] == ("skipped: the pair is below its floor (all_gather: %s), explained by the transport NCCL used "
+                                    "(all_gather: NCCL used Socket instead of the GPUDirectTCPX plugin (a fallback of NCCL itself); "
+                                    "perf.nccl_transport names the cause): the bandwidth is judged once NCCL runs over the profile's "
+                                    "plugin" % below)
+    # a log without the transport lines attributes nothing to the transport: the bandwidth failure stands
+    runs = [dict(benchmark="all_gather", output=GUIDE_TCPX.replace("29.8293", "2.1"), rc=0)]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    assert by_id["perf.nccl_transport"]["status"] == "other" and by_id["perf.nccl_avg_busbw"]["status"] == "failed"
