@@ -96,6 +96,11 @@ class Check(object):
                     "of group/gpu_ops.cluster.gcp, or validate_gke.project) so the GKE API is read; " + leave_out)
         if path.startswith("mig_parted"):
             return "give the MIG manager's mig-parted ConfigMap as validate_mig_parted_config; " + leave_out
+        if path.startswith("health"):
+            return ("do what the message names for each node (a floor for its GPU model: validate_health_nvbandwidth_floors, "
+                    "validate_health_nccl_loopback_floors; a probe that runs to the end: validate_health_timeout, "
+                    "validate_health_probe_image, the DCGM host engine) and run the health phase again (validate_phases health); "
+                    + leave_out)
         if path.startswith("performance"):
             return "run the performance probes again (validate_phases performance, validate_performance_probes); " + leave_out
         if path.startswith("kubernetes.") and "[" not in path:

@@ -217,6 +217,9 @@ def test_the_other_fixes_are_validated_and_listed_after_the_own_one():
     (Missing("gke.cluster"), "set validate_gke (cluster and location; the project and GCP credentials through the play's module_defaults "
                              "of group/gpu_ops.cluster.gcp, or validate_gke.project) so the GKE API is read; "),
     (Missing("mig_parted"), "give the MIG manager's mig-parted ConfigMap as validate_mig_parted_config; "),
+    (Missing("health.nvbandwidth"), "do what the message names for each node (a floor for its GPU model: validate_health_nvbandwidth_floors, "
+                                    "validate_health_nccl_loopback_floors; a probe that runs to the end: validate_health_timeout, "
+                                    "validate_health_probe_image, the DCGM host engine) and run the health phase again (validate_phases health); "),
     (Missing("performance.nccl"), "run the performance probes again (validate_phases performance, validate_performance_probes); "),
     (Missing("kubernetes.pods"), "make the read work (the kubeconfig's API server reachable, list rights on the kind: the message "
                                  "says why it failed); "),
