@@ -28,7 +28,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mi
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import dcgm_diag as _dcgm
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nccl_tests as _nccl_tests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nvbandwidth as _nvbandwidth
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, described_by
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, described_by, probe_record
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import View, node_labels, node_name
 
 # each check's phase, title, reads, cause and fix: health.yml beside this file
@@ -45,13 +45,7 @@ def _section(view, key):
     if health is None:
         raise Skip("the snapshot holds no health probe output: the health probes run against a live cluster or host "
                    "(validate_phases with health, no validate_snapshot)")
-    section = health.get(key)
-    if section is None:
-        raise Missing("health.%s" % key, "no probe output was captured")
-    if section.get("skipped"):
-        raise Skip(section["skipped"])
-    if section.get("error"):
-        raise Missing("health.%s" % key, "the probe could not run: %s" % _text(section["error"]))
+    section = probe_record("health", health, key)
     nodes = section.get("nodes")
     if not isinstance(nodes, dict) or not nodes:
         raise Missing("health.%s.nodes" % key, "the probe recorded no node")

@@ -35,7 +35,7 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nc
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nccl_tests as _nccl_tests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import perftest as _perftest
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import health as _health
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Fault, Missing, Skip, described_by
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Fault, Missing, Skip, described_by, probe_record
 
 # each check's phase, title, reads, cause and fix: performance.yml beside this file
 described = described_by(__file__)
@@ -72,15 +72,7 @@ def _section(view, key):
     """The probe's record; Skip when it was not asked for (with the reason), Missing when it could not run."""
     if view.kind != "kubernetes":
         raise Skip("the target is a %s: the performance probes run on a Kubernetes cluster's nodes" % view.kind)
-    performance = view.need("performance")
-    section = performance.get(key)
-    if section is None:
-        raise Missing("performance.%s" % key, "no probe output was captured")
-    if section.get("skipped"):
-        raise Skip(section["skipped"])
-    if section.get("error"):
-        raise Missing("performance.%s" % key, "the probe could not run: %s" % " ".join(str(section["error"]).split())[:300])
-    return section
+    return probe_record("performance", view.need("performance"), key)
 
 
 def _nccl_runs(view):

@@ -109,6 +109,19 @@ class Check(object):
         return "the snapshot lacks %s: read the cluster again with a kubeconfig that can list it; %s" % (path, leave_out)
 
 
+def probe_record(phase, records, key):
+    """The record ``key`` of a probe phase's output (``records``: the snapshot's ``health`` or ``performance``):
+    Missing when none was captured or the probe could not run, Skip with the probe's reason when it was not run."""
+    record = records.get(key)
+    if record is None:
+        raise Missing("%s.%s" % (phase, key), "no probe output was captured")
+    if record.get("skipped"):
+        raise Skip(record["skipped"])
+    if record.get("error"):
+        raise Missing("%s.%s" % (phase, key), "the probe could not run: %s" % " ".join(str(record["error"]).split())[:300])
+    return record
+
+
 def fix_text(fix):
     """``role gpu_operator, variable gpu_operator_mig`` or the manual step."""
     if fix.get("role"):

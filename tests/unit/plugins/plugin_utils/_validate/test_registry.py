@@ -233,3 +233,21 @@ def test_a_check_that_cannot_run_says_what_would_let_it(raised, fix):
     result = registry.run_check(_check(fails), FakeView())
     assert result["status"] == "other"
     assert result["fix"] == fix + "or leave t.check out of validate_checks (list the checks to run)"
+
+
+def test_a_probe_record_that_was_captured_is_returned_as_it_is():
+    record = {"nodes": {"gpu-0": {"rc": 0}}}
+    assert registry.probe_record("health", {"dcgm": record}, "dcgm") is record
+
+
+def test_a_probe_record_that_is_absent_or_failed_is_missing_and_one_not_run_is_skipped():
+    with pytest.raises(Missing) as absent:
+        registry.probe_record("performance", {"nccl": {}}, "ib")
+    assert (absent.value.path, absent.value.why) == ("performance.ib", "no probe output was captured")
+    with pytest.raises(Skip) as skipped:
+        registry.probe_record("health", {"dcgm": {"skipped": "no DCGM host engine"}}, "dcgm")
+    assert str(skipped.value) == "no DCGM host engine"
+    with pytest.raises(Missing) as failed:
+        registry.probe_record("health", {"dcgm": {"error": "pod\n  failed:   " + "x" * 400}}, "dcgm")
+    assert failed.value.path == "health.dcgm"
+    assert failed.value.why == "the probe could not run: " + ("pod failed: " + "x" * 400)[:300]
