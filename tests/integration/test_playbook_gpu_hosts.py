@@ -230,7 +230,7 @@ def test_render_mode_plans_every_inventory_host_without_a_gpu(run_playbook, tmp_
 
 
 def test_bad_nccl_and_mig_values_fail_in_the_preflight_before_the_first_nvidia_smi_write(run_playbook, host, tmp_path):
-    # a valid geometry with a bad NCCL override: before, the geometry was applied (16 nvidia-smi writes) and nccl_env
+    # a valid geometry with a bad NCCL override: before, the geometry was applied (10 nvidia-smi writes) and nccl_env
     # failed after it; a layout GPU 1 cannot hold fails beside it, both in one report
     bad = _vars(tmp_path, LAYOUT + [{"gpu": "1", "profiles": ["4g.20gb", "4g.20gb"]}],
                 gpu_hosts_nccl_overrides={"NCCL_IB_HCA": "mlx5_0\nNCCL_DEBUG=TRACE"})
