@@ -217,6 +217,7 @@ def reachable(path, qualified):
     return frozenset(seen)
 
 
+@functools.lru_cache(maxsize=None)
 def checks_in(path, qualified):
     """The input checks written in one function (nested functions included): (path, function, kind, option)."""
     found = []
@@ -224,7 +225,7 @@ def checks_in(path, qualified):
         check = check_of(node)
         if check:
             found.append((os.path.relpath(path, ROOT), qualified) + check)
-    return found
+    return tuple(found)
 
 
 def sites(path, qualified):

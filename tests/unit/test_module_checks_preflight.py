@@ -20,6 +20,7 @@ module and the check of every one that is neither.
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
@@ -112,7 +113,9 @@ SAME_CHECK_IN_ROLE = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def _load(path):
+    """A YAML file, read once (the walk only reads what it returns)."""
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle) or []
 
@@ -234,6 +237,12 @@ def split(playbook):
     return plays[:last + 1], plays[last + 1:]
 
 
+@functools.lru_cache(maxsize=None)
+def walked(playbook):
+    """(the walk of the plays up to the preflight, the walk of the plays after it) of a playbook."""
+    return tuple(walk(plays) for plays in split(playbook))
+
+
 def engines(module):
     """The engine files of a module (its imports of the collection), or its action plugin when it has none."""
     found = sorted(set(scan.source(os.path.join(ROOT, "plugins", "modules", module + ".py")).modules.values()))
@@ -245,13 +254,15 @@ def _entry(path, name):
     return [name] if name in functions else ["ActionModule.run"] if "ActionModule.run" in functions else []
 
 
+@functools.lru_cache(maxsize=None)
 def module_checks(module, entry="run"):
     """The input checks of a module from ``entry`` (``run``, ``run_info``, ``input_check``) of each of its engines."""
     if module == "mps_control_info" and entry == "run":
         entry = "run_info"
-    return {site for path in engines(module) for name in _entry(path, entry) for site in scan.sites(path, name)}
+    return frozenset(site for path in engines(module) for name in _entry(path, entry) for site in scan.sites(path, name))
 
 
+@functools.lru_cache(maxsize=None)
 def filter_functions():
     """``{filter name: (file, function)}`` of the collection's filter plugins (their ``filters()`` tables)."""
     table = {}
@@ -264,6 +275,12 @@ def filter_functions():
                     if isinstance(key, scan.ast.Constant) and isinstance(value, scan.ast.Name) and value.id in src.functions:
                         table[key.value] = (path, value.id)
     return table
+
+
+@functools.lru_cache(maxsize=None)
+def reached_by(playbook):
+    """The input checks the plays of a playbook up to its preflight make."""
+    return frozenset(reach(walked(playbook)[0]))
 
 
 def reach(before):
@@ -288,8 +305,8 @@ def _excepted(playbook, module, site, before):
 
 def unreached(playbook):
     """``{module: [check, ...]}``: the checks of the modules the playbook runs after its preflight that it does not reach."""
-    before, after = (walk(plays) for plays in split(playbook))
-    reached = reach(before)
+    before, after = walked(playbook)
+    reached = reached_by(playbook)
     missing = {}
     for module in sorted({module for module, dummy, dummy in after.calls}):
         left = sorted(site for site in module_checks(module) - reached if not _excepted(playbook, module, site, before))
@@ -320,7 +337,7 @@ def test_the_scan_finds_the_checks_of_the_modules():
 
 
 def test_the_walk_finds_the_preflight_calls_in_context():
-    before, after = (walk(plays) for plays in split("gke_gpudirect.yml"))
+    before, after = walked("gke_gpudirect.yml")
     # the shared task files of the roles run with validate_only in the preflight, without it after
     assert {("gke_multinetwork", True), ("gke_cluster", True), ("gpu_nodepool", True)} <= {c[:2] for c in before.calls}
     assert {("gke_multinetwork", False), ("gke_cluster", False), ("gpu_nodepool", False)} <= {c[:2] for c in after.calls}
@@ -343,8 +360,8 @@ def _unreached_everywhere():
     """``{(playbook, module, file, function)}`` of every check a playbook runs after its preflight and does not reach."""
     found = set()
     for playbook in _playbooks():
-        before, after = (walk(plays) for plays in split(playbook))
-        reached = reach(before)
+        before, after = walked(playbook)
+        reached = reached_by(playbook)
         for module in {module for module, dummy, dummy in after.calls}:
             found |= {(playbook, module, site[0], site[1]) for site in module_checks(module) - reached}
     return found
@@ -362,7 +379,7 @@ def test_every_exception_is_a_check_that_is_run_and_not_reached():
 
 def test_a_refusal_that_is_a_result_is_read_only_and_ignored():
     for playbook, module in REFUSAL_IS_A_RESULT:
-        dummy, after = (walk(plays) for plays in split(playbook))
+        dummy, after = walked(playbook)
         calls = [ignored for name, ignored in after.ignored if name == module]
         assert calls and all(calls), (playbook, module)
         assert module.endswith("_info"), "a module that only reads"
@@ -373,7 +390,7 @@ def test_a_check_the_role_makes_instead_is_in_the_role_file():
         with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
             assert message in handle.read(), (module, path, message)
         for playbook in _playbooks():
-            before, after = (walk(plays) for plays in split(playbook))
+            before, after = walked(playbook)
             if module in {name for name, dummy, dummy in after.calls}:
                 assert path in before.files, (playbook, module, path)
 
@@ -383,7 +400,7 @@ def test_every_role_a_playbook_runs_has_its_preflight_run_first():
     the preflight of every role and entry point it runs, in the plays before its first change."""
     missing, excepted = [], set()
     for playbook in _playbooks():
-        before, after = (walk(plays) for plays in split(playbook))
+        before, after = walked(playbook)
         for role, entry in sorted(after.roles):
             if internal(role, entry) or role in ROLES_WITHOUT_PREFLIGHT:
                 continue
