@@ -9,7 +9,7 @@ An input check is a line of code that reports a value the user gave as wrong, in
 ``sites(entry)`` lists the checks the code reachable from a function can run; the call graph follows the collection's
 own imports (``engine("...")`` of the filters included), ``self``/``cls`` methods with their bases, a class's
 ``__init__``, functions handed on by name, and, for a method called on any other object, every method of that name in
-the files reached (more than runs, never less).
+the files reached (more than runs), unless the name is one of Python's own types' methods (``BUILTIN_METHODS``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,14 @@ import re
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = "ansible_collections.gpu_ops.cluster."
 # "option: why", the option with its path ("gpus[%d].profiles", "fabric.mtu", "%s.gpu")
+# methods of Python's own types (dict, list, str, re, files): a call of one of these names on an object the scan cannot
+# type is taken as the builtin's, not as every collection method of that name (``params.get`` is no HTTP GET)
+BUILTIN_METHODS = frozenset((
+    "get", "items", "keys", "values", "append", "add", "extend", "update", "pop", "setdefault", "copy", "clear",
+    "insert", "remove", "sort", "index", "count", "join", "split", "rsplit", "partition", "rpartition", "strip",
+    "lstrip", "rstrip", "format", "startswith", "endswith", "lower", "upper", "replace", "encode", "decode",
+    "match", "search", "fullmatch", "findall", "finditer", "sub", "group", "groups", "groupdict", "read", "write",
+    "close", "isdigit", "splitlines", "difference", "union", "intersection", "issubset"))
 OPTION_MESSAGE = re.compile(r"^(?:%[sdr]|[A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\]|\.(?:%[sdr]|[A-Za-z_][A-Za-z0-9_]*))*: ")
 
 
@@ -180,10 +188,21 @@ def _calls(path, qualified, universe):
                 elif attr in target.classes:
                     found.update(_methods(target.path, attr, "__init__"))
             elif isinstance(value, ast.Name) and value.id in ("self", "cls") and klass:
+                # the class's method, or its bases', and the overrides of the subclasses in the files reached
                 found.update(_methods(path, klass, attr))
+                for other in universe:
+                    for name, node in source(other).classes.items():
+                        if any(isinstance(base, ast.Name) and base.id == klass for base in node.bases):
+                            found.update(_methods(other, name, attr))
             elif isinstance(value, ast.Name) and _resolve_class(src, value.id):
                 found.update(_methods(*_resolve_class(src, value.id), attr))
-            else:
+            elif isinstance(value, ast.Call) and _receiver(value.func) == "super":
+                # super().name: the method of the class's bases in the collection (a builtin base has none here)
+                for base in src.classes[klass].bases if klass else []:
+                    resolved = _resolve_class(src, base.id) if isinstance(base, ast.Name) else None
+                    if resolved:
+                        found.update(_methods(resolved[0], resolved[1], attr))
+            elif attr not in BUILTIN_METHODS and not attr.startswith("__"):
                 # a method of an object the scan cannot type: every method of that name in the files reached
                 for other in universe:
                     found.update((other, name) for name in source(other).functions if name.endswith("." + attr))

@@ -57,10 +57,42 @@ NEEDS_STATE = {
         "the image types the location's server config offers",
     ("gke_cluster", "plugins/module_utils/_gcp/offers.py", "check_versions"):
         "the versions the location's server config offers",
+    ("gpu_nodepool", "plugins/module_utils/_gcp/nodepool.py", "PoolEngine.check_cluster"):
+        "the cluster the pool joins: it exists, is no Autopilot cluster, is not busy, has multi-networking, its version",
+    ("gpu_nodepool", "plugins/module_utils/_gcp/nodepool.py", "PoolEngine.check_networks"):
+        "the GPU NIC networks and subnetworks the pool names exist (the fabric the play converged before)",
+    ("gpu_nodepool", "plugins/module_utils/_gcp/nodepool.py", "PoolEngine.plan_present"):
+        "the fields of the existing pool that cannot change",
+    ("gpu_nodepool", "plugins/module_utils/_gcp/nodepool.py", "PoolEngine._require_size"):
+        "whether the pool exists: node_count is required to create it only",
+    ("gpu_nodepool", "plugins/module_utils/_azure/nodepool.py", "PoolEngine.plan_present"):
+        "whether the agent pool exists: vm_size is required to create it only",
+    ("gpu_nodepool", "plugins/module_utils/_gcp/offers.py", "_read"):
+        "the service's answer to a preflight read (a zone or type that does not exist)",
+    ("gpu_nodepool", "plugins/module_utils/_gcp/offers.py", "check_image_type"):
+        "the image types the location's server config offers",
+    ("gpu_nodepool", "plugins/module_utils/_gcp/offers.py", "check_versions"):
+        "the versions the location's server config offers",
+    ("gpu_nodepool", "plugins/module_utils/_gcp/offers.py", "check_zone_offers"):
+        "the machine, accelerator and disk types each zone of the pool offers",
+    ("gpu_nodepool", "plugins/module_utils/_mig/nodes.py", "_sharing"):
+        "the sharing settings the engine builds from gpu_sharing (checked by its validation) for the resources it "
+        "returns after the run",
+    ("gpu_nodepool", "plugins/module_utils/_mig/nodes.py", "shared_resources"): "as _sharing",
     ("gke_multinetwork", "plugins/module_utils/_gcp/offers.py", "_read"):
         "the service's answer to a preflight read (the region or zone)",
     ("gke_multinetwork", "plugins/module_utils/_gcp/offers.py", "check_network_profile"):
         "the RDMA network profiles the zone offers",
+}
+
+# (file, function): the cloud account's credentials, which validate_only neither needs nor checks (render mode has none).
+# They are checked as a module opens its session, at the playbook's first cloud request, which is a read or the first
+# write itself: nothing is sent before it. The test checks that the first module a playbook runs after its preflight
+# is one that makes these checks.
+CREDENTIALS = {
+    ("plugins/module_utils/_core/transport.py", "clean_credential"): "a token, key or secret with control characters",
+    ("plugins/module_utils/_gcp/session.py", "read_service_account_file"): "a key file that cannot be read",
+    ("plugins/module_utils/_gcp/session.py", "service_account_info"): "a key that is not a service account's",
 }
 
 # The action plugins whose arguments no user writes: what they take (manifests, charts' objects, queries) the roles
@@ -297,10 +329,18 @@ def reach(before):
 def _excepted(playbook, module, site, before):
     if (module, site[0], site[1]) in NEEDS_STATE or (playbook, module, site[0], site[1]) in AT_THE_CALL:
         return True
+    if site[:2] in CREDENTIALS and _first_module_checks_credentials(playbook):
+        return True
     if module in BUILT_BY_ROLES or (playbook, module) in REFUSAL_IS_A_RESULT:
         return True
     same = SAME_CHECK_IN_ROLE.get((module, site[0], site[1]))
     return bool(same) and same[0] in before.files
+
+
+def _first_module_checks_credentials(playbook):
+    """Whether the first module the playbook runs after its preflight opens a cloud session (checks the credentials)."""
+    calls = walked(playbook)[1].calls
+    return bool(calls) and bool({site[:2] for site in module_checks(calls[0][0])} & set(CREDENTIALS))
 
 
 def unreached(playbook):
@@ -371,10 +411,20 @@ def test_every_exception_is_a_check_that_is_run_and_not_reached():
     runs = _unreached_everywhere()
     stale = sorted((set(NEEDS_STATE) | set(SAME_CHECK_IN_ROLE)) - {entry[1:] for entry in runs})
     stale += sorted(set(AT_THE_CALL) - runs)
+    stale += sorted(set(CREDENTIALS) - {entry[2:] for entry in runs})
     stale += sorted(set(REFUSAL_IS_A_RESULT) - {entry[:2] for entry in runs})
     stale += sorted(set(BUILT_BY_ROLES) - {entry[1] for entry in runs})
     assert stale == [], "reached by every preflight, or no longer a check: remove these exceptions: %s" % stale
-    assert all(reason for table in (NEEDS_STATE, AT_THE_CALL, REFUSAL_IS_A_RESULT, BUILT_BY_ROLES) for reason in table.values())
+    assert all(reason for table in (NEEDS_STATE, AT_THE_CALL, REFUSAL_IS_A_RESULT, BUILT_BY_ROLES, CREDENTIALS)
+               for reason in table.values())
+
+
+def test_the_credentials_are_checked_by_the_first_cloud_request():
+    cloud = ("gke_gpudirect.yml", "gke_gpudirect_teardown.yml", "aks_mig.yml", "site.yml")
+    firsts = {playbook: walked(playbook)[1].calls[0][:1] for playbook in cloud}
+    assert firsts == {"gke_gpudirect.yml": ("gke_multinetwork",), "gke_gpudirect_teardown.yml": ("gke_multinetwork",),
+                      "aks_mig.yml": ("gpu_nodepool",), "site.yml": ("gke_multinetwork",)}, firsts
+    assert all(_first_module_checks_credentials(playbook) for playbook in firsts)
 
 
 def test_a_refusal_that_is_a_result_is_read_only_and_ignored():
