@@ -71,8 +71,8 @@ def run(hosts=20, forks=5):
             written = len([d for d in os.listdir(out) if os.path.isfile(os.path.join(out, d, "ctrf.json"))]) if os.path.isdir(out) else 0
             if written != count:
                 raise SystemExit("the slice of %d hosts wrote %d reports:\n%s" % (count, written, runs[count]["tail"]))
-        merge = _run("validate_merge.yml", _inventory(work, 1), dict(validate_output_dir=os.path.join(work, "reports-%d" % hosts),
-                                                                      validate_fail=False), env, forks)
+        reports = os.path.join(work, "reports-%d" % hosts)
+        merge = _run("validate_merge.yml", _inventory(work, 1), dict(validate_output_dir=reports, validate_fail=False), env, forks)
         if merge["rc"] != 0:
             raise SystemExit("the merge failed:\n%s" % merge["tail"])
     finally:

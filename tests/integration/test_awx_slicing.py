@@ -66,8 +66,8 @@ def test_the_sliced_template_and_its_workflow(setup):
     # forks 25: impact 26; eight execution nodes of capacity 136 (the control node runs no job) + the container group's 4
     assert (sliced["job_slice_count"], sliced["forks"]) == (12, 25)
     assert awx.associated_names("job_templates", sliced["id"], "instance_groups") == ["default", "gpu-pods"]
-    assert stored_extra_vars(awx, "Validate GPU hosts") == {"validate_output_dir": "/runner/shared/validate-reports",
-                                                             "validate_scope": "hosts"}
+    assert stored_extra_vars(awx, "Validate GPU hosts") == {
+        "validate_output_dir": "/runner/shared/validate-reports", "validate_scope": "hosts"}
     preflight = awx.find("job_templates", "Validate GPU hosts - limit preflight")
     assert preflight["playbook"] == "playbooks/awx_slice_preflight.yml" and preflight["ask_limit_on_launch"] is True
     assert stored_extra_vars(awx, preflight["name"]) == {

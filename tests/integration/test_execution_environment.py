@@ -32,7 +32,7 @@ from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_
 # one definition per supported platform line: the newest ansible-core and the oldest (AAP 2.5's control plane)
 DEFINITIONS = {"meta/execution-environment.yml": "2.21", "meta/ee/execution-environment-2.16.yml": "2.16"}
 INPUTS = tuple(DEFINITIONS) + ("meta/ee/helm.env", "meta/ee/install-helm.sh", "requirements.txt", "bindep.txt",
-          "requirements.yml", "galaxy.yml")
+                               "requirements.yml", "galaxy.yml")
 # never in the collection tarball: local toolchains, build outputs, test output
 NOT_SHIPPED = (".venv", ".collections", ".build", "dist/", "context/", "rendered/", "tests/output/", "benchmarks/results/")
 

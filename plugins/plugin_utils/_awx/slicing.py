@@ -51,10 +51,10 @@ def sliceable_problem(template):
     playbook = template.get("playbook") or ""
     if playbook in SLICEABLE_PLAYBOOKS:
         return ""
+    allowed = ", ".join(sorted(SLICEABLE_PLAYBOOKS))
     return ("awx_job_templates_templates: %s: slice is set but %s targets clusters or a fabric, whose plays orchestrate"
             " across hosts (node pools, networks, operators): a slice would run them on part of each cluster. Slice only"
-            " host-level playbooks (%s) or remove slice" % (template.get("name"), playbook or "(no playbook)",
-                                                           ", ".join(sorted(SLICEABLE_PLAYBOOKS))))
+            " host-level playbooks (%s) or remove slice" % (template.get("name"), playbook or "(no playbook)", allowed))
 
 
 def _group_slots(group, impact):

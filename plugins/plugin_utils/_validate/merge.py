@@ -115,16 +115,15 @@ def junit(merged):
         lines.append('  <testsuite name=%s tests="%d" failures="%d" errors="%d" skipped="%d">'
                      % (name, part["tests"], part["failed"], part["other"], part["skipped"]))
         for test in mine:
-            head = '    <testcase classname=%s name=%s time="%.3f"' % (name, quoteattr(test["name"]),
-                                                                        (test.get("duration") or 0) / 1000.0)
+            seconds = (test.get("duration") or 0) / 1000.0
+            head = '    <testcase classname=%s name=%s time="%.3f"' % (name, quoteattr(test["name"]), seconds)
             tag = {"failed": "failure", "other": "error", "skipped": "skipped"}.get(test["status"])
             if tag is None:
                 lines.append(head + "/>")
                 continue
             evidence = (test.get("extra") or {}).get("evidence") or []
-            lines.extend([head + ">", '      <%s message=%s>%s</%s>' % (tag, quoteattr(test.get("message") or ""),
-                                                                         escape("\n".join(evidence)), tag),
-                          "    </testcase>"])
+            body = '      <%s message=%s>%s</%s>' % (tag, quoteattr(test.get("message") or ""), escape("\n".join(evidence)), tag)
+            lines.extend([head + ">", body, "    </testcase>"])
         lines.append("  </testsuite>")
     lines.append("</testsuites>")
     return "\n".join(lines) + "\n"
