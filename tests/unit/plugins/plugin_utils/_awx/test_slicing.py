@@ -126,3 +126,26 @@ def test_the_filters_check_their_inputs_and_name_themselves():
         awx_slice_problems(gpu, ["a"], "a", 2)
     with pytest.raises(AnsibleFilterError, match="awx_slice_problems: limited hosts"):
         awx_slice_problems(gpu, ["a"], ["b"], 2)
+
+
+def test_limits_of_one_and_instances_as_older_controllers_list_them():
+    nodes = [node("e%d" % i) for i in range(5)]
+    assert slicing.slice_count([group("g", nodes, max_jobs=1)])["count"] == 1
+    # a max_forks below one job's impact leaves no slot
+    tiny = slicing.slice_count([group("g", nodes, max_forks=1)])
+    assert tiny["count"] == 0 and tiny["problems"]
+    # an instance listed without enabled / node_type / node_state is an enabled, ready execution node
+    bare = [{"hostname": "e1", "capacity": 50}, {"hostname": "e2", "capacity": 50}]
+    assert slicing.slice_count([group("g", bare)])["count"] == 2
+    assert slicing.slice_count([])["count"] == 0
+
+
+def test_the_message_names_at_most_ten_slices_and_five_unknown_hosts():
+    hosts = ["h%02d" % i for i in range(30)]
+    ten = slicing.limit_problems(hosts, hosts[:1], 11)[0]
+    assert "(slice 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)" in ten
+    eleven = slicing.limit_problems(hosts, hosts[:1], 12)[0]
+    assert "(slice 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 and 1 more)" in eleven
+    with pytest.raises(ValueError) as raised:
+        slicing.limit_problems(hosts, ["x%d" % i for i in range(7)], 2)
+    assert str(raised.value) == "limited hosts x0, x1, x2, x3, x4 are not in the inventory"
