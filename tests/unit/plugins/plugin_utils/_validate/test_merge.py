@@ -136,3 +136,13 @@ def test_the_filter_reads_file_text_and_checks_its_inputs():
         validate_merge(given, expected=["x"])
     with pytest.raises(AnsibleFilterError, match="validate_merge: two reports"):
         validate_merge(given + given[:1])
+
+
+def test_failures_come_before_checks_that_could_not_decide():
+    given = reports(2)
+    given[0]["ctrf"] = None  # gpu-0000: an `other` test
+    given[1]["ctrf"] = host_ctrf("gpu-0001", ["failed"])
+    page = merge.markdown(merge.merge(given, {"gpu-0000": {}, "gpu-0001": {}}))
+    rows = [line for line in page.splitlines() if line.startswith(("| FAILED", "| OTHER"))]
+    assert [row.split(" | ")[1] for row in rows] == ["gpu-0001", "gpu-0000"]
+    assert rows[0].startswith("| FAILED") and rows[1].startswith("| OTHER")
