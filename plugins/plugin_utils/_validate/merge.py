@@ -80,10 +80,9 @@ def merge(reports, expected=None):
                 continue
         tests.extend(mine)
         found_summary = (report["ctrf"].get("results") or {}).get("summary") or {}
-        if isinstance(found_summary.get("start"), int) and found_summary.get("start") > 0:
-            starts.append(found_summary["start"])
-        if isinstance(found_summary.get("stop"), int) and found_summary.get("stop") > 0:
-            stops.append(found_summary["stop"])
+        # 0 (or anything but a positive integer): the report does not know when it ran
+        starts.extend(v for v in [found_summary.get("start")] if isinstance(v, int) and v > 0)
+        stops.extend(v for v in [found_summary.get("stop")] if isinstance(v, int) and v > 0)
     tests = printable(tests)
     counts = summary(tests)
     return dict(reportFormat="CTRF", specVersion=CTRF_SPEC_VERSION, generatedBy=TOOL, results=dict(

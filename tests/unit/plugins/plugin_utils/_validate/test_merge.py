@@ -147,3 +147,13 @@ def test_failures_come_before_checks_that_could_not_decide():
     rows = [line for line in page.splitlines() if line.startswith(("| FAILED", "| OTHER"))]
     assert [row.split(" | ")[1] for row in rows] == ["gpu-0001", "gpu-0000"]
     assert rows[0].startswith("| FAILED") and rows[1].startswith("| OTHER")
+
+
+def test_the_run_spans_the_reports_that_know_when_they_ran():
+    given = reports(4)
+    for report_, (start, stop) in zip(given, [(0, 0), (1, 7), ("x", "y"), (1000, 5)]):
+        report_["ctrf"]["results"]["summary"].update(start=start, stop=stop)
+    assert (counts(merge.merge(given))["start"], counts(merge.merge(given))["stop"]) == (1, 7)
+    for report_ in given:
+        report_["ctrf"]["results"]["summary"].update(start=0, stop=0)
+    assert (counts(merge.merge(given))["start"], counts(merge.merge(given))["stop"]) == (0, 0)
