@@ -157,3 +157,14 @@ def test_the_run_spans_the_reports_that_know_when_they_ran():
     for report_ in given:
         report_["ctrf"]["results"]["summary"].update(start=0, stop=0)
     assert (counts(merge.merge(given))["start"], counts(merge.merge(given))["stop"]) == (0, 0)
+
+
+def test_failed_rows_by_target_a_test_without_duration_and_no_pending():
+    def one(target, phase):
+        return dict(target=target, ctrf=report.ctrf([result("host.x", "failed", phase=phase)], target, 0, 1))
+    merged = merge.merge([one("b", "deployment"), one("a", "preflight")])
+    rows = [line for line in merge.markdown(merged).splitlines() if line.startswith("| FAILED")]
+    assert [row.split(" | ")[1] for row in rows] == ["a", "b"]
+    assert counts(merged)["pending"] == 0 and counts(merged)["stop"] == 1
+    del merged["results"]["tests"][0]["duration"]
+    assert 'time="0.000"' in merge.junit(merged)
