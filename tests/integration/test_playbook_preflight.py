@@ -191,6 +191,7 @@ def test_awx_setup_checks_the_project_files_before_the_organization(run_playbook
         assert " found 3 problem(s)" in message, message
         assert ("[localhost] awx_job_templates: awx_job_templates_templates: Typo playbook: playbook playbooks/gke_gpudirec.yml "
                 "is not a playbook of the project (%s; its playbooks: playbooks/aks_mig.yml, playbooks/awx_setup.yml, "
+                "playbooks/awx_slice_preflight.yml, "
                 "playbooks/gke_gpudirect.yml, playbooks/gke_gpudirect_teardown.yml" % os.path.realpath(REPO_ROOT)) in message
         assert "Outside: playbook ../cluster/playbooks/aks_mig.yml is not a playbook of the project" in message
         assert ("awx_job_templates_inventories: Typo fleet: source_path inventories/flet is not in the project (%s)"
