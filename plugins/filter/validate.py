@@ -20,6 +20,7 @@ _report = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._vali
 _snapshot = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot")
 _suite = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.suite")
 _health = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.health")
+_merge = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.merge")
 
 FORMATS = ("ctrf", "junit", "markdown", "counts")
 
@@ -94,6 +95,34 @@ def validate_report(result, format="markdown", start_ms=0, stop_ms=0):
     return _report.counts_line(result["summary"])
 
 
+def validate_merge(reports, format="ctrf", expected=None):
+    """One report (CTRF JSON, JUnit XML or Markdown text) of many targets from their CTRF reports (each ``target``,
+    ``source`` and ``ctrf``: the file's text, its parsed document, or none when it was not found); ``expected``: the
+    targets and counts the slices published (set_stats), or none to merge every report given."""
+    if not isinstance(reports, (list, tuple)) or not all(isinstance(r, dict) for r in reports):
+        raise AnsibleFilterError("validate_merge: expected a list of reports (dicts with target, source and ctrf)")
+    if format not in ("ctrf", "junit", "markdown"):
+        raise AnsibleFilterError("validate_merge: format must be one of ctrf, junit, markdown, got %r" % (format,))
+    if expected is not None and not isinstance(expected, dict):
+        raise AnsibleFilterError("validate_merge: expected must map each target to its counts, got %s" % type(expected).__name__)
+    parsed = []
+    for report in plain(list(reports)):
+        document = report.get("ctrf")
+        if isinstance(document, str):
+            try:
+                document = json.loads(document)
+            except ValueError as exc:
+                raise AnsibleFilterError("validate_merge: %s is not JSON (line %d: %s)"
+                                         % (report.get("source") or report.get("target"), exc.lineno, exc.msg)) from None
+        parsed.append(dict(report, ctrf=document))
+    merged = filtered(AnsibleFilterError, "validate_merge", _merge.merge, parsed, plain(expected) if expected is not None else None)
+    if format == "junit":
+        return _merge.junit(merged)
+    if format == "markdown":
+        return _merge.markdown(merged)
+    return json.dumps(merged, indent=2, sort_keys=True) + "\n"
+
+
 def validate_snapshot_diff(old, new):
     """What changed between two snapshots of one target (lines)."""
     if not isinstance(old, dict) or not isinstance(new, dict):
@@ -137,6 +166,7 @@ class FilterModule:
             "validate_snapshot": validate_snapshot,
             "validate_results": validate_results,
             "validate_report": validate_report,
+            "validate_merge": validate_merge,
             "validate_snapshot_diff": validate_snapshot_diff,
             "validate_snapshot_file": validate_snapshot_file,
             "validate_health_plan": validate_health_plan,

@@ -22,7 +22,11 @@ or as a process: ``python -m ansible_collections.gpu_ops.cluster.tests.doubles.a
 Endpoints (``/api/v2/``): ``ping``, ``config``, ``me``, ``organizations``, ``projects`` (+ ``project_updates``),
 ``credential_types`` (the built-in types below, read only), ``credentials``, ``inventories``,
 ``inventory_sources``, ``execution_environments``, ``job_templates`` with ``survey_spec`` and the ``credentials``
-sublist (associate / disassociate). Lists take exact-match filters on stored fields, ``or__<field>`` filters
+and ``instance_groups`` sublists (associate / disassociate), ``instance_groups`` and ``instances`` (read only: the
+groups and nodes given to the constructor, as AWX lists them, with the ``instances`` sublist of a group),
+``workflow_job_templates``, ``workflow_job_template_nodes`` (unique identifier per workflow, the job template they run;
+``success_nodes`` / ``failure_nodes`` / ``always_nodes`` sublists) and ``unified_job_templates`` (job and workflow job
+templates together, filtered by ``type``). Lists take exact-match filters on stored fields, ``or__<field>`` filters
 (OR-ed together, AND-ed with the rest, as django-filter does in AWX), ``page``/``page_size`` and ``order_by``;
 an unknown filter field is 400. Detail URLs take an id or a named URL (``name++organization``; credentials
 ``name++type name+kind++organization``; credential types ``name+kind``), unknown -> 404.
@@ -49,7 +53,8 @@ template's extra_vars, adds every question's ``default`` that is not None (wheth
 then the launch's answers; a required question missing from the answers is refused ("'x' value missing").
 
 What it does not do: RBAC (the token is a superuser), running jobs, real project syncs (an update is
-created already successful), hosts and groups, labels, notifications, instance groups, schedules, workflows.
+created already successful), hosts and groups, labels, notifications, schedules, launching workflows, capacity
+accounting (an instance group's ``capacity`` is what it was given).
 """
 
 from __future__ import annotations
@@ -129,12 +134,37 @@ FIELDS = {
                           ask_timeout_on_launch=False, survey_enabled=False, become_enabled=False,
                           diff_mode=False, allow_simultaneous=False, custom_virtualenv=None, job_slice_count=1,
                           webhook_service="", webhook_credential=None, prevent_instance_group_fallback=False),
+    "workflow_job_templates": dict(description="", organization=None, extra_vars="", survey_enabled=False,
+                                   allow_simultaneous=False, ask_variables_on_launch=False, inventory=None, limit=None,
+                                   scm_branch=None, ask_inventory_on_launch=False, ask_scm_branch_on_launch=False,
+                                   ask_limit_on_launch=False, webhook_service="", webhook_credential=None,
+                                   ask_labels_on_launch=False, ask_skip_tags_on_launch=False, ask_tags_on_launch=False,
+                                   skip_tags=None, job_tags=None),
+    "workflow_job_template_nodes": dict(workflow_job_template=None, unified_job_template=None, identifier="", extra_data={},
+                                        inventory=None, scm_branch=None, job_type=None, job_tags=None, skip_tags=None,
+                                        limit=None, diff_mode=None, verbosity=None, forks=None, job_slice_count=None,
+                                        timeout=None, all_parents_must_converge=False, execution_environment=None),
 }
+# what AWX lists for an instance group and an instance (the constructor's values override these)
+INSTANCE_GROUP_FIELDS = dict(capacity=0, consumed_capacity=0, percent_capacity_remaining=100.0, jobs_running=0,
+                             jobs_total=0, is_container_group=False, credential=None, pod_spec_override="",
+                             max_concurrent_jobs=0, max_forks=0, policy_instance_percentage=0,
+                             policy_instance_minimum=0, policy_instance_list=[])
+INSTANCE_FIELDS = dict(hostname="", node_type="execution", node_state="ready", capacity=0, enabled=True,
+                       managed_by_policy=True, cpu_capacity=0, mem_capacity=0, capacity_adjustment="1.00",
+                       jobs_running=0)
+# sublists that associate objects of another collection: (collection, sublist) -> collection associated
+ASSOCIATIONS = {("job_templates", "instance_groups"): "instance_groups",
+                ("workflow_job_template_nodes", "success_nodes"): "workflow_job_template_nodes",
+                ("workflow_job_template_nodes", "failure_nodes"): "workflow_job_template_nodes",
+                ("workflow_job_template_nodes", "always_nodes"): "workflow_job_template_nodes"}
+READ_ONLY = ("credential_types", "project_updates", "instance_groups", "instances", "unified_job_templates")
 # field -> collection it refers to
 FOREIGN_KEYS = {"organization": "organizations", "project": "projects", "inventory": "inventories",
                 "credential_type": "credential_types", "credential": "credentials", "source_project": "projects",
                 "execution_environment": "execution_environments", "default_environment": "execution_environments",
-                "webhook_credential": "credentials", "signature_validation_credential": "credentials"}
+                "webhook_credential": "credentials", "signature_validation_credential": "credentials",
+                "workflow_job_template": "workflow_job_templates"}
 CHOICES = {("projects", "scm_type"): ("", "git", "svn", "insights", "archive"),
            ("inventories", "kind"): ("", "smart", "constructed"),
            ("inventory_sources", "source"): ("file", "constructed", "scm", "ec2", "gce", "azure_rm", "vmware",
@@ -145,14 +175,16 @@ CHOICES = {("projects", "scm_type"): ("", "git", "svn", "insights", "archive"),
 # what makes a name unique, besides the name
 UNIQUE_WITH = {"organizations": (), "projects": ("organization",), "inventories": ("organization",),
                "credentials": ("organization", "credential_type"), "inventory_sources": ("inventory",),
-               "execution_environments": ("organization",), "job_templates": ("organization",)}
+               "execution_environments": ("organization",), "job_templates": ("organization",),
+               "workflow_job_templates": ("organization",)}
 VERBOSE = {"organizations": "Organization", "projects": "Project", "credentials": "Credential",
            "inventories": "Inventory", "inventory_sources": "Inventory source", "job_templates": "Job Template",
-           "execution_environments": "Execution Environment"}
+           "execution_environments": "Execution Environment", "workflow_job_templates": "Workflow job template"}
 TYPE_OF = {"organizations": "organization", "projects": "project", "credentials": "credential",
            "credential_types": "credential_type", "inventories": "inventory", "inventory_sources": "inventory_source",
            "job_templates": "job_template", "execution_environments": "execution_environment",
-           "project_updates": "project_update"}
+           "project_updates": "project_update", "instance_groups": "instance_group", "instances": "instance",
+           "workflow_job_templates": "workflow_job_template", "workflow_job_template_nodes": "workflow_job_template_node"}
 LIST_PARAMS = frozenset(("page", "page_size", "order_by", "format"))
 
 
@@ -270,12 +302,13 @@ def _display_survey(spec):
 class AwxDouble:
     """The double. See the module docstring."""
 
-    def __init__(self, token=DEFAULT_TOKEN, project_files=(), page_size=25):
+    def __init__(self, token=DEFAULT_TOKEN, project_files=(), page_size=25, instance_groups=None):
         self.token = token
         self.project_files = list(project_files)
         self.page_size = int(page_size)
         self.lock = threading.RLock()
-        self.store = {name: {} for name in list(FIELDS) + ["credential_types", "project_updates"]}
+        self.store = {name: {} for name in list(FIELDS) + ["credential_types", "project_updates", "instance_groups", "instances"]}
+        self.associated = {}  # (collection, id, sublist) -> [ids]
         self.surveys = {}  # job template id -> stored spec
         self.jt_credentials = {}  # job template id -> [credential ids]
         self.requests = []
@@ -289,6 +322,19 @@ class AwxDouble:
                 description="", inputs={"fields": copy.deepcopy(definition["fields"]), "required": list(definition["required"])},
                 injectors={}))
         self._insert("organizations", dict(FIELDS["organizations"], name="Default"))
+        # AWX's own groups when none are given: controlplane and default, one hybrid node each (a one-node install)
+        if instance_groups is None:
+            instance_groups = [{"name": "controlplane", "instances": [{"hostname": "awx-1", "node_type": "hybrid", "capacity": 59}]},
+                               {"name": "default", "instances": [{"hostname": "awx-1", "node_type": "hybrid", "capacity": 59}]}]
+        for group in instance_groups:
+            ids = []
+            for node in group.get("instances", []):
+                known = next((i for i in self.store["instances"].values() if i["hostname"] == node["hostname"]), None)
+                ids.append((known or self._insert("instances", dict(INSTANCE_FIELDS, **node)))["id"])
+            nodes = [self.store["instances"][i] for i in ids]
+            fields = dict(INSTANCE_GROUP_FIELDS, capacity=sum(n["capacity"] for n in nodes if n["enabled"]))
+            fields.update({k: v for k, v in group.items() if k != "instances"})
+            self.associated[("instance_groups", self._insert("instance_groups", fields)["id"], "instances")] = ids
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -352,6 +398,13 @@ class AwxDouble:
             extra_vars.update(answers)
             return extra_vars
 
+    def associated_names(self, collection, object_id, sublist):
+        """The names (identifiers of workflow nodes) of what ``sublist`` of an object holds."""
+        with self.lock:
+            target = ASSOCIATIONS.get((collection, sublist), "instances")
+            return [self.store[target][i].get("name", self.store[target][i].get("identifier", self.store[target][i].get("hostname")))
+                    for i in self.associated.get((collection, object_id, sublist), [])]
+
     def credentials_of(self, job_template_id):
         with self.lock:
             return [self.store["credentials"][i]["name"] for i in self.jt_credentials.get(job_template_id, [])]
@@ -387,6 +440,11 @@ class AwxDouble:
             shown["related"].update(survey_spec=url + "survey_spec/", credentials=url + "credentials/")
             shown["summary_fields"]["credentials"] = [
                 {"id": i, "name": self.store["credentials"][i]["name"]} for i in self.jt_credentials.get(obj["id"], [])]
+        if collection == "instance_groups":
+            shown["instances"] = len(self.associated.get(("instance_groups", obj["id"], "instances"), []))
+            shown["related"].update(instances=url + "instances/")
+        if collection in ("job_templates", "workflow_job_template_nodes"):
+            shown["related"].update({sub: url + sub + "/" for (coll, sub) in ASSOCIATIONS if coll == collection})
         if collection == "projects":
             shown["related"].update(update=url + "update/", playbooks=url + "playbooks/")
             if obj.get("_current_update"):
@@ -420,12 +478,14 @@ class AwxDouble:
         if coll in ("ping", "config", "me") and key is None and method == "GET":
             return 200, {"version": API_VERSION, "active_node": "awx-double", "ha": False, "instances": [],
                          "results": [{"id": 1, "username": "admin", "is_superuser": True}], "count": 1}
+        if coll == "unified_job_templates" and key is None and method == "GET":
+            return 200, self._unified(path, query)
         if coll not in self.store:
             raise ApiError(404, {"detail": "Not found."})
         if key is None:
             if method == "GET":
                 return 200, self._list(coll, path, query)
-            if method == "POST" and coll not in ("credential_types", "project_updates"):
+            if method == "POST" and coll not in READ_ONLY:
                 return 201, self._create(coll, body)
             raise ApiError(405, {"detail": 'Method "%s" not allowed.' % method})
         obj = self._lookup(coll, unquote(key))
@@ -438,7 +498,8 @@ class AwxDouble:
         ors = {k[4:]: v for k, v in query.items() if k.startswith("or__")}
         ands = {k: v for k, v in query.items() if not k.startswith("or__") and k not in LIST_PARAMS}
         for field in list(ors) + list(ands):
-            if field not in ("id", "name", "kind", "namespace", "managed") and field not in FIELDS.get(coll, {}):
+            allowed = FIELDS.get(coll) or {"instance_groups": INSTANCE_GROUP_FIELDS, "instances": INSTANCE_FIELDS}.get(coll, {})
+            if field not in ("id", "name", "kind", "namespace", "managed", "type") and field not in allowed:
                 raise ApiError(400, {"detail": "Cannot resolve keyword '%s' into field." % field})
         selected = [o for o in objects if all(_matches(o, k, v) for k, v in ands.items())
                     and (not ors or any(_matches(o, k, v) for k, v in ors.items()))]
@@ -473,14 +534,16 @@ class AwxDouble:
         if coll == "credentials":
             ctype = self.store["credential_types"][obj["credential_type"]]
             return "%s++%s+%s++%s" % (obj["name"], ctype["name"], ctype["kind"], org)
-        if coll in ("projects", "inventories", "job_templates", "execution_environments"):
+        if coll in ("projects", "inventories", "job_templates", "execution_environments", "workflow_job_templates"):
             return "%s++%s" % (obj["name"], org)
+        if coll == "instances":
+            return obj["hostname"]
         return obj.get("name")
 
     def _detail(self, coll, obj, method, body):
         if method == "GET":
             return 200, self._render(coll, obj)
-        if coll in ("credential_types", "project_updates"):
+        if coll in READ_ONLY:
             raise ApiError(405, {"detail": 'Method "%s" not allowed.' % method})
         if method in ("PATCH", "PUT"):
             return 200, self._write(coll, body, obj)
@@ -507,6 +570,24 @@ class AwxDouble:
                 return 200, self._list("credentials", "/api/v2/job_templates/%d/credentials/" % obj["id"], query, attached)
             if method == "POST":
                 self._associate(obj, body)
+                return 204, None
+        if (coll, sub) in ASSOCIATIONS or (coll, sub) == ("instance_groups", "instances"):
+            target = ASSOCIATIONS.get((coll, sub), "instances")
+            held = self.associated.setdefault((coll, obj["id"], sub), [])
+            if method == "GET":
+                return 200, self._list(target, "/api/v2/%s/%d/%s/" % (coll, obj["id"], sub), query,
+                                       [self.store[target][i] for i in held])
+            if method == "POST" and coll != "instance_groups":
+                if not isinstance(body.get("id"), int) or body["id"] not in self.store[target]:
+                    raise ApiError(400, {"msg": "Related object not found."})
+                if body.get("disassociate"):
+                    if body["id"] in held:
+                        held.remove(body["id"])
+                elif body["id"] not in held:
+                    if coll == "workflow_job_template_nodes" and (
+                            self.store[target][body["id"]]["workflow_job_template"] != obj["workflow_job_template"] or body["id"] == obj["id"]):
+                        raise ApiError(400, {"Error": "Relationship not allowed."})
+                    held.append(body["id"])
                 return 204, None
         if coll == "projects" and sub == "playbooks" and method == "GET":
             return 200, self._playbooks()
@@ -544,7 +625,7 @@ class AwxDouble:
         if not isinstance(body, dict):
             raise ApiError(400, {"detail": "Invalid data. Expected a dictionary."})
         # DRF ignores fields a serializer does not have; keep only the known ones
-        known = {k: v for k, v in body.items() if k in FIELDS[coll] or k == "name"}
+        known = {k: v for k, v in body.items() if k in FIELDS[coll] or (k == "name" and coll != "workflow_job_template_nodes")}
         merged = dict(FIELDS[coll], **(existing or {}))
         merged.update(copy.deepcopy(known))
         errors = self._field_errors(coll, merged, known, existing)
@@ -564,7 +645,7 @@ class AwxDouble:
 
     def _field_errors(self, coll, merged, known, existing):
         errors = {}
-        if not isinstance(merged.get("name"), str) or not merged["name"].strip():
+        if coll != "workflow_job_template_nodes" and (not isinstance(merged.get("name"), str) or not merged["name"].strip()):
             errors["name"] = ["This field is required." if existing is None and "name" not in known
                               else "This field may not be blank."]
         for field, value in known.items():
@@ -634,7 +715,40 @@ class AwxDouble:
             merged["organization"] = self.store["projects"][merged["project"]]["organization"]
         return {}
 
+    def _check_workflow_job_templates(self, merged, known):
+        del known
+        return {"organization": ["This field is required."]} if merged["organization"] is None else {}
+
+    def _check_workflow_job_template_nodes(self, merged, known):
+        del known
+        if merged["workflow_job_template"] is None:
+            return {"workflow_job_template": ["This field is required."]}
+        if not isinstance(merged["unified_job_template"], int) or not any(
+                merged["unified_job_template"] in self.store[c] for c in ("job_templates", "workflow_job_templates")):
+            return {"unified_job_template": ['Invalid pk "%s" - object does not exist.' % merged["unified_job_template"]]}
+        if not isinstance(merged["extra_data"], dict):
+            return {"extra_data": ["Must be a valid JSON or YAML dictionary."]}
+        return {}
+
+    def _unified(self, path, query):
+        kinds = {"job_template": "job_templates", "workflow_job_template": "workflow_job_templates"}
+        wanted = query.pop("type", None)
+        if wanted is not None and wanted not in kinds:
+            return {"count": 0, "next": None, "previous": None, "results": []}
+        listed = []
+        for kind, coll in kinds.items():
+            if wanted in (None, kind):
+                listed.extend(self._list(coll, path, dict(query, page_size=10 ** 6))["results"])
+        return {"count": len(listed), "next": None, "previous": None, "results": listed}
+
     def _check_unique(self, coll, merged, existing):
+        if coll == "workflow_job_template_nodes":
+            for other in self.store[coll].values():
+                if other is not existing and other["workflow_job_template"] == merged["workflow_job_template"] \
+                        and merged["identifier"] and other["identifier"] == merged["identifier"]:
+                    raise ApiError(400, {"__all__": ["Workflow job template node with this Workflow job template and"
+                                                     " Identifier already exists."]})
+            return
         scope = UNIQUE_WITH.get(coll, ())
         for other in self.store[coll].values():
             if other is existing or other["name"] != merged["name"]:

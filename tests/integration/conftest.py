@@ -53,6 +53,7 @@ FILE_SECONDS = {
     "test_playbook_validate_rbac.py": 85,
     "test_module_gke_multinetwork.py": 57,
     "test_playbook_awx_setup.py": 56,
+    "test_awx_slicing.py": 38,
     "test_secret_scan.py": 55,
     "test_role_nvidia_device_plugin_helm.py": 47,
     "test_playbook_gpu_operator.py": 43,

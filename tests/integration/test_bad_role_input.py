@@ -284,6 +284,12 @@ CASES = [
     ("awx_job_templates: Azure subscription not a GUID", awx(awx_job_templates_credentials=[
         {"name": "Azure", "type": "azure", "inputs": {"subscription": "my-subscription", "secret": SECRET_MARK}}]),
      ["awx_job_templates_credentials[0]: inputs.subscription: is not a subscription ID (a GUID)"]),
+    ("awx_job_templates: a cluster playbook sliced", awx(awx_job_templates_templates=[
+        {"name": "Fabric", "playbook": "playbooks/gke_gpudirect.yml", "inventory": "GPU fleet", "slice": True}]),
+     ["awx_job_templates_templates: Fabric: slice is set but playbooks/gke_gpudirect.yml targets clusters or a fabric"]),
+    ("awx_job_templates: merged reports of another playbook", awx(awx_job_templates_templates=[
+        {"name": "Hosts", "playbook": "playbooks/gpu_hosts.yml", "inventory": "GPU fleet", "slice": True, "merge_reports": True}]),
+     ["awx_job_templates_templates: Hosts: merge_reports merges the reports of a sliced playbooks/validate.yml"]),
     # --- values the target would refuse only after earlier steps created things (each also in the roles' preflight)
     ("rdma_test: image with a space", rdma(rdma_test_image="mellanox/cuda-perftest latest"),
      ["rdma_test_image: 'mellanox/cuda-perftest latest' is not an image reference"]),

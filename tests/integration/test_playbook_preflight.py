@@ -192,6 +192,7 @@ def test_awx_setup_checks_the_project_files_before_the_organization(run_playbook
         assert " found 3 problem(s)" in message, message
         assert ("[localhost] awx_job_templates: awx_job_templates_templates: Typo playbook: playbook playbooks/gke_gpudirec.yml "
                 "is not a playbook of the project (%s; its playbooks: playbooks/aks_mig.yml, playbooks/awx_setup.yml, "
+                "playbooks/awx_slice_preflight.yml, "
                 "playbooks/gke_gpudirect.yml, playbooks/gke_gpudirect_teardown.yml" % os.path.realpath(REPO_ROOT)) in message
         assert "Outside: playbook ../cluster/playbooks/aks_mig.yml is not a playbook of the project" in message
         assert ("awx_job_templates_inventories: Typo fleet: source_path inventories/flet is not in the project (%s)"
@@ -447,7 +448,8 @@ def test_a_playbook_of_your_own_is_read_beside_it_and_an_unknown_name_leaves_the
     """roles/preflight/README.md's pattern: a playbook outside the collection names itself; the roles it runs and its own
     names are read from its file (beside the playbook that runs). A name found nowhere is no error: no check."""
     def play(name):
-        mps = {"name": "Preflight of mps", "vars": {"mps_service_manager": "none", "mps_unit_dir": "/tmp", "mps_nvidia_smi": FAKE},
+        mps = {"name": "Preflight of mps", "vars": {"mps_service_manager": "none", "mps_unit_dir": "/tmp", "mps_nvidia_smi": FAKE,
+                                                    "mps_control_binary": FAKE_MPS_CONTROL},
                "ansible.builtin.include_role": {"name": "gpu_ops.cluster.mps", "tasks_from": "preflight", "rolespec_validate": False}}
         report = {"name": "Preflight - every problem at once", "run_once": True, "vars": {"preflight_playbook": name},
                   "ansible.builtin.include_role": {"name": "gpu_ops.cluster.preflight", "tasks_from": "report", "rolespec_validate": False}}

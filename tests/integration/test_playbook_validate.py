@@ -164,8 +164,11 @@ def test_a_gpu_host_validates_over_its_facts(run_playbook, tmp_path):
     env = {"FAKE_NVIDIA_SMI_STATE": str(state), "FAKE_NVIDIA_SMI_LOG": str(tmp_path / "nvidia-smi.log")}
     result = run_playbook(PLAYBOOK, extra_vars=dict(validate_clusters="none", validate_hosts="localhost", validate_become=False,
                                                     validate_nvidia_smi=str(REPO_ROOT / "tests" / "fakes" / "nvidia-smi"),
-                                                    validate_output_dir=str(tmp_path / "out")), env=env)
+                                                    validate_output_dir=str(tmp_path / "out"), awx_job_id=77), env=env)
     statuses = _statuses(tmp_path / "out" / "localhost" / "ctrf.json")
+    # in AWX (awx_job_id set) the counts are also published under the job's own key, for the merge after a sliced job
+    published = result.task("gpu_ops.cluster.validate : Publish the counts (AWX) of localhost")["result"]["ansible_stats"]["data"]
+    assert published["validate_slice_77"] == published["validate"] and set(published["validate"]) == {"localhost"}
     assert statuses["host.driver"] == "passed"
     assert statuses["gpudirect.installer"] == "skipped"
     writes = [json.loads(line) for line in (tmp_path / "nvidia-smi.log").read_text().splitlines() if json.loads(line)["write"]]

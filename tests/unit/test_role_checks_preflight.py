@@ -46,6 +46,15 @@ ROLES_WITHOUT_PREFLIGHT = {
 # (role, tasks file, task name): why the preflight cannot judge it - it needs the cluster's state, or what an earlier
 # step of the play or of the role returned.
 CLUSTER_STATE = {
+    ("awx_job_templates", "main.yml", "Refuse a slice count the instance groups cannot give"):
+        "the capacity of the instance groups the controller holds (read by the role before its first write; the preflight "
+        "contacts no controller)",
+    ("awx_job_templates", "slice_preflight.yml", "Refuse a limit that leaves a slice without a host"):
+        "the inventory and the launch limit AWX hands the workflow's first node (this entry point is the sliced job's preflight)",
+    ("validate", "merge.yml", "Refuse a merge with nothing to merge"):
+        "the reports the slices wrote to the shared folder and the targets they published",
+    ("validate", "merge.yml", "Merged counts"):
+        "the results of the checks the slices ran",
     ("mps", "_host_present.yml", "Check that the MPS control daemon answers"):
         "the answer of the daemon the role has just started on the host",
     ("validate", "_report.yml", "Counts of {{ __validate_result.target }}"):

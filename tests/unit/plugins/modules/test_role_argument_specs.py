@@ -22,6 +22,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."
 
 # free-form maps: keys are the user's (labels, selectors, chart values, NCCL variables) or a module result
 FREE_FORM = {
+    "awx_job_templates_templates.extra_vars": "a job template's extra variables, for any playbook of the project",
     "apply_manifests": "Kubernetes objects, checked by k8s_manifest_problems",
     "apply_chart.values": "chart values",
     "apply_names": "checked by its own suboptions",
