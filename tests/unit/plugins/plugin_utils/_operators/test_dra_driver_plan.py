@@ -17,10 +17,7 @@ from ansible_collections.gpu_ops.cluster.tests.doubles.gpu_hosts import gpu_host
 
 
 def host(driver="570.158.01", imex="inactive"):
-    facts = gpu_host()
-    facts["driver_version"] = driver
-    facts["nvidia_imex"] = {"present": imex != "absent", "active": imex == "active", "state": imex}
-    return facts
+    return gpu_host(driver=driver, imex=imex)
 
 
 def plan(hosts=None, **options):
