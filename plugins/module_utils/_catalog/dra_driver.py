@@ -35,7 +35,9 @@ Sources (shared notes anchors-2026-11-29.md sections 1.3 and 2):
 - ``CRDS``: the CustomResourceDefinitions each chart line ships (and from which release), which the role checks.
 - ``DEVICE_CLASS_SOURCES``: which ``resources.<x>.enabled`` value makes the chart create each DeviceClass, and the
   first release that has it.
-- ``WORKLOADS``: the controller Deployment and the kubelet plugin DaemonSet, named ``<chart name>-<suffix>``.
+- ``WORKLOADS``, ``COMPONENT_LABEL``: the controller Deployment and the kubelet plugin DaemonSet, named
+  ``<chart name>-<suffix>``, their pods labelled ``<chart name>-component: <suffix>``.
+- ``PINNED``: the release the dra_driver role installs unless told another (the newest tagged release).
 - ``FEATURE_GATES_SINCE``, ``HOST_MANAGED_IMEX_SINCE``: the first releases whose values have ``featureGates`` and
   ``resources.computeDomains.imex.mode``.
 - ``GKE_DRA_MIN_VERSION``: the GKE version floor of an A4X cluster that runs the driver (DRA GA).
@@ -145,6 +147,9 @@ HOST_MANAGED_WITHOUT_CLASS = "compute-domain-daemon.nvidia.com"
 
 # templates/controller.yaml (only with computeDomains enabled) and kubeletplugin.yaml
 WORKLOADS = dict(controller=("Deployment", "controller"), kubelet_plugin=("DaemonSet", "kubelet-plugin"))
+COMPONENT_LABEL = "%s-component"               # templates/_helpers.tpl selectorLabels
+
+PINNED = "0.4.1"
 
 FEATURE_GATES_SINCE = ("nvidia-dra-driver-gpu", "25.8.0")
 HOST_MANAGED_IMEX_SINCE = ("dra-driver-nvidia-gpu", "0.5.0")

@@ -161,7 +161,7 @@ def dra_driver_plan(options, hosts=None):
     require(isinstance(options, dict), "options: a dict, got %s", type(options).__name__)
     unknown = sorted(set(options) - set(_OPTIONS))
     require(not unknown, "unknown options %s (known: %s)", ", ".join(unknown), ", ".join(_OPTIONS))
-    line, version = release(options.get("chart_version"))
+    line, version = release(options.get("chart_version") or _catalog.PINNED)
     platform = _choice("platform", options.get("platform") or "host", tuple(_catalog.DRIVER_ROOTS))
     imex_mode = _choice("imex_mode", options.get("imex_mode") or "driver-managed", IMEX_MODES)
     host_managed = imex_mode == "host-managed"
@@ -220,11 +220,14 @@ def dra_driver_plan(options, hosts=None):
     return {
         "line": line, "version": version, "platform": platform, "imex_mode": imex_mode, "namespace": namespace,
         "chart": chart, "objects": objects, "disable_host_imex": to_disable,
+        "host_imex_service": _catalog.HOST_IMEX_SERVICE,
         "expect": {
             "controller": {"kind": _catalog.WORKLOADS["controller"][0],
                            "name": "%s-%s" % (chart_name, _catalog.WORKLOADS["controller"][1])},
             "kubelet_plugin": {"kind": _catalog.WORKLOADS["kubelet_plugin"][0],
-                               "name": "%s-%s" % (chart_name, _catalog.WORKLOADS["kubelet_plugin"][1])},
+                               "name": "%s-%s" % (chart_name, _catalog.WORKLOADS["kubelet_plugin"][1]),
+                               "selector": "%s=%s" % (_catalog.COMPONENT_LABEL % chart_name,
+                                                      _catalog.WORKLOADS["kubelet_plugin"][1])},
             "device_classes": device_classes(line, version, gpu_allocation, host_managed),
             "crds": crds(line, version),
             "slice_driver": _catalog.COMPUTE_DOMAIN_DRIVER,

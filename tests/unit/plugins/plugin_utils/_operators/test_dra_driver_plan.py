@@ -45,10 +45,15 @@ def test_the_chart_is_chosen_by_version_with_or_without_v(asked, line, ref, url,
     assert {k: result["chart"][k] for k in ("chart_ref", "chart_repo_url", "chart_version")} == {
         "chart_ref": ref, "chart_repo_url": url, "chart_version": version}
     assert result["expect"]["controller"] == {"kind": "Deployment", "name": line + "-controller"}
-    assert result["expect"]["kubelet_plugin"] == {"kind": "DaemonSet", "name": line + "-kubelet-plugin"}
+    assert result["expect"]["kubelet_plugin"] == {"kind": "DaemonSet", "name": line + "-kubelet-plugin",
+                                                  "selector": line + "-component=kubelet-plugin"}
 
 
-@pytest.mark.parametrize("asked", ["25.2.0", "v0.4.0", "0.6.0", "", None, "latest"])
+def test_no_version_is_the_pinned_release():
+    assert P.dra_driver_plan({}, None)["chart"]["chart_version"] == "0.4.1"
+
+
+@pytest.mark.parametrize("asked", ["25.2.0", "v0.4.0", "0.6.0", "latest", "v"])
 def test_a_release_outside_the_catalog_is_refused_with_the_list(asked):
     message = refusal(chart_version=asked)
     assert message.startswith("chart_version: ") and "25.3.0" in message and "0.4.1" in message
