@@ -217,16 +217,20 @@ def dra_driver_plan(options, hosts=None):
         {GKE_ACCELERATOR_LABEL: _catalog.GKE_VALUES["accelerator"]} if platform == "gke" else {})
     require(isinstance(selector, dict), "gpu_node_selector: a dict of node labels, got %s", type(selector).__name__)
     chart_name = line if not options.get("chart_ref") else entry["chart_ref"].rsplit("/", 1)[-1]
+    # nameOverride renames the workloads (and, from the sigs line on, their selector labels): the upgrade guide sets it
+    # to the old chart's name when moving a release from the NGC line to the sigs line
+    name = values.get("nameOverride") or chart_name
+    label = name if line == _catalog.UPGRADE_ORDER[-1] else chart_name
     return {
         "line": line, "version": version, "platform": platform, "imex_mode": imex_mode, "namespace": namespace,
         "chart": chart, "objects": objects, "disable_host_imex": to_disable,
         "host_imex_service": _catalog.HOST_IMEX_SERVICE,
         "expect": {
             "controller": {"kind": _catalog.WORKLOADS["controller"][0],
-                           "name": "%s-%s" % (chart_name, _catalog.WORKLOADS["controller"][1])},
+                           "name": "%s-%s" % (name, _catalog.WORKLOADS["controller"][1])},
             "kubelet_plugin": {"kind": _catalog.WORKLOADS["kubelet_plugin"][0],
-                               "name": "%s-%s" % (chart_name, _catalog.WORKLOADS["kubelet_plugin"][1]),
-                               "selector": "%s=%s" % (_catalog.COMPONENT_LABEL % chart_name,
+                               "name": "%s-%s" % (name, _catalog.WORKLOADS["kubelet_plugin"][1]),
+                               "selector": "%s=%s" % (_catalog.COMPONENT_LABEL % label,
                                                       _catalog.WORKLOADS["kubelet_plugin"][1])},
             "device_classes": device_classes(line, version, gpu_allocation, host_managed),
             "crds": crds(line, version),

@@ -59,6 +59,15 @@ def test_a_release_outside_the_catalog_is_refused_with_the_list(asked):
     assert message.startswith("chart_version: ") and "25.3.0" in message and "0.4.1" in message
 
 
+def test_name_override_renames_the_workloads_and_on_the_sigs_line_their_labels():
+    moved = plan(chart_version="0.4.1", values={"nameOverride": "nvidia-dra-driver-gpu"})["expect"]
+    assert moved["controller"]["name"] == "nvidia-dra-driver-gpu-controller"
+    assert moved["kubelet_plugin"]["selector"] == "nvidia-dra-driver-gpu-component=kubelet-plugin"
+    old = plan(chart_version="25.12.0", values={"nameOverride": "dra"})["expect"]
+    assert old["kubelet_plugin"]["name"] == "dra-kubelet-plugin"
+    assert old["kubelet_plugin"]["selector"] == "nvidia-dra-driver-gpu-component=kubelet-plugin"
+
+
 def test_a_local_chart_keeps_the_version_and_names_the_workloads_after_it():
     result = plan(chart_version="25.8.1", chart_ref="/srv/charts/nvidia-dra-driver-gpu", chart_repo_url="")
     assert result["chart"]["chart_ref"] == "/srv/charts/nvidia-dra-driver-gpu" and result["chart"]["chart_repo_url"] == ""
