@@ -235,6 +235,7 @@ def dra_driver_plan(options, hosts=None):
             "device_classes": device_classes(line, version, gpu_allocation, host_managed),
             "crds": crds(line, version),
             "slice_driver": _catalog.COMPUTE_DOMAIN_DRIVER,
+            "resource_api_version": _catalog.RESOURCE_API_VERSION,
             "clique_label": _catalog.CLIQUE_LABEL,
             "gpu_node_selector": selector,
         },
