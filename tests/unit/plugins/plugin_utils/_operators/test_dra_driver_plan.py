@@ -93,8 +93,8 @@ def test_gke_a4x_values_quota_and_expectations():
         {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}]
     namespace, quota = result["objects"]
     assert namespace == {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nvidia-dra-driver-gpu"}}
-    assert quota["kind"] == "ResourceQuota" and quota["metadata"] == {"name": "nvidia-dra-driver-gpu-quota",
-                                                                       "namespace": "nvidia-dra-driver-gpu"}
+    assert quota["kind"] == "ResourceQuota"
+    assert quota["metadata"] == {"name": "nvidia-dra-driver-gpu-quota", "namespace": "nvidia-dra-driver-gpu"}
     assert quota["spec"] == {"hard": {"pods": "100"}, "scopeSelector": {"matchExpressions": [
         {"operator": "In", "scopeName": "PriorityClass", "values": ["system-node-critical", "system-cluster-critical"]}]}}
     assert result["expect"]["device_classes"] == ["compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com"]
