@@ -216,7 +216,8 @@ def dra_driver_plan(options, hosts=None):
     selector = options.get("gpu_node_selector") or (
         {GKE_ACCELERATOR_LABEL: _catalog.GKE_VALUES["accelerator"]} if platform == "gke" else {})
     require(isinstance(selector, dict), "gpu_node_selector: a dict of node labels, got %s", type(selector).__name__)
-    chart_name = line if not options.get("chart_ref") else entry["chart_ref"].rsplit("/", 1)[-1]
+    # a local copy of the chart keeps the chart's name (its Chart.yaml), which the workloads are named after
+    chart_name = line
     # nameOverride renames the workloads (and, from the sigs line on, their selector labels): the upgrade guide sets it
     # to the old chart's name when moving a release from the NGC line to the sigs line
     name = values.get("nameOverride") or chart_name
@@ -299,12 +300,11 @@ def dra_driver_readiness(expect, read):
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
             pods_by_node.setdefault(node, []).append(pod)
-    slices_by_node = {}
+    sliced = set()
     for item in read.get("resource_slices") or []:
         spec = item.get("spec") or {}
         if spec.get("driver") == expect["slice_driver"] and spec.get("nodeName"):
-            slices_by_node.setdefault(spec["nodeName"], 0)
-            slices_by_node[spec["nodeName"]] += 1
+            sliced.add(spec["nodeName"])
     gpu_nodes = [n for n in read.get("nodes") or [] if _selected(n, expect.get("gpu_node_selector"))]
     if not gpu_nodes:
         problems.append("no node matches the GPU node selector %s" % (expect.get("gpu_node_selector") or "{}"))
@@ -321,7 +321,7 @@ def dra_driver_readiness(expect, read):
             ready, why = _pod_ready(pods[0])
             if not ready:
                 reasons.append("%s pod %s not ready: %s" % (expect["kubelet_plugin"]["name"], pods[0]["metadata"]["name"], why))
-        if not slices_by_node.get(name):
+        if name not in sliced:
             reasons.append("no ResourceSlice of driver %s (the kubelet plugin publishes none)" % expect["slice_driver"])
         labels = node["metadata"].get("labels") or {}
         clique = labels.get(expect["clique_label"])

@@ -151,9 +151,18 @@ def test_an_old_driver_is_refused_naming_the_host():
     assert plan({"gb-0": host(driver="580.65.06")})["version"] == "0.4.1"
 
 
+def test_a_driver_version_is_compared_part_by_part():
+    assert "gb-0: driver 570.158 is older than 570.158.01" in refusal({"gb-0": host(driver="570.158")})
+    assert "gb-0: driver 565.57.01" in refusal({"gb-0": host(driver="565.57.01")})
+    assert plan({"gb-0": host(driver="570.158.1")})["disable_host_imex"] == []
+    assert plan({"gb-0": host(driver="570.172.08")})["disable_host_imex"] == []
+
+
 def test_a_host_without_driver_is_refused_where_the_host_installs_it_only():
     facts = host(driver=None)
-    assert "gb-0: no NVIDIA driver found" in refusal({"gb-0": facts}, platform="host")
+    assert "gb-0: no NVIDIA driver found (gpu_host_facts: no driver_version)" in refusal({"gb-0": facts}, platform="host")
+    facts["problems"] = ["nvidia-smi not found", "cannot read /proc/modules"]
+    assert "(gpu_host_facts: nvidia-smi not found; cannot read /proc/modules)" in refusal({"gb-0": facts}, platform="host")
     assert plan({"gb-0": facts}, platform="gpu-operator")["disable_host_imex"] == []
 
 
@@ -179,7 +188,8 @@ def test_an_active_host_imex_service_is_refused_disabled_or_kept():
 
 
 def test_host_managed_imex_needs_a_release_that_has_it():
-    assert refusal(chart_version="25.12.0", imex_mode="host-managed").startswith("imex_mode: host-managed IMEX is a value")
+    assert refusal(chart_version="25.12.0", imex_mode="host-managed").startswith(
+        "imex_mode: host-managed IMEX is a value of dra-driver-nvidia-gpu 0.5.0 and later")
     assert refusal(chart_version="0.4.1", imex_mode="host-managed").startswith("imex_mode:")
 
 
@@ -203,6 +213,7 @@ def test_bad_options_are_refused_naming_the_option(options, start):
     ({"chart_version": "v26.7.0", "values": {"draDriver": {"enabled": True}}}, True),
     ({"chart_version": "v26.7.1", "values": {"gpuCluster": {"deployCR": True}}}, True),
     ({"chart_version": "v26.7.0", "values": {"draDriver": {"enabled": False}}}, False),
+    ({"chart_version": "v26.7.0", "values": {"gpuCluster": {"deployCR": False}, "draDriver": {"enabled": False}}}, False),
     ({"chart_version": "v26.3.1", "values": {"draDriver": {"enabled": True}}}, False),
     ({"chart_version": "", "values": {"draDriver": {"enabled": True}}}, False),
     ({"chart_version": "v26.7.0", "values": {"draDriver": "on"}}, False),
@@ -212,6 +223,8 @@ def test_never_both_this_release_and_the_gpu_operators_dra_driver(operator, conf
     if conflict:
         message = refusal(gpu_operator=operator)
         assert message.startswith("gpu_operator: GPU Operator v26.7") and "same CRDs" in message
+        which = "gpuCluster.deployCR" if "gpuCluster" in operator["values"] else "draDriver.enabled"
+        assert "deploys the DRA driver itself (%s)" % which in message
     else:
         assert plan(gpu_operator=operator)["version"] == "0.4.1"
 
@@ -281,12 +294,21 @@ def test_a_working_install_passes_node_by_node():
     (dict(nodes=[node("gb-a"), node("gb-b", labels={"cloud.google.com/gke-accelerator": "nvidia-gb200"})]),
      "node gb-b: no nvidia.com/gpu.clique label"),
     (dict(nodes=[node("gb-a"), node("gb-b", ready=False)]), "node gb-b: node not Ready"),
-    (dict(nodes=[node("cpu-0", labels={})]), "no node matches the GPU node selector"),
+    (dict(nodes=[node("cpu-0", labels={})]),
+     "no node matches the GPU node selector {'cloud.google.com/gke-accelerator': 'nvidia-gb200'}"),
+    (dict(controller={"spec": {"replicas": 2}, "status": {"readyReplicas": 1}}),
+     "Deployment nvidia-dra-driver-gpu-controller: 1 ready replica(s)"),
 ])
 def test_each_failure_names_the_node_or_object_and_its_reason(changes, expected):
     verdict = P.dra_driver_readiness(EXPECT, read(**changes))
     assert not verdict["ok"]
     assert len(verdict["problems"]) == 1 and verdict["problems"][0].startswith(expected), verdict["problems"]
+
+
+def test_a_controller_without_replicas_is_one_and_slices_of_other_drivers_do_not_count():
+    assert P.dra_driver_readiness(EXPECT, read(controller={"spec": {}, "status": {"readyReplicas": 1}}))["ok"]
+    extra = read(resource_slices=[rslice("gb-a"), rslice("gb-b"), rslice("gb-b"), {"spec": {"driver": "compute-domain.nvidia.com"}}])
+    assert P.dra_driver_readiness(EXPECT, extra)["ok"]
 
 
 def test_readiness_refuses_what_is_no_dict():
