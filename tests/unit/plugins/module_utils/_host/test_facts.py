@@ -378,3 +378,17 @@ def test_gather_reports_the_host_imex_service(tmp_path):
     _gpu_host.run(context.params, context)
     assert [argv for argv, _env in context.calls] == [
         ["/usr/bin/systemctl", "show", "nvidia-imex.service", "--property=LoadState,ActiveState,UnitFileState"]]
+
+
+def test_the_host_imex_service_odd_answers():
+    def answer(rc, out, err=""):
+        return lambda argv: (rc, out, err)
+    # a value that holds "=" stays whole
+    facts = _gpu_host.imex_service(answer(0, "LoadState=loaded\nActiveState=active\nUnitFileState=en=abled\n"), "/bin/systemctl")
+    assert facts["enabled"] == "en=abled" and facts["active"] is True
+    # exit 0 without the properties (an answer systemctl never gives for a unit) is no answer
+    facts = _gpu_host.imex_service(answer(0, "", ""), "/bin/systemctl")
+    assert facts["present"] is None and facts["error"] == "systemctl show failed (rc 0): "
+    # the reason is cut at 300 characters
+    facts = _gpu_host.imex_service(answer(1, "", "x" * 400), "/bin/systemctl")
+    assert facts["error"] == "systemctl show failed (rc 1): " + "x" * 300
