@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Extract the per-version upstream facts the version matrix test checks the catalogs against.
 
-    python3 scripts/extract_upstream.py --gpu-operator DIR --network-operator DIR --device-plugin DIR
+    python3 scripts/extract_upstream.py --gpu-operator DIR --network-operator DIR --device-plugin DIR [--dra-driver DIR]
 
 Each DIR is a git directory (bare is fine) of NVIDIA/gpu-operator, Mellanox/network-operator and
 NVIDIA/k8s-device-plugin holding the release tags. For every chart version the catalogs pin it writes, under
@@ -39,7 +39,7 @@ OUT = os.path.join(ROOT, "tests", "data", "upstream")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 REPOS = {"gpu-operator": "NVIDIA/gpu-operator", "network-operator": "Mellanox/network-operator",
-         "k8s-device-plugin": "NVIDIA/k8s-device-plugin"}
+         "k8s-device-plugin": "NVIDIA/k8s-device-plugin", "dra-driver-nvidia-gpu": "kubernetes-sigs/dra-driver-nvidia-gpu"}
 GPU_OPERATOR_CHART = "deployments/gpu-operator"
 NETWORK_OPERATOR_CHART = "deployment/network-operator"
 DEVICE_PLUGIN_CHART = "deployments/helm/nvidia-device-plugin"
@@ -212,12 +212,47 @@ def _device_plugin(repo, tag, chart=True):
         _values("k8s-device-plugin", repo, tag, DEVICE_PLUGIN_CHART)
 
 
+def _dra_driver(repo):
+    """The NVIDIA DRA driver at each tag the catalog names (both chart lines live in one repository): Chart.yaml,
+    the values keys, the CRDs of crds/ and which DeviceClass templates exist (written under the catalog version)."""
+    catalog = _catalog("dra_driver")
+    for line, entry in catalog.CHARTS.items():
+        chart = "deployments/helm/" + line
+        for version in entry["versions"]:
+            tag, commit = catalog.CHART_TAGS[version]
+            tag = commit if tag == "HEAD" else tag
+            meta = yaml.safe_load(_git(repo, "show", "%s:%s/Chart.yaml" % (tag, chart)))
+            source = _source("dra-driver-nvidia-gpu", repo, tag, chart + "/Chart.yaml")
+            files = _git(repo, "ls-tree", "-r", "--name-only", tag, chart + "/").split()
+            crds = {}
+            for path in (f for f in files if f.startswith(chart + "/crds/")):
+                crd = yaml.safe_load(_git(repo, "show", "%s:%s" % (tag, path)))
+                crds[crd["metadata"]["name"]] = {
+                    "group": crd["spec"]["group"], "kind": crd["spec"]["names"]["kind"], "scope": crd["spec"]["scope"],
+                    "plural": crd["spec"]["names"]["plural"],
+                    "versions": [v["name"] for v in crd["spec"]["versions"] if v.get("served")]}
+            classes = {}
+            for path in (f for f in files if "/templates/deviceclass-" in f):
+                text = _git(repo, "show", "%s:%s" % (tag, path))
+                classes[re.search(r"^  name: (\S+)", text, re.M).group(1)] = text.splitlines()[
+                    next(i for i, line in enumerate(text.splitlines()) if line.startswith("{{"))]
+            document = {"source": source, "name": meta["name"], "version": meta["version"],
+                        "kubeVersion": meta.get("kubeVersion"), "crds": crds, "device_classes": classes}
+            _write("dra-driver-nvidia-gpu", version, "chart.json", document)
+            _values("dra-driver-nvidia-gpu", repo, tag, chart)
+            values_file = os.path.join(OUT, "dra-driver-nvidia-gpu", tag, "values.json")
+            os.replace(values_file, os.path.join(OUT, "dra-driver-nvidia-gpu", version, "values.json"))
+            if tag != version:
+                os.rmdir(os.path.dirname(values_file))
+
+
 def _catalog(name):
     try:
         return importlib.import_module("ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog." + name)
     except ImportError:
         import gen_version_floors  # noqa: F401 - it makes the collection importable from a plain checkout
-        return gen_version_floors._catalogs()[name]
+        gen_version_floors._catalogs()
+        return importlib.import_module("ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog." + name)
 
 
 def main(argv=None):
@@ -225,7 +260,10 @@ def main(argv=None):
     parser.add_argument("--gpu-operator", required=True)
     parser.add_argument("--network-operator", required=True)
     parser.add_argument("--device-plugin", required=True)
+    parser.add_argument("--dra-driver", help="kubernetes-sigs/dra-driver-nvidia-gpu (its tags and the NVIDIA/k8s-dra-driver-gpu ones)")
     args = parser.parse_args(argv)
+    if args.dra_driver:
+        _dra_driver(args.dra_driver)
     for entry in _catalog("gpu_operator").GPU_OPERATOR_CHARTS.values():
         tag = entry["pinned"]
         values = _values("gpu-operator", args.gpu_operator, tag, GPU_OPERATOR_CHART)

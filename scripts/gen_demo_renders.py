@@ -77,8 +77,16 @@ def summarize(folder):
     container = pods[0]["spec"]["containers"][0]
     env = dict((e["name"], e.get("value")) for e in container.get("env", []))
     interfaces = json.loads(pods[0]["metadata"]["annotations"]["networking.gke.io/interfaces"])
+    releases = []
+    charts = os.path.join(folder, "charts")
+    for step in sorted(os.listdir(charts)) if os.path.isdir(charts) else []:
+        for name in sorted(os.listdir(os.path.join(charts, step))):
+            with open(os.path.join(charts, step, name), encoding="utf-8") as handle:
+                release = yaml.safe_load(handle)
+            releases.append("`%s` %s (`%s`), step `%s`" % (release["release_name"], release["chart_version"],
+                                                           release["chart_ref"].rsplit("/", 1)[-1], step))
     return dict(
-        requests=len(requests), methods=dict(methods), paths=len(paths), resources=dict(resources),
+        releases=releases, requests=len(requests), methods=dict(methods), paths=len(paths), resources=dict(resources),
         mtus=sorted(set(n.get("mtu") for n in networks)),
         network_profile=roce[0]["networkProfile"].rsplit("/", 1)[-1] if roce else None,
         machine_type=config["machineType"],
@@ -121,12 +129,13 @@ def _row(summary):
                         ", arch %s only" % "/".join(s["installer_arch"]) if s["installer_arch"] else ""),
         "%d pods, %d GPUs and %d interfaces each, `NCCL_NET=%s`, %s" % (
             s["pods"], s["pod_gpus"], s["pod_interfaces"], s["nccl_net"], _image(s["test_image"])),
+        "; ".join(s["releases"]) or "none",
     ]
 
 
 ROWS = ("cloud requests", "VPC MTU", "RoCE VPC `networkProfile`", "node pool", "`gpuDirectConfig.gpuDirectStrategy`",
         "additional node networks", "boot disk", "manifest steps (objects)", "GKENetworkParamSet `deviceMode`",
-        "gIB installer", "NCCL test")
+        "gIB installer", "NCCL test", "Helm releases")
 
 
 def table(summaries):

@@ -4,7 +4,7 @@
 """GPU Operator / Network Operator filters: plans from the chart catalog, readiness reports, RDMA test.
 
 Documentation: plugins/filter/gpu_hosts_inventory.yml, gpu_operator_plan.yml, network_operator_plan.yml, operator_readiness.yml,
-driver_pod_problems.yml, gpu_operator_node_problems.yml,
+driver_pod_problems.yml, gpu_operator_node_problems.yml, dra_driver_plan.yml, dra_driver_readiness.yml,
 gpudirect_rdma_mode.yml, ib_write_bw_parse.yml, rdma_threshold.yml.
 """
 
@@ -15,6 +15,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import 
 
 ops = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.gpu_operator_plan")
 network_plan = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.network_operator_plan")
+dra = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.dra_driver_plan")
 readiness = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.readiness")
 _perftest = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf.perftest")
 
@@ -51,6 +52,16 @@ def gpu_operator_plan(options, hosts=None):
 def network_operator_plan(options, hosts=None):
     """Chart values, NicClusterPolicy, IP pools and networks of the Network Operator."""
     return _guard("network_operator_plan", network_plan.network_operator_plan, options, hosts)
+
+
+def dra_driver_plan(options, hosts=None):
+    """Release, objects and expectations of the NVIDIA DRA driver; refuses what the release, cluster or hosts cannot take."""
+    return _guard("dra_driver_plan", dra.dra_driver_plan, options, hosts)
+
+
+def dra_driver_readiness(read, expect):
+    """{ok, problems, nodes}: the installed DRA driver against the plan's expectations, node by node."""
+    return _guard("dra_driver_readiness", dra.dra_driver_readiness, expect, read)
 
 
 def operator_readiness(policy, pods=None):
@@ -98,6 +109,8 @@ class FilterModule:
         return {
             "gpu_hosts_inventory": gpu_hosts_inventory,
             "gpu_operator_plan": gpu_operator_plan,
+            "dra_driver_plan": dra_driver_plan,
+            "dra_driver_readiness": dra_driver_readiness,
             "network_operator_plan": network_operator_plan,
             "operator_readiness": operator_readiness,
             "driver_pod_problems": driver_pod_problems,

@@ -22,7 +22,7 @@ description:
     C(problems); the module does not fail on them. The GPUs on the PCI bus (C(pci_gpus)) are listed with or without
     a driver.
   - Reads only, with the Python standard library; runs nvidia-smi twice (the GPU table, and C(-q -d COMPUTE) for the
-    CUDA version) and C(ofed_info -s) when it exists.
+    CUDA version), C(ofed_info -s) and C(systemctl show nvidia-imex.service) when they exist.
 extends_documentation_fragment:
   - gpu_ops.cluster.attributes.INFO_MODULE
 attributes:
@@ -37,6 +37,11 @@ options:
   ofed_info:
     description:
       - Path of C(ofed_info) (installed by MOFED and DOCA-OFED). Searched when omitted.
+    type: path
+  systemctl:
+    description:
+      - Path of C(systemctl), which tells the state of the host C(nvidia-imex.service). Searched when omitted; without it
+        C(nvidia_imex) holds nulls.
     type: path
   procfs_root:
     description:
@@ -147,6 +152,16 @@ ansible_facts:
           sample: [{"name": "mlx5_0", "netdevs": ["ibp24s0"], "state": "ACTIVE", "link_layer": "InfiniBand",
                     "rate_gbps": 400, "ports": [{"port": 1, "state": "ACTIVE", "link_layer": "InfiniBand",
                                                  "rate_gbps": 400}]}]
+        nvidia_imex:
+          description:
+            - The host C(nvidia-imex.service) (C(systemctl show)) - C(present) (its unit exists), C(active), C(state)
+              (C(ActiveState)) and C(enabled) (C(UnitFileState), V(masked) once masked); nulls and the reason in
+              C(error) where systemd cannot tell (no systemctl, a host not booted with systemd).
+            - Where the NVIDIA DRA driver runs ComputeDomains the service must be off (it holds the IMEX session), unless
+              IMEX is host-managed; the P(gpu_ops.cluster.dra_driver#role) role reads it here.
+          type: dict
+          returned: always
+          sample: {"present": true, "active": true, "state": "active", "enabled": "enabled", "error": null}
         gpudirect_rdma:
           description:
             - The GPUDirect RDMA mode that fits - C(mode) (V(dmabuf), V(peermem) or V(unsupported)), C(reasons) (why
@@ -176,6 +191,7 @@ def main():
         argument_spec=dict(
             nvidia_smi=dict(type="path"),
             ofed_info=dict(type="path"),
+            systemctl=dict(type="path"),
             procfs_root=dict(type="path", default="/proc"),
             sysfs_root=dict(type="path", default="/sys"),
         ),

@@ -195,6 +195,14 @@ options:
       policy_name:
         description: A named resource policy (in the same project and region) instead of an automatic one.
         type: str
+      accelerator_topology:
+        description:
+          - The accelerator topology of a workload policy (Compute Engine resource policy C(workloadPolicy),
+            C(type=HIGH_THROUGHPUT), C(acceleratorTopology)) named O(placement_policy.policy_name), created in the
+            pool's region before the pool when it does not exist - V(1x72) for A4X (GB200 NVL72), as Cluster Toolkit's
+            gke-a4x blueprint does. An existing policy of that name with another topology is refused.
+          - Needs O(placement_policy.policy_name).
+        type: str
   reservation_affinity:
     description:
       - GKE. Which Compute Engine reservations the nodes consume.
@@ -401,6 +409,7 @@ def argument_spec():
         placement_policy=dict(type="dict", options=dict(
             type=dict(type="str", default="COMPACT", choices=["COMPACT"]),
             policy_name=dict(type="str"),
+            accelerator_topology=dict(type="str"),
         )),
         reservation_affinity=dict(type="dict", options=dict(
             consume=dict(type="str", required=True, choices=["none", "any", "specific"]),

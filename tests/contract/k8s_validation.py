@@ -119,10 +119,21 @@ def builtin_resources():
     return tuple(result)
 
 
+_DRA_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+# resource.k8s.io/v1 as a 1.34+ API server serves it (kubernetes pkg/registry/resource: DeviceClass and ResourceSlice
+# cluster-scoped, ResourceClaim with a status subresource)
 _NEWER_BUILTINS = (
     ResourceInfo(group="resource.k8s.io", version="v1", kind="ResourceClaimTemplate", plural="resourceclaimtemplates",
-                 singular="resourceclaimtemplate", namespaced=True,
-                 verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+                 singular="resourceclaimtemplate", namespaced=True, verbs=_DRA_VERBS,
+                 short_names=(), subresources=frozenset()),
+    ResourceInfo(group="resource.k8s.io", version="v1", kind="ResourceClaim", plural="resourceclaims",
+                 singular="resourceclaim", namespaced=True, verbs=_DRA_VERBS,
+                 short_names=(), subresources=frozenset(("status",))),
+    ResourceInfo(group="resource.k8s.io", version="v1", kind="DeviceClass", plural="deviceclasses",
+                 singular="deviceclass", namespaced=False, verbs=_DRA_VERBS,
+                 short_names=(), subresources=frozenset()),
+    ResourceInfo(group="resource.k8s.io", version="v1", kind="ResourceSlice", plural="resourceslices",
+                 singular="resourceslice", namespaced=False, verbs=_DRA_VERBS,
                  short_names=(), subresources=frozenset()),
 )
 

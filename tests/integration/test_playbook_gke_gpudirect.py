@@ -354,7 +354,9 @@ def test_rdma_live_noop_rerun_and_teardown(run_playbook, gcp_double, k8s_double)
 def test_a4x_renders_end_to_end_with_four_rdma_nics_and_the_arm64_installer(run_playbook, tmp_path):
     # no zone given: the RoCE VPC goes into the first node location of the inventory (us-central1-c)
     render = tmp_path / "render"
-    run_playbook(PLAYBOOK, extra_vars={"gke_gpu_cluster_gpudirect": "rdma-a4x", "gpu_ops_render_dir": str(render)},
+    # A4X installs the NVIDIA DRA driver, which needs Kubernetes 1.34 (the preflight refuses the inventory's 1.32)
+    run_playbook(PLAYBOOK, extra_vars={"gke_gpu_cluster_gpudirect": "rdma-a4x", "gpu_ops_render_dir": str(render),
+                                       "gke_gpu_cluster_version": "1.34.1-gke.1829001"},
                  extra_args=("-i", INVENTORY)).assert_ok()
     requests = [json.loads(f.read_text()) for f in sorted((render / "requests").iterdir())]
     roce = next(r["body"] for r in requests if r["url"].endswith("/global/networks") and "networkProfile" in r["body"])
@@ -369,6 +371,8 @@ def test_a4x_renders_end_to_end_with_four_rdma_nics_and_the_arm64_installer(run_
     container = pods[0]["spec"]["containers"][0]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 4
     assert {e["name"]: e.get("value") for e in container["env"]}["NCCL_NET"] == "gIB"
+    [release] = [yaml.safe_load(p.read_text()) for p in (render / "charts" / "32-dra-driver").iterdir()]
+    assert release["chart_version"] == "0.4.1" and release["values"]["nvidiaDriverRoot"] == "/home/kubernetes/bin/nvidia"
 
 
 # ------------------------------------------------------------------ managed accelerator network profile (DRANET; issue 21)

@@ -45,6 +45,8 @@ VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)")
 # the service's answer (preflight reads, after planning: docs/behaviour-contract.md), the resource or host as it is,
 # and what a write returned.
 NEEDS_STATE = {
+    ("gpu_nodepool", "plugins/module_utils/_gcp/nodepool.py", "PoolEngine._workload_policy"):
+        "the accelerator topology of the resource policy the project already holds under that name",
     ("gke_cluster", "plugins/module_utils/_gcp/cluster.py", "ClusterEngine._gate_current"):
         "the cluster's current version (a downgrade or a skipped minor is refused against it)",
     ("gke_cluster", "plugins/module_utils/_gcp/cluster.py", "ClusterEngine.plan_present"):

@@ -55,6 +55,8 @@ CLUSTER_STATE = {
         "the reports the slices wrote to the shared folder and the targets they published",
     ("validate", "merge.yml", "Merged counts"):
         "the results of the checks the slices ran",
+    ("dra_driver", "_verify.yml", "Report what is missing, node by node"):
+        "what the release the role has just installed publishes (controller, kubelet plugins, ResourceSlices, labels)",
     ("mps", "_host_present.yml", "Check that the MPS control daemon answers"):
         "the answer of the daemon the role has just started on the host",
     ("validate", "_report.yml", "Counts of {{ __validate_result.target }}"):

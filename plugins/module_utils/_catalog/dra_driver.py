@@ -21,7 +21,8 @@ Sources (shared notes anchors-2026-11-29.md sections 1.3 and 2):
   The chart was renamed when the code moved to kubernetes-sigs; the move is forward only (``UPGRADE_ORDER``).
 - ``NAMESPACE``: the namespace (and release name) Cluster Toolkit and the upgrade guide use.
 - ``DRIVER_ROOTS``: ``nvidiaDriverRoot`` by how the GPU driver is installed.
-- ``DEVICE_CLASSES``, ``COMPUTE_DOMAIN_DRIVER``, ``GPU_DRIVER``: what a working install publishes.
+- ``DEVICE_CLASSES``, ``COMPUTE_DOMAIN_DRIVER``, ``GPU_DRIVER``: what a working install publishes
+  (``RESOURCE_API_VERSION``: through which API).
 - ``COMPUTE_DOMAIN``: the ComputeDomain API (namespaced, immutable spec) and its defaults.
 - ``CLIQUE_LABEL``, ``IMEX_CHANNEL_DIR``: the GFD clique label and where the driver injects IMEX channels.
 - ``MIN_DRIVER_COMPUTE_DOMAINS``, ``MIN_DRIVER_GPU_ALLOCATION``, ``MIN_KUBERNETES``: the version floors.
@@ -30,6 +31,17 @@ Sources (shared notes anchors-2026-11-29.md sections 1.3 and 2):
   through a quota).
 - ``GPU_OPERATOR_DRA_MIN``: the first GPU Operator release that can deploy the driver itself (``draDriver``); it
   ships the ComputeDomain CRDs too, so a cluster gets one of the two installs, never both.
+- ``CHART_TAGS``: the upstream tag and commit each catalog release was checked at (Chart.yaml name and version,
+  values.yaml keys, CRDs, DeviceClass templates; tests/data/upstream/dra-driver-nvidia-gpu/).
+- ``CRDS``: the CustomResourceDefinitions each chart line ships (and from which release), which the role checks.
+- ``DEVICE_CLASS_SOURCES``: which ``resources.<x>.enabled`` value makes the chart create each DeviceClass, and the
+  first release that has it.
+- ``WORKLOADS``, ``COMPONENT_LABEL``: the controller Deployment and the kubelet plugin DaemonSet, named
+  ``<chart name>-<suffix>``, their pods labelled ``<chart name>-component: <suffix>``.
+- ``PINNED``: the release the dra_driver role installs unless told another (the newest tagged release).
+- ``FEATURE_GATES_SINCE``, ``HOST_MANAGED_IMEX_SINCE``: the first releases whose values have ``featureGates`` and
+  ``resources.computeDomains.imex.mode``.
+- ``GKE_DRA_MIN_VERSION``: the GKE version floor of an A4X cluster that runs the driver (DRA GA).
 """
 
 from __future__ import annotations
@@ -64,6 +76,8 @@ DEVICE_CLASSES = (
     "mig.nvidia.com",
     "vfio.gpu.nvidia.com",
 )
+# the DRA API (GA from Kubernetes 1.34) its DeviceClasses and ResourceSlices are served through
+RESOURCE_API_VERSION = "resource.k8s.io/v1"
 COMPUTE_DOMAIN_DRIVER = "compute-domain.nvidia.com"   # ResourceSlice .spec.driver of the IMEX channels
 GPU_DRIVER = "gpu.nvidia.com"                          # ResourceSlice .spec.driver of GPU allocation
 
@@ -99,3 +113,49 @@ GKE_VALUES = dict(
 GKE_RESOURCE_QUOTA = dict(pods=100, priority_classes=("system-node-critical", "system-cluster-critical"))
 
 GPU_OPERATOR_DRA_MIN = "26.7.0"
+
+
+# Checked at kubernetes-sigs/dra-driver-nvidia-gpu (the NVIDIA/k8s-dra-driver-gpu history moved there with its tags).
+# Chart.yaml spells every version without "v" ("strict semver" says the chart); helm takes "v25.3.0" (Cluster
+# Toolkit's spelling) for the same release, and the role accepts both. 0.5.0 had no tag when the notes were taken:
+# its facts are those of HEAD 95932046 (0.5.0-dev, "add docs for 0.5.0 release" fdba75bc); GPU Operator v26.7.0
+# deploys v0.5.0.
+CHART_TAGS = {
+    "25.3.0": ("v25.3.0", "06db1a78434d01cdf82521a6546077cc5a8ac39b"),
+    "25.3.1": ("v25.3.1", "42270a3bd6fc2f38404b6d82dc1ffaf6926844a0"),
+    "25.3.2": ("v25.3.2", "7020737a5e6d17d53003b19b1c473fa352f59232"),
+    "25.8.0": ("v25.8.0", "2ef1f2ad8ad2e65756d19f454f55e5b021d0bf3b"),
+    "25.8.1": ("v25.8.1", "fc69d98528027bfe06efff81e6fd99c98ede8ff7"),
+    "25.12.0": ("v25.12.0", "0882da8720c28763137e0987778ec476ec4cf8df"),
+    "0.4.1": ("v0.4.1", "764900e7833798a1528bd52a2af3e1b2d5f7a616"),
+    "0.5.0": ("HEAD", "95932046683719c43b6a0dd9613c2e5aad5d6703"),
+}
+
+# the CRDs in the chart's crds/ folder: name -> first release of each line that ships it
+CRDS = {
+    "computedomains.resource.nvidia.com": {"nvidia-dra-driver-gpu": "25.3.0", "dra-driver-nvidia-gpu": "0.4.1"},
+    "computedomaincliques.resource.nvidia.com": {"nvidia-dra-driver-gpu": "25.12.0", "dra-driver-nvidia-gpu": "0.4.1"},
+}
+
+# DeviceClass -> (the resources.<x>.enabled value its template needs, first release of the NGC line that has it);
+# in host-managed IMEX mode (0.5.0) the chart leaves out the daemon class
+DEVICE_CLASS_SOURCES = {
+    "compute-domain-daemon.nvidia.com": ("computeDomains", "25.3.0"),
+    "compute-domain-default-channel.nvidia.com": ("computeDomains", "25.3.0"),
+    "gpu.nvidia.com": ("gpus", "25.3.0"),
+    "mig.nvidia.com": ("gpus", "25.3.0"),
+    "vfio.gpu.nvidia.com": ("gpus", "25.12.0"),
+}
+HOST_MANAGED_WITHOUT_CLASS = "compute-domain-daemon.nvidia.com"
+
+# templates/controller.yaml (only with computeDomains enabled) and kubeletplugin.yaml
+WORKLOADS = dict(controller=("Deployment", "controller"), kubelet_plugin=("DaemonSet", "kubelet-plugin"))
+COMPONENT_LABEL = "%s-component"               # templates/_helpers.tpl selectorLabels
+
+PINNED = "0.4.1"
+
+FEATURE_GATES_SINCE = ("nvidia-dra-driver-gpu", "25.8.0")
+HOST_MANAGED_IMEX_SINCE = ("dra-driver-nvidia-gpu", "0.5.0")
+
+# DRA is GA from 1.34; Cluster Toolkit's A4X blueprint pins 1.35.x. Google's own A4X floor table was not found.
+GKE_DRA_MIN_VERSION = "1.34"

@@ -312,11 +312,23 @@ def _validate_gpudirect(problems, params, values):
             problems.add("node_version", gate)
 
 
+ACCELERATOR_TOPOLOGY = re.compile(r"^[1-9][0-9]*x[1-9][0-9]*\Z")
+WORKLOAD_POLICY_TYPE = "HIGH_THROUGHPUT"
+
+
 def _validate_placement(problems, params):
     placement = params.get("placement_policy")
     if not placement:
         return
     common.check_gce_name(problems, "placement_policy.policy_name", placement.get("policy_name"))
+    topology = placement.get("accelerator_topology")
+    if topology is not None:
+        if not ACCELERATOR_TOPOLOGY.match(str(topology)):
+            problems.add("placement_policy.accelerator_topology",
+                         "%r is no accelerator topology (<blocks>x<accelerators>, such as 1x72 for A4X)" % (topology,))
+        if not placement.get("policy_name"):
+            problems.add("placement_policy.accelerator_topology",
+                         "a workload policy needs a name: set placement_policy.policy_name")
     zones = params.get("node_locations")
     location = params.get("location")
     single_zone = (zones is not None and len(zones) == 1) or (zones is None and common.location_kind(location) == "zone")
@@ -868,8 +880,29 @@ class PoolEngine(NodePoolEngine):
             return self.session.wait_container_operation(operation)
         return operation
 
+    def _workload_policy(self):
+        """The workload policy (accelerator topology) the pool's placement names: created in the pool's region when
+        missing, refused when it exists with another topology."""
+        placement = self.params.get("placement_policy") or {}
+        topology = placement.get("accelerator_topology")
+        if not topology:
+            return
+        region = common.region_of(self.location)
+        name = placement["policy_name"]
+        current = self.session.get(self.session.compute_url("regions/%s/resourcePolicies/%s" % (region, name)))
+        if current is not None:
+            have = (current.get("workloadPolicy") or {}).get("acceleratorTopology")
+            if have != topology:
+                raise PoolError("placement_policy.accelerator_topology: resource policy %s in %s has accelerator topology "
+                                "%s, not %s; name another policy or delete that one" % (name, region, have, topology))
+            return
+        operation = self.session.post(self.session.compute_url("regions/%s/resourcePolicies" % region), dict(
+            name=name, workloadPolicy=dict(type=WORKLOAD_POLICY_TYPE, acceleratorTopology=topology)))
+        self.session.wait_compute_operation(operation)
+
     def _create(self, body, final):
         parent = self.cluster_path
+        self._workload_policy()
 
         def send():
             return self.session.post(self.url(parent + "/nodePools"), dict(nodePool=body, parent=parent))

@@ -11,7 +11,8 @@ its answer (``gpudirect_rdma``), and roles read it from there.
 Reads, and never writes: two nvidia-smi calls (the GPU table as CSV, the ``-q -d COMPUTE``
 header for the CUDA version), ``/proc/driver/nvidia/version``, ``/proc/modules``,
 ``/proc/sys/kernel/osrelease``, ``/sys/class/infiniband``, the NVIDIA display controllers of
-``/sys/bus/pci/devices`` and ``ofed_info -s``. Whatever is missing becomes a null fact and, where it
+``/sys/bus/pci/devices``, ``ofed_info -s`` and ``systemctl show nvidia-imex.service`` (the host IMEX service, which
+must not hold the IMEX session where the NVIDIA DRA driver runs ComputeDomains). Whatever is missing becomes a null fact and, where it
 matters, a line in ``problems`` - never an exception.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.dra_driver import HOST_IMEX_SERVICE
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gpudirect_rdma import (
     NVIDIA_PCI_VENDOR, gpudirect_rdma,
 )
@@ -195,12 +197,33 @@ def pci_gpus(sys_root):
     return found
 
 
+_UNIT_PROPERTIES = ("LoadState", "ActiveState", "UnitFileState")
+
+
+def imex_service(run_tool, systemctl):
+    """The host ``nvidia-imex.service``: present (its unit is loaded), active, state, enabled; nulls and the reason
+    (``error``) when systemd cannot tell - a host without systemctl, or one not booted with systemd (a container),
+    runs no systemd service at all, so that is no problem of the host."""
+    unknown = dict(present=None, active=None, state=None, enabled=None, error="systemctl not found")
+    if not systemctl:
+        return unknown
+    rc, out, err = run_tool([systemctl, "show", HOST_IMEX_SERVICE, "--property=" + ",".join(_UNIT_PROPERTIES)])
+    props = dict(line.split("=", 1) for line in (out or "").splitlines() if "=" in line)
+    if rc != 0 or "LoadState" not in props:
+        return dict(unknown, error="systemctl show failed (rc %s): %s" % (rc, (err or out or "").strip()[:300]))
+    present = props["LoadState"] not in ("not-found", "")
+    state = props.get("ActiveState") or None
+    return dict(present=present, active=present and state in ("active", "activating", "reloading"),
+                state=state if present else None, enabled=(props.get("UnitFileState") or None) if present else None,
+                error=None)
+
+
 # --------------------------------------------------------------------------------------------
 # Everything
 # --------------------------------------------------------------------------------------------
 
 
-def gather(run_tool, nvidia_smi, ofed_info, proc_root="/proc", sys_root="/sys"):
+def gather(run_tool, nvidia_smi, ofed_info, proc_root="/proc", sys_root="/sys", systemctl=None):
     """The ``gpu_host`` facts. ``run_tool(argv) -> (rc, stdout, stderr)``; missing tools are None."""
     facts = dict(nvidia_smi=dict(present=bool(nvidia_smi), path=nvidia_smi or None), problems=[])
     if nvidia_smi:
@@ -220,6 +243,7 @@ def gather(run_tool, nvidia_smi, ofed_info, proc_root="/proc", sys_root="/sys"):
     facts["ofed"] = ofed(run_tool, ofed_info)
     facts["rdma_devices"] = rdma_devices(sys_root)
     facts["pci_gpus"] = pci_gpus(sys_root)
+    facts["nvidia_imex"] = imex_service(run_tool, systemctl)
     facts["gpudirect_rdma"] = gpudirect_rdma(facts)
     return facts
 
@@ -232,7 +256,7 @@ def run(params, context):
                               % (option, params[option], option.split("_", maxsplit=1)[0]))
 
     def find(option, name):
-        path = params[option]
+        path = params.get(option)
         if path:
             return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
         return context.get_bin_path(name, opt_dirs=["/usr/bin", "/usr/sbin", "/usr/local/bin", "/sbin"])
@@ -241,5 +265,6 @@ def run(params, context):
         return context.run_command(argv, environ_update=dict(LC_ALL="C"))
 
     facts = gather(run_tool, find("nvidia_smi", "nvidia-smi"), find("ofed_info", "ofed_info"),
-                   proc_root=params["procfs_root"], sys_root=params["sysfs_root"])
+                   proc_root=params["procfs_root"], sys_root=params["sysfs_root"],
+                   systemctl=find("systemctl", "systemctl"))
     return dict(changed=False, ansible_facts=dict(gpu_host=facts))

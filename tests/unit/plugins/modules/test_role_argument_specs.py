@@ -38,6 +38,9 @@ FREE_FORM = {
     "nvidia_device_plugin_node_selector": "labels, checked by the names rule",
     "nvidia_device_plugin_pool_selector": "labels, checked by the names rule",
     "nvidia_device_plugin_values": "chart values",
+    "dra_driver_values": "chart values",
+    "dra_driver_gpu_node_selector": "labels, checked by the names rule",
+    "dra_driver_gpu_operator.values": "the GPU Operator's chart values, read by dra_driver_plan for draDriver and gpuCluster",
     "awx_job_templates_credential_types": "the user's short names -> AWX credential type names; the templates' "
                                           "credentials are checked against its keys",
     "awx_job_templates_credentials.inputs": "the inputs of the credential's type (secret, no_log)",

@@ -367,6 +367,44 @@ def test_rdma_a4x_pool_gets_hyperdisk_and_no_strategy(gcp, module_runner, rdma_c
     assert module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, profile="rdma-a4x"))["changed"] is False
 
 
+A4X_POLICY = dict(type="COMPACT", policy_name="a4x-1x72", accelerator_topology="1x72")
+
+
+def test_a4x_workload_policy_is_created_before_the_pool_and_kept(gcp, module_runner, rdma_cluster):
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, profile="rdma-a4x", placement_policy=A4X_POLICY))
+    assert result["changed"] is True, result
+    sent = mutations(gcp)
+    policy = next(r for r in sent if r["path"].endswith("/regions/us-central1/resourcePolicies"))
+    assert policy["body"] == {"name": "a4x-1x72", "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "1x72"}}
+    assert sent.index(policy) < len(sent) - 1
+    assert sent[-1]["body"]["nodePool"]["placementPolicy"] == {"type": "COMPACT", "policyName": "a4x-1x72"}
+    gcp.clear_log()
+    again = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, profile="rdma-a4x", placement_policy=A4X_POLICY))
+    assert again["changed"] is False and mutations(gcp) == []
+
+
+def test_an_existing_workload_policy_of_another_topology_is_refused(gcp, module_runner, rdma_cluster):
+    other = dict(A4X_POLICY, accelerator_topology="1x64")
+    first = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, profile="rdma-a4x", placement_policy=other))
+    assert first["changed"] is True
+    module_runner(gpu_nodepool.main, dict(rdma_args(gcp, rdma_cluster, profile="rdma-a4x"), state="absent"))
+    gcp.clear_log()
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, profile="rdma-a4x", placement_policy=A4X_POLICY))
+    assert result.get("failed") and "resource policy a4x-1x72 in us-central1 has accelerator topology 1x64, not 1x72" in result["msg"]
+    assert [r for r in mutations(gcp) if "/nodePools" in r["path"]] == []
+
+
+@pytest.mark.parametrize("placement, words", [
+    (dict(policy_name="a4x", accelerator_topology="72"), "'72' is no accelerator topology"),
+    (dict(accelerator_topology="1x72"), "a workload policy needs a name"),
+])
+def test_a_bad_workload_policy_is_refused_before_any_request(gcp, module_runner, rdma_cluster, placement, words):
+    gcp.clear_log()
+    result = module_runner(gpu_nodepool.main, rdma_args(gcp, rdma_cluster, profile="rdma-a4x", placement_policy=placement))
+    assert result.get("failed") and "placement_policy.accelerator_topology: " in result["msg"] and words in result["msg"]
+    assert mutations(gcp) == []
+
+
 @pytest.mark.parametrize("profile, extra, option, words", [
     ("rdma-a4x", dict(disk_type="pd-balanced"), "disk_type", "takes Hyperdisk only"),
     ("rdma", dict(machine_type="a3-megagpu-8g"), "machine_type", "gpudirect=rdma runs on a3-ultragpu-8g, a4-highgpu-8g"),

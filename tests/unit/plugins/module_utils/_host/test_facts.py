@@ -8,6 +8,11 @@ and /sys (formats: nvidia-stack.md 5.3 and 7.1; sysfs as the kernel's ib_core wr
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gpudirect_rdma
@@ -314,3 +319,76 @@ def test_the_module_entry_checks_its_folders_and_finds_its_tools(tmp_path):
     assert context.calls and all(env == {"LC_ALL": "C"} for _argv, env in context.calls)
     found = _Context(params, {"nvidia-smi": "/usr/bin/nvidia-smi"})
     assert _gpu_host.run(params, found)["ansible_facts"]["gpu_host"]["nvidia_smi"]["path"] == "/usr/bin/nvidia-smi"
+
+
+# ---- the host nvidia-imex.service (systemctl show), through the strict fake systemctl ------------------------------
+
+FAKE_SYSTEMCTL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "fakes", "systemctl")
+
+
+def _systemctl(units):
+    env = dict(os.environ)
+    env.pop("FAKE_SYSTEMCTL_UNITS", None)
+    if units is not None:
+        env["FAKE_SYSTEMCTL_UNITS"] = json.dumps(units)
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        done = subprocess.run([sys.executable] + argv, env=env, capture_output=True, text=True, check=False)
+        return done.returncode, done.stdout, done.stderr
+    return run, calls
+
+
+@pytest.mark.parametrize("units,expected", [
+    ({"nvidia-imex.service": {"LoadState": "loaded", "ActiveState": "active", "UnitFileState": "enabled"}},
+     dict(present=True, active=True, state="active", enabled="enabled", error=None)),
+    ({"nvidia-imex.service": {"LoadState": "masked", "ActiveState": "inactive", "UnitFileState": "masked"}},
+     dict(present=True, active=False, state="inactive", enabled="masked", error=None)),
+    ({"nvidia-imex.service": {"LoadState": "loaded", "ActiveState": "failed", "UnitFileState": "enabled"}},
+     dict(present=True, active=False, state="failed", enabled="enabled", error=None)),
+    ({}, dict(present=False, active=False, state=None, enabled=None, error=None)),
+], ids=["active", "masked", "failed", "not installed"])
+def test_the_host_imex_service(units, expected):
+    run, calls = _systemctl(units)
+    assert _gpu_host.imex_service(run, FAKE_SYSTEMCTL) == expected
+    assert calls == [[FAKE_SYSTEMCTL, "show", "nvidia-imex.service", "--property=LoadState,ActiveState,UnitFileState"]]
+
+
+def test_the_host_imex_service_unknown_without_systemd():
+    run, calls = _systemctl(None)
+    facts = _gpu_host.imex_service(run, FAKE_SYSTEMCTL)
+    assert facts["present"] is None and facts["active"] is None and facts["state"] is None
+    assert facts["error"].startswith("systemctl show failed (rc 1): System has not been booted with systemd")
+    assert _gpu_host.imex_service(run, None) == dict(present=None, active=None, state=None, enabled=None,
+                                                     error="systemctl not found") and len(calls) == 1
+
+
+def test_gather_reports_the_host_imex_service(tmp_path):
+    run, _calls = _systemctl({"nvidia-imex.service": {"LoadState": "loaded", "ActiveState": "active", "UnitFileState": "enabled"}})
+    host = HOSTS["dgx-h100-open-mofed"]
+    write_tree(tmp_path / "proc", host["proc"])
+    write_tree(tmp_path / "sys", host["sys"])
+    facts = _gpu_host.gather(run, None, None, proc_root=str(tmp_path / "proc"), sys_root=str(tmp_path / "sys"),
+                             systemctl=FAKE_SYSTEMCTL)
+    assert facts["nvidia_imex"]["active"] is True
+    assert facts["problems"] == ["nvidia-smi not found"]
+    context = _Context(dict(procfs_root=str(tmp_path / "proc"), sysfs_root=str(tmp_path / "sys"), nvidia_smi=None,
+                            ofed_info=None, systemctl=None), {"systemctl": "/usr/bin/systemctl"})
+    _gpu_host.run(context.params, context)
+    assert [argv for argv, _env in context.calls] == [
+        ["/usr/bin/systemctl", "show", "nvidia-imex.service", "--property=LoadState,ActiveState,UnitFileState"]]
+
+
+def test_the_host_imex_service_odd_answers():
+    def answer(rc, out, err=""):
+        return lambda argv: (rc, out, err)
+    # a value that holds "=" stays whole
+    facts = _gpu_host.imex_service(answer(0, "LoadState=loaded\nActiveState=active\nUnitFileState=en=abled\n"), "/bin/systemctl")
+    assert facts["enabled"] == "en=abled" and facts["active"] is True
+    # exit 0 without the properties (an answer systemctl never gives for a unit) is no answer
+    facts = _gpu_host.imex_service(answer(0, "", ""), "/bin/systemctl")
+    assert facts["present"] is None and facts["error"] == "systemctl show failed (rc 0): "
+    # the reason is cut at 300 characters
+    facts = _gpu_host.imex_service(answer(1, "", "x" * 400), "/bin/systemctl")
+    assert facts["error"] == "systemctl show failed (rc 1): " + "x" * 300
