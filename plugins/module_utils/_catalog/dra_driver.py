@@ -33,7 +33,7 @@ Sources (shared notes anchors-2026-11-29.md sections 1.3 and 2):
 - ``CHANNEL_CLAIM``, ``CHANNEL_TEMPLATE_SUFFIX``: how a workload names its channel claim and a ComputeDomain its
   channel ResourceClaimTemplate; ``MULTI_NODE_NVLINK_MACHINES``: the GKE machines whose NVLink spans nodes.
 - ``DAEMON_CONTAINER``, ``DAEMON_LOG_CAUSES``: the ComputeDomain daemon's container and the log lines that name why a
-  ComputeDomain stays NotReady, each with its fix.
+  ComputeDomain stays NotReady (validate's compute_domain.yml holds each cause's fix, by name).
 - ``NVLS_ALL_REDUCE``: the NCCL settings of an NVLS all-reduce inside a domain and its bus-bandwidth floor (and
   the floor's standing: no published figure).
 """
@@ -123,14 +123,9 @@ MULTI_NODE_NVLINK_MACHINES = ("a4x-highgpu-4g",)
 DAEMON_CONTAINER = "compute-domain-daemon"
 DAEMON_LOG_CAUSES = (
     dict(name="host_imex", pattern=r"NV_ERR_IN_USE",
-         cause="the host's %s holds the IMEX session (NV_ERR_IN_USE), so the ComputeDomain daemon cannot start" % HOST_IMEX_SERVICE,
-         fix="disable and mask %s on the node (systemctl disable --now, systemctl mask), or run the driver in host-managed "
-             "IMEX mode (%s, %s=%s)" % (
-                 HOST_IMEX_SERVICE, HOST_MANAGED_IMEX["feature_gate"], HOST_MANAGED_IMEX["value_path"], HOST_MANAGED_IMEX["value"])),
+         cause="the host's %s holds the IMEX session (NV_ERR_IN_USE)" % HOST_IMEX_SERVICE),
     dict(name="no_interface", pattern=r"[Nn]o matching network interface",
-         cause="the IMEX daemon found no network interface that matches its peers' addresses",
-         fix="give the node an interface on the network the ComputeDomain's status.nodes[].ipAddress addresses are on "
-             "(the node's primary interface)"),
+         cause="the IMEX daemon found no network interface matching its peers' addresses (no matching network interface)"),
 )
 
 # NVLS all-reduce inside a ComputeDomain. NCCL environment (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html):
