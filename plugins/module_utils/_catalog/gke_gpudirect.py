@@ -35,6 +35,8 @@ import copy
 import json
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import dra_driver
+
 
 DEFAULT_MTU = 8244
 MTU_RANGE = (1300, 8896)  # compute.v1 Network.mtu
@@ -767,6 +769,9 @@ def describe(profile_name, gke_version=None, registry=None):
         GIB_ENV_SCRIPT if entry["device_mode"] == "RDMA" else None)
     entry["node_arch"] = ARCH_IMAGES.get(profile_name, {}).get("arch", "amd64")
     entry["tolerations"] = pod_tolerations(profile_name)
+    # multi-node NVLink (a ComputeDomain per job, NVLS all-reduce inside it): every machine of the profile has it
+    entry["multi_node_nvlink"] = all(m in dra_driver.MULTI_NODE_NVLINK_MACHINES for m in entry["machine_types"])
+    entry["nvls"] = copy.deepcopy(dra_driver.NVLS_ALL_REDUCE) if entry["multi_node_nvlink"] else None
     # the Network objects every pod attaches, in GPU NIC order (RDMA profiles: rdma-0..N-1; TCPX/TCPXO:
     # named by the fabric, so None here)
     entry["pod_networks"] = rdma_network_names(profile_name) if entry["device_mode"] == "RDMA" else None
