@@ -20,6 +20,7 @@ _report = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._vali
 _snapshot = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot")
 _suite = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.suite")
 _health = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.health")
+_compute_domain = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.compute_domain")
 
 FORMATS = ("ctrf", "junit", "markdown", "counts")
 
@@ -102,6 +103,14 @@ def validate_snapshot_diff(old, new):
     return filtered(AnsibleFilterError, "validate_snapshot_diff", _snapshot.diff, plain(old), plain(new))
 
 
+def validate_compute_domain_reads(nodes):
+    """The NVIDIA DRA driver's kinds the role lists on a cluster whose Ready nodes carry the NVLink clique label."""
+    if not isinstance(nodes, (list, tuple)):
+        raise AnsibleFilterError("validate_compute_domain_reads: the input must be the list of Node objects read, got %s"
+                                 % type(nodes).__name__)
+    return filtered(AnsibleFilterError, "validate_compute_domain_reads", _compute_domain.dra_reads, plain(nodes))
+
+
 def validate_compute_domain_daemons(snapshot, logs=None):
     """Without ``logs``: the ComputeDomain daemon pods of a snapshot that are not ready (namespace, pod, node), whose
     logs the role reads. With ``logs`` (the role's registered k8s_log results over that list): the snapshot with the
@@ -159,5 +168,6 @@ class FilterModule:
             "validate_snapshot_file": validate_snapshot_file,
             "validate_health_plan": validate_health_plan,
             "validate_compute_domain_daemons": validate_compute_domain_daemons,
+            "validate_compute_domain_reads": validate_compute_domain_reads,
             "validate_health_records": validate_health_records,
         }

@@ -31,7 +31,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot
 # each check's phase, title, reads, cause and fix: compute_domain.yml beside this file
 described = described_by(__file__)
 
-_CHANNEL = re.compile(r"^channel\d+$")
+_CHANNEL = re.compile(r"^channel\d+\Z")
 
 
 def _ready(node):
@@ -42,6 +42,20 @@ def clique_nodes(nodes):
     """{node name: clique} of the Ready nodes that carry a non-empty clique label."""
     return dict((node_name(n), node_labels(n)[_catalog.CLIQUE_LABEL]) for n in nodes
                 if node_labels(n).get(_catalog.CLIQUE_LABEL) and _ready(n))
+
+
+# what the role lists on a cluster with a clique node (rights: roles/validate/files/compute-domain-clusterrole.yaml)
+DRA_READS = (
+    dict(key="resource_slices", api_version="resource.k8s.io/v1", kind="ResourceSlice"),
+    dict(key="compute_domains", api_version="%s/%s" % (_catalog.COMPUTE_DOMAIN["group"], _catalog.COMPUTE_DOMAIN["version"]),
+         kind=_catalog.COMPUTE_DOMAIN["kind"]),
+)
+
+
+def dra_reads(nodes):
+    """The reads of the DRA driver's objects (key, api_version, kind) when a Ready node carries the clique label, else
+    none: a cluster without multi-node NVLink has nothing there to judge, and is not asked for it."""
+    return [dict(r) for r in DRA_READS] if clique_nodes([n for n in nodes or [] if isinstance(n, dict)]) else []
 
 
 def _cliques(view):

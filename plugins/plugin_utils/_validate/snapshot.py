@@ -257,7 +257,7 @@ def _daemon_log(doc):
 
 def compute_domain_daemons(snapshot):
     """The ComputeDomain daemon pods (a container named as the catalog's) that are not Running with every container
-    ready: [dict(namespace, pod, node)], the pods whose logs say why their domain is NotReady."""
+    ready: [dict(namespace, pod, node, container)], the pods whose logs say why their domain is NotReady."""
     daemons = []
     for pod in (snapshot.get("kubernetes") or {}).get("pods") or []:
         spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, pod.get("metadata") or {}
@@ -265,7 +265,8 @@ def compute_domain_daemons(snapshot):
             continue
         ready = status.get("phase") == "Running" and all(c.get("ready") for c in status.get("containerStatuses") or [{}])
         if not ready:
-            daemons.append(dict(namespace=meta.get("namespace"), pod=meta.get("name"), node=spec.get("nodeName")))
+            daemons.append(dict(namespace=meta.get("namespace"), pod=meta.get("name"), node=spec.get("nodeName"),
+                                container=dra_driver.DAEMON_CONTAINER))
     return daemons
 
 

@@ -80,8 +80,8 @@ def test_the_daemons_whose_logs_are_read_are_those_not_ready():
     snapshot = {"kubernetes": {"pods": [_pod("ok", True), _pod("crashing", False), _pod("pending", False, phase="Pending"),
                                         _pod("other", False, container="trainer")]}}
     assert snap.compute_domain_daemons(snapshot) == [
-        {"namespace": "nvidia-dra-driver-gpu", "pod": "crashing", "node": "n-crashing"},
-        {"namespace": "nvidia-dra-driver-gpu", "pod": "pending", "node": "n-pending"}]
+        {"namespace": "nvidia-dra-driver-gpu", "pod": "crashing", "node": "n-crashing", "container": "compute-domain-daemon"},
+        {"namespace": "nvidia-dra-driver-gpu", "pod": "pending", "node": "n-pending", "container": "compute-domain-daemon"}]
     assert snap.compute_domain_daemons({"kubernetes": {"pods": None}}) == []
 
 
@@ -122,3 +122,19 @@ def test_a_resource_slice_keeps_its_driver_node_and_device_count_only():
     assert snap.loaded(built)["kubernetes"]["resource_slices"] == built["kubernetes"]["resource_slices"]
     failed = snap.build_kubernetes("c", EMPTY, EMPTY, EMPTY, resource_slices={"failed": True, "msg": "404 Not Found"})
     assert failed["kubernetes"]["resource_slices"] is None and failed["read_errors"]["kubernetes.resource_slices"] == "404 Not Found"
+
+
+def _k8s_node(name, clique=None, ready="True"):
+    labels = {"nvidia.com/gpu.clique": clique} if clique is not None else {}
+    return {"metadata": {"name": name, "labels": labels}, "status": {"conditions": [{"type": "Ready", "status": ready}]}}
+
+
+def test_the_dra_objects_are_read_only_where_a_ready_node_carries_a_clique_label():
+    reads = validate_filter.validate_compute_domain_reads([_k8s_node("a"), _k8s_node("b", "uuid.1")])
+    assert reads == [{"key": "resource_slices", "api_version": "resource.k8s.io/v1", "kind": "ResourceSlice"},
+                     {"key": "compute_domains", "api_version": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain"}]
+    assert validate_filter.validate_compute_domain_reads([_k8s_node("a"), _k8s_node("b", "")]) == []
+    assert validate_filter.validate_compute_domain_reads([_k8s_node("b", "uuid.1", ready="False"), "not-a-node"]) == []
+    assert validate_filter.validate_compute_domain_reads([]) == []
+    with pytest.raises(AnsibleFilterError, match="the input must be the list of Node objects read, got dict"):
+        validate_filter.validate_compute_domain_reads({"resources": []})
