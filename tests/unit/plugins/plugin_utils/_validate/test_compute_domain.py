@@ -138,3 +138,18 @@ def test_the_dra_objects_are_read_only_where_a_ready_node_carries_a_clique_label
     assert validate_filter.validate_compute_domain_reads([]) == []
     with pytest.raises(AnsibleFilterError, match="the input must be the list of Node objects read, got dict"):
         validate_filter.validate_compute_domain_reads({"resources": []})
+
+
+def test_a_not_ready_domain_whose_daemon_logs_were_not_read_says_so():
+    nodes = {"resources": [{"metadata": {"name": "a4x-0", "labels": {"nvidia.com/gpu.clique": "u.1"}},
+                            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]}
+    domains = {"resources": [{"metadata": {"name": "cd", "namespace": "ml"}, "status": {"status": "NotReady", "nodes": []}}]}
+    built = snap.build_kubernetes("c", nodes, EMPTY, EMPTY, resource_slices=EMPTY, compute_domains=domains)
+    result = dict((r["id"], r) for r in suite.validate(built)["results"])["compute_domain.ready"]
+    assert result["status"] == "failed"
+    assert result["message"] == "ComputeDomain ml/cd is NotReady; status.nodes: none; the daemons' logs were not read"
+
+
+def test_a_probe_error_is_shortened_to_300_characters():
+    result = _probe({"error": "x" * 400})
+    assert result["status"] == "other" and ("x" * 300 + ")") in result["message"] and "x" * 301 not in result["message"]
