@@ -66,9 +66,11 @@ HEALTH_NOTE = [
     "`nvidia-dcgm`, port 5555, `internalTrafficPolicy: Local`, so each pod reaches its own node's engine; levels 3 and 4 only",
     "with `validate_health_burn_in: true`, refused before anything is read), then `nvbandwidth -j` and an NCCL loopback",
     "(`all_reduce_perf -g <GPUs>` inside the node) with `validate_health_probe_image` - before any pairwise test, so a slow",
-    "pair is traced to its bad node. The pods are labelled `app.kubernetes.io/managed-by=gpu_ops.cluster`, named",
-    "`vhealth-<run id>-...`, and removed again also when a probe fails (rights: `roles/validate/files/health-role.yaml`). On a",
-    "bare-metal host the same tools run over SSH. Every result names the node and, where the tool does, the GPU; a failed",
+    "pair is traced to its bad node (the `perf.nccl_*_busbw` checks read each pair node's loopback: a bad node explains the",
+    "pair, two good nodes put the fault on the link between them). The pods are labelled",
+    "`app.kubernetes.io/managed-by=gpu_ops.cluster`, named `vhealth-<run id>-...`, and removed again also when a probe fails;",
+    "each run first removes those an interrupted run left (rights: `roles/validate/files/health-role.yaml`). On a",
+    "bare-metal host the same tools run over SSH, each under the host's `timeout`. Every result names the node and, where the tool does, the GPU; a failed",
     "test fails the check, a skipped DCGM sub-test, a killed probe or a GPU model without a floor",
     "(`validate_health_nvbandwidth_floors`, `validate_health_nccl_loopback_floors`) is `other`, never a pass.", ""]
 

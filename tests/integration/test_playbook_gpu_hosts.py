@@ -227,3 +227,17 @@ def test_render_mode_plans_every_inventory_host_without_a_gpu(run_playbook, tmp_
     assert mps["environment"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
     assert mps["environment"]["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "4=16G,5=16G"
     assert mps["environment"]["CUDA_VISIBLE_DEVICES"] == "4,5"
+
+
+def test_bad_nccl_and_mig_values_fail_in_the_preflight_before_the_first_nvidia_smi_write(run_playbook, host, tmp_path):
+    # a valid geometry with a bad NCCL override: before, the geometry was applied (10 nvidia-smi writes) and nccl_env
+    # failed after it; a layout GPU 1 cannot hold fails beside it, both in one report
+    bad = _vars(tmp_path, LAYOUT + [{"gpu": "1", "profiles": ["4g.20gb", "4g.20gb"]}],
+                gpu_hosts_nccl_overrides={"NCCL_IB_HCA": "mlx5_0\nNCCL_DEBUG=TRACE"})
+    result = run_playbook(PLAYBOOK, extra_vars=bad, env=host.env).assert_failed()
+    report = [r for r in result.failed if "report every problem" in r["task"]][0]["result"]["msg"]
+    assert report.startswith("Preflight of playbooks/gpu_hosts.yml found 2 problem(s); nothing was changed"), report
+    assert "gpu_hosts_mig: " in report and "GPU 1 (A100-40GB): layout [4g.20gb, 4g.20gb]" in report, report
+    assert "gpu_hosts_nccl_<option>: " in report and "overrides" in report, report
+    assert host.writes() == [] and host.geometry(0) == [] and not (tmp_path / "nccl.conf").exists()
+    assert result.tasks("Apply the MIG geometry") == []

@@ -22,6 +22,7 @@ from ansible_collections.gpu_ops.cluster.tests.integration.conftest import GCP_P
 
 REPORT = "Preflight - report every problem of every host at once"
 FAKE = str(REPO_ROOT / "tests" / "fakes" / "nvidia-smi")
+FAKE_MPS_CONTROL = str(REPO_ROOT / "tests" / "fakes" / "nvidia-cuda-mps-control")
 
 
 def _playbook(name):
@@ -328,9 +329,13 @@ def test_gke_gpudirect_teardown_bad_fabric_input_fails_before_any_request(run_pl
 def test_site_bad_nccl_test_input_fails_before_anything_is_rendered(run_playbook, tmp_path):
     render = tmp_path / "render"
     result = run_playbook(_playbook("site.yml"), extra_args=_inventory("local"),
-                          extra_vars={"gpu_ops_render_dir": str(render), "nccl_test_benchmarks": ["all_reduse"]})
+                          extra_vars={"gpu_ops_render_dir": str(render), "nccl_test_benchmarks": ["all_reduse"],
+                                      "gke_gpu_cluster_version": "1.30.1-gke.100"})
     message = _report(result, "gke_gpudirect.yml")
     assert "nccl_test: " in message and "nccl_test_benchmarks" in message and "all_reduce" in message
+    # the NCCL environment site.yml renders last, checked by its own preflight play (nccl_env's function)
+    assert ("[a3mega-demo] site.yml: nccl_env of gke_gpu_cluster_gpudirect and gke_gpu_cluster_version: gke_version: GKE "
+            "1.30.1-gke.100 is below the minimum 1.30.4-gke.1129000 for tcpxo on 1.30\n") in message, message
     _no_rendered_plan(render)
 
 
@@ -479,7 +484,7 @@ def _gpu_hosts_vars(tmp_path, **more):
     return dict(gpu_hosts_target="localhost", gpu_hosts_become=False, gpu_hosts_nvidia_smi=FAKE,
                 gpu_hosts_mig=[{"gpu": "0", "profiles": ["3g.20gb", "2g.10gb"]}], gpu_hosts_mig_allow_reset=True,
                 gpu_hosts_nccl_fabric="ib", gpu_hosts_nccl_interfaces=["mlx5_0"],
-                gpu_hosts_nccl_dest=str(tmp_path / "nccl.conf"), gpu_hosts_mps=True, mps_nvidia_smi=FAKE,
+                gpu_hosts_nccl_dest=str(tmp_path / "nccl.conf"), gpu_hosts_mps=True, mps_nvidia_smi=FAKE, mps_control_binary=FAKE_MPS_CONTROL,
                 mps_service_manager="none", mps_unit_dir=str(tmp_path / "units"), mps_state_dir=str(tmp_path / "state"),
                 mps_pipe_directory=str(tmp_path / "pipe"), mps_log_directory=str(tmp_path / "log"), **more)
 
@@ -513,7 +518,7 @@ def test_mps_role_checks_mode_unit_folder_and_gpus_before_any_write(run_playbook
     """Before: the role set EXCLUSIVE_PROCESS and created its directories, then refused the mode, the unit folder or a
     memory limit on a GPU the host does not have. Now every problem in one message, and nothing written."""
     env, log = _fake_host(tmp_path)
-    role_vars = {"mps_nvidia_smi": FAKE, "mps_service_manager": "systemd", "mps_unit_dir": str(tmp_path / "no-units"),
+    role_vars = {"mps_nvidia_smi": FAKE, "mps_control_binary": FAKE_MPS_CONTROL, "mps_service_manager": "systemd", "mps_unit_dir": str(tmp_path / "no-units"),
                  "mps_state_dir": str(tmp_path / "state"), "mps_pipe_directory": str(tmp_path / "pipe"),
                  "mps_log_directory": str(tmp_path / "log"), "mps_directory_mode": "0x755",
                  "mps_exclusive_process": True, "mps_pinned_device_mem_limit": {"0": "4G", "3": "4G"}}
@@ -534,7 +539,7 @@ def test_mps_role_checks_the_unit_folder_and_directories_without_systemd_before_
     pipe, log and state directories were created. A file where a directory goes is refused with it, before any write."""
     env, log = _fake_host(tmp_path)
     (tmp_path / "log").write_text("a file, not a folder", encoding="utf-8")
-    role_vars = {"mps_nvidia_smi": FAKE, "mps_service_manager": "none", "mps_unit_dir": str(tmp_path / "no-units"),
+    role_vars = {"mps_nvidia_smi": FAKE, "mps_control_binary": FAKE_MPS_CONTROL, "mps_service_manager": "none", "mps_unit_dir": str(tmp_path / "no-units"),
                  "mps_state_dir": str(tmp_path / "state"), "mps_pipe_directory": str(tmp_path / "pipe"),
                  "mps_log_directory": str(tmp_path / "log"), "mps_exclusive_process": True}
     play = [{"name": "mps", "hosts": "localhost", "gather_facts": False,

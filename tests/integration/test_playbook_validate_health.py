@@ -11,6 +11,7 @@ refused before anything is read. The tools' outputs are the unit tests' written-
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import yaml
@@ -231,3 +232,32 @@ def test_a_bare_metal_host_runs_the_probes_over_its_connection(run_playbook, tmp
     assert nvb["status"] == "other" and "localhost: no host_to_device_memcpy_ce floor for GPU model" in nvb["message"]
     loop = tests["health.nccl_loopback"]
     assert loop["status"] == "other" and "localhost: the loopback could not run" in loop["message"], loop
+    # each tool runs under the host's own timeout, so one whose controller went away ends by itself
+    assert "timeout: failed to run command" in loop["message"], loop
+
+
+def test_the_probes_an_interrupted_run_left_are_removed_and_nothing_else(run_playbook, k8s_double, tmp_path):
+    """A run killed before its always leaves its vhealth-* pods; the next health run deletes those (managed by
+    gpu_ops.cluster, instance vhealth-<run id> older than a whole phase) before anything else, and touches nothing else:
+    not another workload of the collection, not a pod that only looks like a probe, not a run in flight."""
+    _seed(k8s_double)
+    managed = {"app.kubernetes.io/managed-by": "gpu_ops.cluster"}
+    spec = {"containers": [{"name": "probe", "image": PROBE_IMAGE}]}
+
+    def pod(name, labels):
+        k8s_double.put({"apiVersion": "v1", "kind": "Pod", "spec": spec, "metadata": {"name": name, "namespace": "default", "labels": labels}})
+    old = dict(managed, **{"app.kubernetes.io/instance": "vhealth-0000abcd"})
+    pod("vhealth-0000abcd-dcgm-0", old)
+    pod("vhealth-0000abcd-nccl-1", old)
+    in_flight = "vhealth-%08x" % (int(time.time()) - 60)
+    pod(in_flight + "-nvb-0", dict(managed, **{"app.kubernetes.io/instance": in_flight}))
+    pod("trainer", managed)
+    pod("vhealth-0000abcd-users-own", {"app.kubernetes.io/instance": "vhealth-0000abcd"})
+    pod("vperf-0000abcd-test-host-0", dict(managed, **{"app.kubernetes.io/instance": "vhealth-0000abcd"}))
+    before = len(k8s_double.writes())
+    # no probe is asked for: the sweep alone runs
+    _run(run_playbook, k8s_double, tmp_path / "out", validate_health_dcgm=False, validate_health_probe_image="")
+    writes = [(w.verb, w.kind, w.name) for w in k8s_double.writes()[before:]]
+    assert sorted(writes) == [("delete", "Pod", "vhealth-0000abcd-dcgm-0"), ("delete", "Pod", "vhealth-0000abcd-nccl-1")], writes
+    assert sorted(p["metadata"]["name"] for p in k8s_double.list("Pod", "default")) == sorted(
+        [in_flight + "-nvb-0", "trainer", "vhealth-0000abcd-users-own", "vperf-0000abcd-test-host-0"])

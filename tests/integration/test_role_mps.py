@@ -177,6 +177,7 @@ BAD_HOST_VARS = [
     ({"mps_service_manager": "openrc"}, "mps_service_manager"),
     ({"mps_instance": "GPU 0"}, "mps_instance must be empty or lowercase"),
     ({"mps_state_dir": "state"}, "mps_state_dir, mps_unit_dir, mps_control_binary and mps_nvidia_smi must be absolute"),
+    ({}, "mps_control_binary: /nonexistent/nvidia-cuda-mps-control is not an executable file on localhost"),
 ]
 
 

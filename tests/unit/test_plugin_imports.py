@@ -22,7 +22,9 @@ FILTERS = Path(validate_filter.__file__).parent
 # the folder that holds ansible_collections/ (not resolved: the collection may be a symlink into it)
 HOLDER = Path(validate_filter.__file__).parents[5]
 # client libraries the modules and engines use; none is a filter's business
-HEAVY = ("requests", "urllib3", "google.auth", "google.oauth2", "cryptography", "kubernetes", "azure")
+# (the bare `azure` namespace package is not one: finding out whether azure-identity is installed imports it)
+HEAVY = ("requests", "urllib3", "google.auth", "google.oauth2", "cryptography", "kubernetes", "azure.identity",
+         "azure.core", "msal")
 
 PROBE = """
 import importlib, json, sys
@@ -50,11 +52,40 @@ def test_loading_every_filter_file_imports_no_client_library():
     assert heavy_of(loaded_modules(names)) == []
 
 
-def test_the_probe_sees_a_client_library_when_one_is_imported():
-    # the check above would pass on a probe that saw nothing: the same probe sees the fabric engine's clients
-    proc = subprocess.run([sys.executable, "-c", PROBE.replace(
-        '"ansible_collections.gpu_ops.cluster.plugins.filter." + name', "name"),
-        "ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.multinetwork"],
-        capture_output=True, text=True, check=False, timeout=120, env=dict(os.environ, PYTHONPATH=str(HOLDER)))
+def probe(*names, then=""):
+    """The heavy modules a fresh interpreter holds after importing the modules ``names`` (full names) and running
+    ``then`` (Python, with the last module as ``last``)."""
+    script = PROBE.replace('"ansible_collections.gpu_ops.cluster.plugins.filter." + name', "name").replace(
+        "print(", "last = sys.modules[sys.argv[-1]]\n%s\nprint(" % then)
+    proc = subprocess.run([sys.executable, "-c", script] + list(names), capture_output=True, text=True, check=False,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(HOLDER)))
     assert proc.returncode == 0, proc.stderr
-    assert "requests" in heavy_of(json.loads(proc.stdout))
+    return heavy_of(json.loads(proc.stdout))
+
+
+def test_the_probe_sees_a_client_library_when_one_is_imported():
+    # the checks here would pass on a probe that saw nothing: the same probe sees what a GCP session imports
+    assert "requests" in probe("google.auth.transport.requests")
+
+
+def test_the_cloud_modules_import_no_client_library_until_a_session_is_made():
+    """The preflight imports the three cloud modules in the controller (validate_only) to check their requests:
+    nothing is sent, so neither google-auth nor requests nor azure-identity is needed there."""
+    modules = ["ansible_collections.gpu_ops.cluster.plugins.modules." + name
+               for name in ("gke_cluster", "gke_multinetwork", "gpu_nodepool")]
+    assert probe(*modules) == []
+    # and building a session's parts brings them in: the imports were moved, not lost
+    session = "ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session"
+    assert {"google.auth", "requests"} <= set(probe(session, then="last._google(); last.requests_adapters()"))
+    transport = "ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport"
+    assert "requests" in probe(transport, then="assert len(last.request_errors()[0]) == 3")
+
+
+def test_an_access_token_session_needs_no_google_auth():
+    """auth_kind=accesstoken sends the token as it is (nothing refreshes it): a module run that uses one never imports
+    google-auth, whose import (with the key-signing code it pulls in) was about a quarter of the run's CPU."""
+    session = "ansible_collections.gpu_ops.cluster.plugins.module_utils._gcp.session"
+    heavy = probe(session, then=("s = last.GcpSession('p', auth_kind='accesstoken', access_token='t0ken')\n"
+                                 "assert s.http.session.headers['Authorization'] == 'Bearer t0ken'"))
+    assert "requests" in heavy
+    assert not [name for name in heavy if name.startswith(("google.auth", "google.oauth2", "cryptography"))]

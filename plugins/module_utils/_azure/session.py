@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import collections
 import copy
-import importlib.util
 import logging
 import threading
 import time
@@ -47,26 +46,16 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport im
     RenderSession,
     Secrets,
     clean_credential,
+    installed,
     parse_retry_after,
     scrub,
 )
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import NOT_READ, WaitTimeout
 
-try:
-    import requests
-
-    _SessionBase = requests.Session
-except ImportError:  # pragma: no cover - reported through missing_required_lib
-    _SessionBase = object
-
 # azure-identity (and msal, about a hundred modules) is imported when a credential is built, not here: every
 # gpu_nodepool module process loads this engine, GKE runs included, and would pay for the import.
 # Whether it is installed is known without importing it.
-try:
-    HAS_AZURE_IDENTITY = importlib.util.find_spec("azure.identity") is not None
-except (ImportError, ValueError):  # pragma: no cover - no azure namespace package at all
-    HAS_AZURE_IDENTITY = False
-AZURE_IDENTITY_IMPORT_ERROR = None if HAS_AZURE_IDENTITY else ImportError("No module named 'azure.identity'")
+HAS_AZURE_IDENTITY, AZURE_IDENTITY_IMPORT_ERROR = installed("azure.identity")
 
 
 def _azure_identity():
@@ -168,11 +157,16 @@ class LoginError(ApiError):
         return self.message
 
 
-class _BearerSession(_SessionBase):
-    """A requests.Session that sends an Azure bearer token, renewed before it expires."""
+class _BearerSession:
+    """A requests.Session that sends an Azure bearer token, renewed before it expires.
+
+    requests is imported when the first one is made, not with the engine: the preflight imports the engine in the
+    controller to check a request's values, and a GKE run of gpu_nodepool never makes one."""
 
     def __init__(self, credential, scope, secrets, authority="", what="credential", clock=time.time):
-        super().__init__()
+        import requests  # pylint: disable=import-outside-toplevel
+
+        self._http = requests.Session()
         self._credential = credential
         self._scope = scope
         self._secrets = secrets
@@ -202,7 +196,7 @@ class _BearerSession(_SessionBase):
         headers = dict(kwargs.pop("headers", None) or {})
         headers["Authorization"] = "Bearer " + self.token()
         headers.setdefault("Accept", "application/json")
-        return super().request(method, url, *args, **kwargs, headers=headers)
+        return self._http.request(method, url, *args, **kwargs, headers=headers)
 
 
 def authority_of(cloud, authority_host=None):

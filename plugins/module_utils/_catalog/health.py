@@ -28,7 +28,10 @@ DCGM_HOSTENGINE = {"daemonset": "nvidia-dcgm", "service": "nvidia-dcgm", "port":
 DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
 
 # nvbandwidth testcases the health phase judges and the lowest bandwidth (GB/s, any cell of the matrix) per GPU model
-# (the nvidia.com/gpu.product label or nvidia-smi's name). NVIDIA publishes no such floor; until a sourced value is
-# entered here a node's row is report-only (other) unless validate_health_nvbandwidth_floors states one.
+# (the nvidia.com/gpu.product label or nvidia-smi's name). NVIDIA publishes no such floor: its datasheets give the links'
+# peak rates (PCIe, NVLink), a ceiling that a healthy node's copies stay well below by a margin that depends on the
+# platform (PCIe switches, CPU sockets), so a floor derived from them would fail healthy nodes or pass slow ones. Until a
+# measured, sourced value is entered here a node's row is report-only (other, with the measured value) unless
+# validate_health_nvbandwidth_floors states one - never a pass without a comparison.
 NVBANDWIDTH_TESTCASES = ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "device_to_device_memcpy_read_ce")
 NVBANDWIDTH_FLOORS = {}

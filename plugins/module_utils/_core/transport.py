@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import importlib.util
 import json
 import os
 import random
@@ -33,20 +34,32 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.argspec impo
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.contract import EngineError
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.waiter import Waiter, WaitTimeout
 
-try:
-    from requests import exceptions as requests_exceptions
 
-    HAS_REQUESTS = True
-    TRANSIENT_ERRORS = (
-        requests_exceptions.ConnectionError,
-        requests_exceptions.ChunkedEncodingError,
-        requests_exceptions.Timeout,
-    )
-    REQUEST_ERRORS = (requests_exceptions.RequestException, ValueError)
-except ImportError:  # pragma: no cover - reported by the module through missing_required_lib
-    HAS_REQUESTS = False
-    TRANSIENT_ERRORS = (ConnectionError,)
-    REQUEST_ERRORS = (ValueError,)
+def installed(name):
+    """(present, the ImportError to report when it is not) for the library ``name``, known without importing it.
+
+    The cloud clients (requests, google-auth, azure-identity) are imported when a session is built or the first
+    request is sent, not with the engines: the preflight imports the engines in the controller to check a request's
+    values, which sends nothing, and a GKE run of gpu_nodepool never builds an Azure credential."""
+    try:
+        present = importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # pragma: no cover - a broken installation, or no namespace package at all
+        present = False
+    return present, None if present else ImportError("No module named %r" % name)
+
+
+HAS_REQUESTS = installed("requests")[0]
+
+
+def request_errors():
+    """(transient, any) exception classes of one HTTP request: transient ones are retried."""
+    try:
+        from requests import exceptions  # pylint: disable=import-outside-toplevel
+    except ImportError:  # pragma: no cover - reported by the module through missing_required_lib
+        return (ConnectionError,), (ValueError,)
+    return ((exceptions.ConnectionError, exceptions.ChunkedEncodingError, exceptions.Timeout),
+            (exceptions.RequestException, ValueError))
+
 
 RETRY_STATUSES = frozenset((429, 500, 502, 503, 504))
 MUTATING_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
@@ -285,14 +298,16 @@ class HttpClient:
 
     def request(self, method, url, body=None, params=None, headers=None):
         """Send one request; returns a Response for 2xx, raises ApiError otherwise."""
+        transient, failures = request_errors()
+
         def attempt():
             try:
                 raw = self.session.request(
                     method, url, json=body, params=params, headers=headers, timeout=self.timeout
                 )
-            except TRANSIENT_ERRORS as exc:
+            except transient as exc:
                 return _Retry(type(exc).__name__, None, None)
-            except REQUEST_ERRORS as exc:
+            except failures as exc:
                 # e.g. requests' InvalidHeader, which quotes the header value (the token) it refused
                 raise self.error(None, "%s: %s" % (type(exc).__name__, exc), method, url) from None
             decoded = _decode(raw)

@@ -296,24 +296,23 @@ def _whole(value):
     return None if isinstance(value, bool) or not isinstance(value, int) else value
 
 
-def count(value):
-    """None when ``value`` is a whole number of 0 or more (retries, a timeout or a delay in seconds), else why not."""
+def _at_least(value, floor, rule):
     number = _whole(value)
     if number is None:
         return "%s is not a whole number" % show(value)
-    if number < 0:
-        return "%d is negative; retries, timeouts and delays are 0 or more" % number
+    if number < floor:
+        return "%d %s" % (number, rule)
     return None
+
+
+def count(value):
+    """None when ``value`` is a whole number of 0 or more (retries, a timeout or a delay in seconds), else why not."""
+    return _at_least(value, 0, "is negative; retries, timeouts and delays are 0 or more")
 
 
 def positive(value):
     """None when ``value`` is a whole number of 1 or more (an iteration count, a poll interval, an async limit)."""
-    number = _whole(value)
-    if number is None:
-        return "%s is not a whole number" % show(value)
-    if number < 1:
-        return "%d is less than 1; it must be a whole number of 1 or more" % number
-    return None
+    return _at_least(value, 1, "is less than 1; it must be a whole number of 1 or more")
 
 
 def tolerance(value):

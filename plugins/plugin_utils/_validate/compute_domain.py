@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import dra_driver as _catalog
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Fault, Missing, Skip, described_by
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Fault, Missing, Skip, described_by, probe_record
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import node_labels, node_name
 
 # each check's phase, title, reads, cause and fix: compute_domain.yml beside this file
@@ -136,13 +136,7 @@ def _imex_section(view):
     if health is None:
         raise Skip("the snapshot holds no health probe output: the IMEX probe runs against a live cluster "
                    "(validate_phases with health, no validate_snapshot)")
-    section = health.get("imex_channel")
-    if section is None:
-        raise Missing("health.imex_channel", "no probe output was captured")
-    if section.get("skipped"):
-        raise Skip(section["skipped"])
-    if section.get("error"):
-        raise Missing("health.imex_channel", "the probe could not run: %s" % " ".join(str(section["error"]).split())[:300])
+    section = probe_record("health", health, "imex_channel")
     nodes = section.get("nodes")
     if not isinstance(nodes, dict) or not nodes:
         raise Missing("health.imex_channel.nodes", "the probe recorded no node")

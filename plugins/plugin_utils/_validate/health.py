@@ -30,7 +30,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import dcgm_
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nccl_tests as _nccl_tests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nvbandwidth as _nvbandwidth
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.compute_domain import clique_nodes
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, described_by
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, described_by, probe_record
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import View, node_labels, node_name
 
 # each check's phase, title, reads, cause and fix: health.yml beside this file
@@ -47,13 +47,7 @@ def _section(view, key):
     if health is None:
         raise Skip("the snapshot holds no health probe output: the health probes run against a live cluster or host "
                    "(validate_phases with health, no validate_snapshot)")
-    section = health.get(key)
-    if section is None:
-        raise Missing("health.%s" % key, "no probe output was captured")
-    if section.get("skipped"):
-        raise Skip(section["skipped"])
-    if section.get("error"):
-        raise Missing("health.%s" % key, "the probe could not run: %s" % _text(section["error"]))
+    section = probe_record("health", health, key)
     nodes = section.get("nodes")
     if not isinstance(nodes, dict) or not nodes:
         raise Missing("health.%s.nodes" % key, "the probe recorded no node")
@@ -164,12 +158,38 @@ def nvbandwidth(view):
             evidence.append("%s (%s): %s lowest %.4g GB/s (row %d, column %d)%s" % (
                 node, model, name, value, row, column, ", floor %s GB/s" % floor if floor is not None else ", no floor"))
             if floor is None:
-                undecided.append("%s: no %s floor for GPU model %s (report only): set validate_health_nvbandwidth_floors"
-                                 % (node, name, model))
+                undecided.append("%s: no %s floor for GPU model %s (report only; NVIDIA publishes no nvbandwidth floor): set "
+                                 "validate_health_nvbandwidth_floors, for example from this run's %.4g GB/s on a node known to be good"
+                                 % (node, name, model, value))
             elif value < float(floor):
                 problems.append("%s: %s %.4g GB/s between row %d and column %d (GPU index; CPU for host rows) is below "
                                 "the %s GB/s floor of %s" % (node, name, value, row, column, floor, model))
     return _verdict("nvbandwidth", evidence, problems, undecided)
+
+
+def _loopback_node(node, record, floors):
+    """(state, evidence, texts) of one node's loopback: state ``failed`` (texts: its reasons), ``passed`` or ``undecided``
+    (texts: why it cannot be decided); evidence the measured line, or None without a complete table."""
+    model = record.get("model") or "?"
+    if record.get("error") and not record.get("output"):
+        return "undecided", None, ["%s: the loopback could not run: %s" % (node, _text(record["error"]))]
+    runs = _nccl_tests.parse_all(record.get("output") or "")
+    if not runs or runs[-1].get("avg_bus_bandwidth") is None:
+        return "undecided", None, ["%s: no complete all_reduce_perf table (killed or cut short; exit code %s)" % (node, record.get("rc"))]
+    run = runs[-1]
+    floor = floors.get(model)
+    verdict = _nccl_tests.verdict(run, threshold=floor)
+    evidence = "%s (%s, %s GPUs): all_reduce average bus bandwidth %s GB/s%s" % (
+        node, model, record.get("gpus") or "?", run["avg_bus_bandwidth"],
+        ", floor %s GB/s" % floor if floor is not None else ", no floor")
+    if verdict["reasons"]:
+        return "failed", evidence, ["%s: %s" % (node, reason) for reason in verdict["reasons"]]
+    if _rc(record) not in (None, 0):
+        return "undecided", evidence, ["%s: all_reduce_perf exited with code %s after a complete table" % (node, record.get("rc"))]
+    if floor is None:
+        return "undecided", evidence, ["%s: no loopback floor for GPU model %s (report only): set validate_health_nccl_loopback_floors"
+                                       % (node, model)]
+    return "passed", evidence, []
 
 
 @described("health.nccl_loopback")
@@ -178,29 +198,26 @@ def nccl_loopback(view):
     floors = section.get("floors") or {}
     evidence, problems, undecided = [], [], []
     for node in sorted(nodes):
-        record = nodes[node] or {}
-        model = record.get("model") or "?"
-        if record.get("error") and not record.get("output"):
-            undecided.append("%s: the loopback could not run: %s" % (node, _text(record["error"])))
-            continue
-        runs = _nccl_tests.parse_all(record.get("output") or "")
-        if not runs or runs[-1].get("avg_bus_bandwidth") is None:
-            undecided.append("%s: no complete all_reduce_perf table (killed or cut short; exit code %s)" % (node, record.get("rc")))
-            continue
-        run = runs[-1]
-        floor = floors.get(model)
-        verdict = _nccl_tests.verdict(run, threshold=floor)
-        evidence.append("%s (%s, %s GPUs): all_reduce average bus bandwidth %s GB/s%s" % (
-            node, model, record.get("gpus") or "?", run["avg_bus_bandwidth"],
-            ", floor %s GB/s" % floor if floor is not None else ", no floor"))
-        if verdict["reasons"]:
-            problems += ["%s: %s" % (node, reason) for reason in verdict["reasons"]]
-        elif _rc(record) not in (None, 0):
-            undecided.append("%s: all_reduce_perf exited with code %s after a complete table" % (node, record.get("rc")))
-        elif floor is None:
-            undecided.append("%s: no loopback floor for GPU model %s (report only): set validate_health_nccl_loopback_floors"
-                             % (node, model))
+        state, line, texts = _loopback_node(node, nodes[node] or {}, floors)
+        if line is not None:
+            evidence.append(line)
+        if state == "failed":
+            problems += texts
+        else:
+            undecided += texts
     return _verdict("nccl_loopback", evidence, problems, undecided)
+
+
+def loopbacks(snapshot):
+    """{node: (state, evidence, texts)} of the health phase's NCCL loopbacks in ``snapshot`` (see _loopback_node), so that
+    the pairwise NCCL checks name the node a slow pair owes its bandwidth to; {} when the snapshot holds none (the
+    health phase did not run, was skipped or could not run)."""
+    section = (snapshot.get("health") or {}).get("nccl_loopback") or {}
+    nodes = section.get("nodes")
+    if section.get("skipped") or section.get("error") or not isinstance(nodes, dict):
+        return {}
+    floors = section.get("floors") or {}
+    return dict((node, _loopback_node(node, nodes[node] or {}, floors)) for node in nodes)
 
 
 # --------------------------------------------------------------------------------------------

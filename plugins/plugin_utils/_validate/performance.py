@@ -12,10 +12,13 @@ Snapshot shape (the validate role writes it; any key may be null when the probe 
 
     performance:
       tolerance: 0.05                  # a measured value passes at floor * (1 - tolerance) or above
-      nccl: {profile, nodes, runs: [{benchmark, output, stderr, rc, error}], skipped, error}
+      nccl: {profile, nodes, node_names, runs: [{benchmark, output, stderr, rc, error}], skipped, error}
       ib_write_bw: {output, stderr, rc, error, threshold_gbps, link_rate_gbps, device, nodes, skipped, error}
 
-``skipped`` (a reason) when the probe was not asked for; ``error`` when it could not run (its checks end as other).
+``nodes`` are the host names the ranks printed, ``node_names`` the Kubernetes nodes the test pods ran on: a pair below its
+floor is read against each node's own NCCL loopback of the health phase (``health.nccl_loopback``, judged as
+``_validate/health.py`` judges it), so a slow pair is attributed to the node that is bad, or to the link between two good
+nodes. ``skipped`` (a reason) when the probe was not asked for; ``error`` when it could not run (its checks end as other).
 The floors and plugin names are the catalogs' (``_catalog/gke_gpudirect.py`` NCCL_BANDWIDTH_THRESHOLDS,
 NCCL_LARGE_MESSAGE_FLOORS and NCCL_NET_PLUGINS, ``_catalog/nccl.py``'s NCCL_NET of the RDMA profiles) and the rdma_test
 role's threshold (from the hosts' link rate) - never copied here. An output that is
@@ -31,7 +34,8 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gk
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import nccl
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nccl_tests as _nccl_tests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import perftest as _perftest
-from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, described_by
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import health as _health
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Fault, Missing, Skip, described_by, probe_record
 
 # each check's phase, title, reads, cause and fix: performance.yml beside this file
 described = described_by(__file__)
@@ -68,15 +72,7 @@ def _section(view, key):
     """The probe's record; Skip when it was not asked for (with the reason), Missing when it could not run."""
     if view.kind != "kubernetes":
         raise Skip("the target is a %s: the performance probes run on a Kubernetes cluster's nodes" % view.kind)
-    performance = view.need("performance")
-    section = performance.get(key)
-    if section is None:
-        raise Missing("performance.%s" % key, "no probe output was captured")
-    if section.get("skipped"):
-        raise Skip(section["skipped"])
-    if section.get("error"):
-        raise Missing("performance.%s" % key, "the probe could not run: %s" % " ".join(str(section["error"]).split())[:300])
-    return section
+    return probe_record("performance", view.need("performance"), key)
 
 
 def _nccl_runs(view):
@@ -121,9 +117,54 @@ def _floor(value, tolerance):
     return value * (1.0 - tolerance)
 
 
+def _loopback_of(name, loopbacks):
+    """The health phase's loopback record of a pair node: by its node name, else by a rank's host name (the first label of
+    a node's name when the pod runs in the host's network), else None."""
+    if name in loopbacks:
+        return loopbacks[name]
+    short = [node for node in loopbacks if node.split(".")[0] == str(name).split(".")[0]]
+    return loopbacks[short[0]] if len(short) == 1 else None
+
+
+def _attributed(view, section, evidence, problems):
+    """The pair's verdict in the light of the transport NCCL used and of each pair node's own NCCL loopback (the health
+    phase, run before the pair): a fallback to NCCL's own transport explains a slow pair (perf.nccl_transport names it);
+    a node that fails its loopback explains a slow pair (the pair is not judged: health.nccl_loopback names the node,
+    one fault is one failure); when both nodes pass theirs, the link between them is what is slow; otherwise the pair's
+    failure stands, with what kept it from being attributed."""
+    if not problems:
+        return evidence, problems
+    try:
+        _evidence, fallback = nccl_transport(view)
+    except (Missing, Skip, ValueError):
+        fallback = []
+    if fallback:
+        raise Skip("the pair is below its floor (%s), explained by the transport NCCL used (%s; perf.nccl_transport names the "
+                   "cause): the bandwidth is judged once NCCL runs over the profile's plugin" % ("; ".join(problems), "; ".join(fallback)))
+    pair = [str(n) for n in section.get("node_names") or section.get("nodes") or []]
+    loopbacks = _health.loopbacks(view.snapshot)
+    if not loopbacks:
+        return evidence + ["not attributed: the snapshot holds no NCCL loopback of the pair's nodes (validate_phases health "
+                           "with performance runs one per node first and tells a bad node from a bad link)"], problems
+    states = [(node, _loopback_of(node, loopbacks)) for node in pair]
+    bad = [(node, state) for node, state in states if state is not None and state[0] == "failed"]
+    if bad:
+        raise Skip("the pair %s is below its floor (%s), explained by %s failing its own NCCL loopback (%s; health.nccl_loopback "
+                   "names the cause): the link between the pair is judged once %s passes its loopback" % (
+                       " / ".join(pair), "; ".join(problems), " and ".join(n for n, _s in bad),
+                       "; ".join(t for _n, s in bad for t in s[2]), " and ".join(n for n, _s in bad)))
+    if pair and all(state is not None and state[0] == "passed" for _node, state in states):
+        own = ", ".join(state[1] for _node, state in states)
+        return evidence + ["each node passes its own NCCL loopback: %s" % own], [
+            Fault("%s - both nodes pass their own NCCL loopback, so the link between %s is slow" % (problem, " and ".join(pair)), "link")
+            for problem in problems]
+    why = ["%s: no loopback recorded" % node if state is None else "; ".join(state[2]) for node, state in states if state is None or state[0] != "passed"]
+    return evidence + ["not attributed to a node or the link: %s" % ("; ".join(why) or "the pair's nodes are not recorded")], problems
+
+
 @described("perf.nccl_avg_busbw")
 def nccl_avg_busbw(view):
-    profile, _section_, runs = _nccl_runs(view)
+    profile, section, runs = _nccl_runs(view)
     tolerance = _tolerance(view)
     floor = gke_gpudirect.NCCL_BANDWIDTH_THRESHOLDS[profile]
     evidence, problems = [], []
@@ -132,7 +173,7 @@ def nccl_avg_busbw(view):
         evidence.append("%s: average bus bandwidth %s GB/s over %d sizes, floor %s GB/s (%s) - %d%% tolerance" % (
             name, run["avg_bus_bandwidth"], verdict["rows"], floor, profile, round(tolerance * 100)))
         problems += ["%s: %s" % (name, reason) for reason in verdict["reasons"]]
-    return evidence, problems
+    return _attributed(view, section, evidence, problems)
 
 
 def _large_busbw(row):
@@ -145,7 +186,7 @@ def _large_busbw(row):
 
 @described("perf.nccl_large_busbw")
 def nccl_large_busbw(view):
-    profile, _section_, runs = _nccl_runs(view)
+    profile, section, runs = _nccl_runs(view)
     tolerance = _tolerance(view)
     size, floor = gke_gpudirect.NCCL_LARGE_MESSAGE_FLOORS[profile]
     evidence, problems = [], []
@@ -162,7 +203,7 @@ def nccl_large_busbw(view):
             if busbw < _floor(floor, tolerance):
                 problems.append("%s: bus bandwidth %s GB/s at %s B is below the %s GB/s large-message floor%s" % (
                     name, busbw, row["size"], floor, " (%d%% tolerance)" % round(tolerance * 100) if tolerance else ""))
-    return evidence, problems
+    return _attributed(view, section, evidence, problems)
 
 
 @described("perf.nccl_transport")

@@ -96,12 +96,30 @@ class Check(object):
                     "of group/gpu_ops.cluster.gcp, or validate_gke.project) so the GKE API is read; " + leave_out)
         if path.startswith("mig_parted"):
             return "give the MIG manager's mig-parted ConfigMap as validate_mig_parted_config; " + leave_out
+        if path.startswith("health"):
+            return ("do what the message names for each node (a floor for its GPU model: validate_health_nvbandwidth_floors, "
+                    "validate_health_nccl_loopback_floors; a probe that runs to the end: validate_health_timeout, "
+                    "validate_health_probe_image, the DCGM host engine) and run the health phase again (validate_phases health); "
+                    + leave_out)
         if path.startswith("performance"):
             return "run the performance probes again (validate_phases performance, validate_performance_probes); " + leave_out
         if path.startswith("kubernetes.") and "[" not in path:
             return ("make the read work (the kubeconfig's API server reachable, list rights on the kind: the message says "
                     "why it failed); " + leave_out)
         return "the snapshot lacks %s: read the cluster again with a kubeconfig that can list it; %s" % (path, leave_out)
+
+
+def probe_record(phase, records, key):
+    """The record ``key`` of a probe phase's output (``records``: the snapshot's ``health`` or ``performance``):
+    Missing when none was captured or the probe could not run, Skip with the probe's reason when it was not run."""
+    record = records.get(key)
+    if record is None:
+        raise Missing("%s.%s" % (phase, key), "no probe output was captured")
+    if record.get("skipped"):
+        raise Skip(record["skipped"])
+    if record.get("error"):
+        raise Missing("%s.%s" % (phase, key), "the probe could not run: %s" % " ".join(str(record["error"]).split())[:300])
+    return record
 
 
 def fix_text(fix):

@@ -10,6 +10,7 @@ import json
 import multiprocessing
 import os
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote, quote_plus
@@ -18,6 +19,7 @@ import pytest
 import requests
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._core.transport import (
+    installed,
     ApiError,
     CredentialsError,
     HttpClient,
@@ -276,3 +278,15 @@ def test_a_library_error_quoting_the_header_is_scrubbed(server):
     with pytest.raises(ApiError) as caught:
         http.request("GET", server.url + "/x")
     assert "tok-abc-123" not in str(caught.value) and "InvalidHeader" in str(caught.value)
+
+
+@pytest.mark.parametrize("name, present", [("json", True), ("gpu_ops_no_such_library", False),
+                                           ("gpu_ops_no_such_package.sub", False)])
+def test_installed_says_whether_a_library_is_there_without_importing_it(name, present):
+    found, error = installed(name)
+    assert found is present
+    if present:
+        assert error is None
+    else:
+        assert isinstance(error, ImportError) and name in str(error)
+        assert name not in sys.modules

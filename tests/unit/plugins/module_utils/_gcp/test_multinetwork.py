@@ -379,6 +379,21 @@ def test_a_plan_of_updates_and_creates_checks_the_location_before_its_first_writ
     assert counts(double) == (3, 3, 3)
 
 
+def test_a_plan_of_updates_and_creates_in_a_zone_that_does_not_exist_writes_nothing(double, capsys):
+    """The same refusal as a plan of creates only: a live fabric with one network added and a firewall rule to fix,
+    asked in a zone that does not exist, fails on the zone before its first PATCH or POST."""
+    run(double, capsys, nic_count=2, location=REGION + "-c")
+    double.edit(COMPUTE + "global/firewalls/a3mega-gpunic-1-internal", {"sourceRanges": ["10.9.0.0/16"]})
+    double.clear_log()
+    planned = run(double, capsys, nic_count=3, location=REGION + "-c", _ansible_check_mode=True)
+    assert sorted(set(c["action"] for c in planned["changes"])) == ["create", "update"], planned["changes"]
+    double.clear_log()
+    result = run(double, capsys, nic_count=3, location=REGION + "-z")
+    assert result["failed"] and "location: zone %s-z does not exist" % REGION in result["msg"], result["msg"]
+    assert double.mutating_requests() == [] and counts(double) == (2, 2, 2)
+    assert double.state(PROJECT)["firewalls"][0]["sourceRanges"] == ["10.9.0.0/16"]
+
+
 @pytest.mark.parametrize("location,what", [("us-central9", "region us-central9"), ("us-central1-z", "zone us-central1-z")])
 def test_a_region_or_zone_that_does_not_exist_is_refused_before_any_write(double, capsys, location, what):
     result = run(double, capsys, gpudirect="tcpx", location=location)

@@ -172,8 +172,9 @@ def test_an_errored_testcase_fails():
 def test_without_a_floor_for_the_model_the_row_is_report_only_other():
     check = _results(_snapshot(nvb=dict(nodes=_nodes({"gpu-0": _read("nvbandwidth", "h100x8_pass.json")}))))["health.nvbandwidth"]
     assert check["status"] == "other"
-    assert "no host_to_device_memcpy_ce floor for GPU model NVIDIA-H100-80GB-HBM3 (report only): set validate_health_nvbandwidth_floors" \
-        in check["message"]
+    assert ("gpu-0: no host_to_device_memcpy_ce floor for GPU model NVIDIA-H100-80GB-HBM3 (report only; NVIDIA publishes no nvbandwidth "
+            "floor): set validate_health_nvbandwidth_floors, for example from this run's 55.1 GB/s on a node known to be good") in check["message"]
+    assert "gpu-0: no device_to_device_memcpy_read_ce floor" in check["message"] and "this run's 370 GB/s" in check["message"]
 
 
 def test_a_waived_testcase_with_a_floor_is_other_and_without_one_is_left_out():
@@ -347,3 +348,18 @@ def test_the_plan_of_a_host_names_its_gpu_model_and_count():
 def test_a_finished_pod_with_an_empty_log_has_no_error_of_its_own():
     records = health.probe_records([dict(name="n", pod="p")], [_pod("p", "Succeeded", 0)], [dict(pod="p", log="", error=None)])
     assert records["n"] == dict(model=None, gpus=None, output="", rc=0, error="")
+
+
+def test_the_loopback_of_each_node_as_the_pairwise_checks_read_it():
+    outputs = {"gpu-0": _read("nccl_loopback", "h100x8_pass.txt"), "gpu-1": _read("nccl_loopback", "h100x8_slow.txt"),
+               "gpu-2": _read("nccl_loopback", "h100x8_killed.txt")}
+    states = health.loopbacks(_snapshot(loop=dict(floors={MODEL: 300}, nodes=_nodes(outputs))))
+    assert states["gpu-0"] == ("passed", "gpu-0 (NVIDIA-H100-80GB-HBM3, 8 GPUs): all_reduce average bus bandwidth 360.0 GB/s, floor 300 GB/s", [])
+    assert states["gpu-1"][0] == "failed" and states["gpu-1"][2] == ["gpu-1: average bus bandwidth 71.25 GB/s is below the 300 GB/s threshold"]
+    assert states["gpu-2"][0] == "undecided" and states["gpu-2"][1] is None
+    # nothing to read: no health phase, a loopback not asked for or one that could not run
+    no_health = _snapshot()
+    del no_health["health"]
+    for snapshot in (no_health, _snapshot(loop=dict(skipped="validate_health_probe_image is empty")), _snapshot(loop=dict(error="forbidden")),
+                     _snapshot(loop=dict(floors={MODEL: 300}, nodes=None))):
+        assert health.loopbacks(snapshot) == {}

@@ -384,7 +384,7 @@ def test_every_row_at_or_above_the_large_message_size_is_held_to_the_floor():
     _result, by_id = _results(_snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])))
     check = by_id["perf.nccl_large_busbw"]
     assert check["status"] == "failed" and "bus bandwidth 90.0 GB/s at 1073741824 B" in check["message"], check
-    assert len(check["evidence"]) == 2
+    assert len([e for e in check["evidence"] if " B bus bandwidth " in e]) == 2
 
 
 def test_the_transport_is_read_from_stderr_too():
@@ -406,3 +406,157 @@ def test_an_unknown_nccl_profile_is_other_naming_the_profiles():
     for check_id in ("perf.nccl_avg_busbw", "perf.nccl_large_busbw"):
         assert by_id[check_id]["status"] == "other"
         assert "performance.nccl.profile 'tcpz' is not a GPUDirect profile" in by_id[check_id]["message"], by_id[check_id]
+
+
+# ------------------------------------------------------------------ a slow pair against each node's own loopback
+
+LOOPBACK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_perf", "fixtures", "nccl_loopback")
+H100 = "NVIDIA-H100-80GB-HBM3"
+
+
+def _loopback(**outputs):
+    """The health phase's loopback section: node -> fixture name (h100x8_pass: 360 GB/s, h100x8_slow: 71.25 GB/s,
+    h100x8_wrong: #wrong values), judged against a 300 GB/s floor."""
+    nodes = {}
+    for node, name in outputs.items():
+        with open(os.path.join(LOOPBACK, name + ".txt"), encoding="utf-8") as handle:
+            nodes[node.replace("_", "-")] = dict(model=H100, gpus=8, output=handle.read(), rc=0, error="")
+    return dict(floors={H100: 300}, nodes=nodes)
+
+
+def _slow_pair(loopback, **nccl):
+    """The guide's A3 Mega table (22.45 GB/s average, below the 30 GB/s floor) between gpu-0 and gpu-1, with the health
+    phase's loopback of those nodes."""
+    section = dict(_nccl("tcpxo", [dict(benchmark="all_gather", output=_info("FasTrak") + GUIDE_TCPXO, rc=0)]), **nccl)
+    snapshot = _snapshot(section)
+    if loopback is not None:
+        snapshot["health"] = dict(level=1, nccl_loopback=loopback)
+    result = suite.validate(snapshot, phases=["health", "performance"], only=["health.nccl_loopback"] + PERF_IDS[:3])
+    return result, dict((r["id"], r) for r in result["results"])
+
+
+@pytest.mark.parametrize("bad", ["h100x8_slow", "h100x8_wrong"])
+def test_a_slow_pair_with_a_bad_node_is_one_failure_naming_that_node(bad):
+    result, by_id = _slow_pair(_loopback(gpu_0="h100x8_pass", gpu_1=bad))
+    assert [r["id"] for r in result["results"] if r["status"] == "failed"] == ["health.nccl_loopback"]
+    assert by_id["health.nccl_loopback"]["message"].startswith("gpu-1: ")
+    pair = by_id["perf.nccl_avg_busbw"]
+    assert pair["status"] == "skipped", pair
+    assert pair["message"].startswith("skipped: the pair gpu-0 / gpu-1 is below its floor (all_gather: average bus bandwidth 22.45 GB/s "
+                                      "is below the 30 GB/s threshold), explained by gpu-1 failing its own NCCL loopback (gpu-1: ")
+    assert pair["message"].endswith("the link between the pair is judged once gpu-1 passes its loopback")
+    assert "gpu-0" not in pair["message"].split("explained by")[1]
+    assert by_id["perf.nccl_large_busbw"]["status"] == "passed"      # 122.14 GB/s at 1G: the pair is not slow there
+    assert by_id["perf.nccl_transport"]["status"] == "passed"
+    assert result["exit_status"] == 8
+
+
+def test_a_slow_pair_of_two_good_nodes_fails_on_the_link_between_them():
+    result, by_id = _slow_pair(_loopback(gpu_0="h100x8_pass", gpu_1="h100x8_pass"))
+    assert [r["id"] for r in result["results"] if r["status"] == "failed"] == ["perf.nccl_avg_busbw"]
+    pair = by_id["perf.nccl_avg_busbw"]
+    assert pair["message"] == ("all_gather: average bus bandwidth 22.45 GB/s is below the 30 GB/s threshold - both nodes pass their own "
+                               "NCCL loopback, so the link between gpu-0 and gpu-1 is slow")
+    assert pair["fix"].startswith("both nodes reach their floor on their own (the health phase's NCCL loopback), so the path between "
+                                  "them is slow")
+    assert "gpudirect_installer" not in pair["fix"]
+    assert pair["evidence"][-1] == ("each node passes its own NCCL loopback: gpu-0 (NVIDIA-H100-80GB-HBM3, 8 GPUs): all_reduce average bus "
+                                    "bandwidth 360.0 GB/s, floor 300 GB/s, gpu-1 (NVIDIA-H100-80GB-HBM3, 8 GPUs): all_reduce average "
+                                    "bus bandwidth 360.0 GB/s, floor 300 GB/s")
+
+
+def test_without_a_loopback_the_pair_fails_as_before_and_says_what_would_attribute_it():
+    _result, by_id = _slow_pair(None)
+    pair = by_id["perf.nccl_avg_busbw"]
+    assert pair["status"] == "failed"
+    assert pair["message"] == "all_gather: average bus bandwidth 22.45 GB/s is below the 30 GB/s threshold"
+    assert pair["fix"].startswith("role gpu_ops.cluster.gpudirect_installer")
+    assert pair["evidence"][-1].startswith("not attributed: the snapshot holds no NCCL loopback of the pair's nodes (validate_phases health")
+    for section in (dict(skipped="validate_health_probe_image is empty"), dict(error="forbidden")):
+        _result, by_id = _slow_pair(section)
+        assert by_id["perf.nccl_avg_busbw"]["status"] == "failed"
+        assert by_id["perf.nccl_avg_busbw"]["evidence"][-1].startswith("not attributed: the snapshot holds no NCCL loopback")
+
+
+def test_a_pair_node_whose_loopback_cannot_decide_leaves_the_pair_failing_with_the_reason():
+    loopback = _loopback(gpu_0="h100x8_pass", gpu_1="h100x8_pass")
+    loopback["nodes"]["gpu-1"]["rc"] = 137
+    _result, by_id = _slow_pair(loopback)
+    pair = by_id["perf.nccl_avg_busbw"]
+    assert pair["status"] == "failed" and pair["fix"].startswith("role gpu_ops.cluster.gpudirect_installer")
+    assert "link between" not in pair["message"]
+    assert pair["evidence"][-1] == ("not attributed to a node or the link: gpu-1: all_reduce_perf exited with code 137 after a "
+                                    "complete table")
+    # a pair node the health phase did not probe
+    _result, by_id = _slow_pair(_loopback(gpu_0="h100x8_pass", gpu_7="h100x8_pass"))
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "failed"
+    assert by_id["perf.nccl_avg_busbw"]["evidence"][-1] == "not attributed to a node or the link: gpu-1: no loopback recorded"
+    # no recorded pair at all
+    _result, by_id = _slow_pair(_loopback(gpu_0="h100x8_pass", gpu_1="h100x8_pass"), nodes=[])
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "failed"
+    assert by_id["perf.nccl_avg_busbw"]["evidence"][-1] == "not attributed to a node or the link: the pair's nodes are not recorded"
+
+
+def test_a_pair_that_meets_its_floor_passes_even_beside_a_bad_node():
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 30, 120.0)], avg=31.0)
+    snapshot = _snapshot(_nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)]))
+    snapshot["health"] = dict(level=1, nccl_loopback=_loopback(gpu_0="h100x8_pass", gpu_1="h100x8_slow"))
+    by_id = dict((r["id"], r) for r in suite.validate(snapshot, phases=["performance"])["results"])
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "passed" and by_id["perf.nccl_large_busbw"]["status"] == "passed"
+
+
+def test_the_pair_s_nodes_are_matched_by_node_name_then_by_host_name():
+    # the pods' nodes (node_names) first; without them the ranks' host names, matched on the node name's first label
+    fqdn = _loopback(gpu_0="h100x8_pass", gpu_1="h100x8_slow")
+    fqdn["nodes"] = dict(("%s.c.project.internal" % k, v) for k, v in fqdn["nodes"].items())
+    _result, by_id = _slow_pair(fqdn)
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "skipped"
+    assert "explained by gpu-1 failing" in by_id["perf.nccl_avg_busbw"]["message"]
+    named = _loopback(node_a="h100x8_pass", node_b="h100x8_slow")
+    _result, by_id = _slow_pair(named, node_names=["node-a", "node-b"])
+    assert "the pair node-a / node-b is below its floor" in by_id["perf.nccl_avg_busbw"]["message"]
+    assert "explained by node-b failing" in by_id["perf.nccl_avg_busbw"]["message"]
+    # two nodes with the same first label: no guess
+    twice = _loopback(gpu_0="h100x8_pass", gpu_1="h100x8_slow")
+    twice["nodes"] = {"gpu-0.a": twice["nodes"]["gpu-0"], "gpu-1.a": twice["nodes"]["gpu-1"], "gpu-1.b": twice["nodes"]["gpu-1"]}
+    _result, by_id = _slow_pair(twice)
+    assert by_id["perf.nccl_avg_busbw"]["status"] == "failed"
+    assert by_id["perf.nccl_avg_busbw"]["evidence"][-1] == "not attributed to a node or the link: gpu-1: no loopback recorded"
+
+
+def test_the_large_message_floor_is_attributed_too():
+    output = _info("FasTrak") + _table([(2 ** 20, 40.0), (2 ** 30, 60.0)], avg=31.0)
+    section = _nccl("tcpxo", [dict(benchmark="all_reduce", output=output, rc=0)])
+    for loopback, status in ((_loopback(gpu_0="h100x8_slow", gpu_1="h100x8_pass"), "skipped"),
+                             (_loopback(gpu_0="h100x8_pass", gpu_1="h100x8_pass"), "failed")):
+        snapshot = _snapshot(copy.deepcopy(section))
+        snapshot["health"] = dict(level=1, nccl_loopback=loopback)
+        check = dict((r["id"], r) for r in suite.validate(snapshot, phases=["performance"])["results"])["perf.nccl_large_busbw"]
+        assert check["status"] == status, check
+        if status == "skipped":
+            assert "explained by gpu-0 failing its own NCCL loopback" in check["message"]
+        else:
+            assert check["message"].endswith("large-message floor - both nodes pass their own NCCL loopback, so the link between gpu-0 "
+                                             "and gpu-1 is slow")
+            assert check["fix"].startswith("both nodes reach their floor on their own")
+
+
+def test_a_slow_pair_over_a_socket_fallback_is_one_failure_the_transport():
+    # NCCL fell back to its own sockets: the guide's TCPX table slowed to 2.1 GB/s average, 3.10 GB/s at 512M
+    log = _info("Socket") + GUIDE_TCPX.replace(" 70.87 ", " 3.10 ").replace("29.8293", "2.1")
+    snapshot = _snapshot(_nccl("tcpx", [dict(benchmark="all_gather", output=log, rc=0)]))
+    snapshot["health"] = dict(level=1, nccl_loopback=_loopback(gpu_0="h100x8_pass", gpu_1="h100x8_pass"))
+    result, by_id = _results(snapshot)
+    assert [r["id"] for r in result["results"] if r["status"] == "failed"] == ["perf.nccl_transport"]
+    for check_id, below in (("perf.nccl_avg_busbw", "average bus bandwidth 2.1 GB/s is below the 25 GB/s threshold"),
+                            ("perf.nccl_large_busbw", "bus bandwidth 3.1 GB/s at 536870912 B is below the 50.0 GB/s large-message floor")):
+        check = by_id[check_id]
+        assert check["status"] == "skipped", check
+        assert check["message"] == ("skipped: the pair is below its floor (all_gather: %s), explained by the transport NCCL used "
+                                    "(all_gather: NCCL used Socket instead of the GPUDirectTCPX plugin (a fallback of NCCL itself); "
+                                    "perf.nccl_transport names the cause): the bandwidth is judged once NCCL runs over the profile's "
+                                    "plugin" % below)
+    # a log without the transport lines attributes nothing to the transport: the bandwidth failure stands
+    runs = [dict(benchmark="all_gather", output=GUIDE_TCPX.replace("29.8293", "2.1"), rc=0)]
+    _result, by_id = _results(_snapshot(_nccl("tcpx", runs)))
+    assert by_id["perf.nccl_transport"]["status"] == "other" and by_id["perf.nccl_avg_busbw"]["status"] == "failed"

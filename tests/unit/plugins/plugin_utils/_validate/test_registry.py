@@ -217,6 +217,9 @@ def test_the_other_fixes_are_validated_and_listed_after_the_own_one():
     (Missing("gke.cluster"), "set validate_gke (cluster and location; the project and GCP credentials through the play's module_defaults "
                              "of group/gpu_ops.cluster.gcp, or validate_gke.project) so the GKE API is read; "),
     (Missing("mig_parted"), "give the MIG manager's mig-parted ConfigMap as validate_mig_parted_config; "),
+    (Missing("health.nvbandwidth"), "do what the message names for each node (a floor for its GPU model: validate_health_nvbandwidth_floors, "
+                                    "validate_health_nccl_loopback_floors; a probe that runs to the end: validate_health_timeout, "
+                                    "validate_health_probe_image, the DCGM host engine) and run the health phase again (validate_phases health); "),
     (Missing("performance.nccl"), "run the performance probes again (validate_phases performance, validate_performance_probes); "),
     (Missing("kubernetes.pods"), "make the read work (the kubeconfig's API server reachable, list rights on the kind: the message "
                                  "says why it failed); "),
@@ -230,3 +233,21 @@ def test_a_check_that_cannot_run_says_what_would_let_it(raised, fix):
     result = registry.run_check(_check(fails), FakeView())
     assert result["status"] == "other"
     assert result["fix"] == fix + "or leave t.check out of validate_checks (list the checks to run)"
+
+
+def test_a_probe_record_that_was_captured_is_returned_as_it_is():
+    record = {"nodes": {"gpu-0": {"rc": 0}}}
+    assert registry.probe_record("health", {"dcgm": record}, "dcgm") is record
+
+
+def test_a_probe_record_that_is_absent_or_failed_is_missing_and_one_not_run_is_skipped():
+    with pytest.raises(Missing) as absent:
+        registry.probe_record("performance", {"nccl": {}}, "ib")
+    assert (absent.value.path, absent.value.why) == ("performance.ib", "no probe output was captured")
+    with pytest.raises(Skip) as skipped:
+        registry.probe_record("health", {"dcgm": {"skipped": "no DCGM host engine"}}, "dcgm")
+    assert str(skipped.value) == "no DCGM host engine"
+    with pytest.raises(Missing) as failed:
+        registry.probe_record("health", {"dcgm": {"error": "pod\n  failed:   " + "x" * 400}}, "dcgm")
+    assert failed.value.path == "health.dcgm"
+    assert failed.value.why == "the probe could not run: " + ("pod failed: " + "x" * 400)[:300]
