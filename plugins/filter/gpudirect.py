@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPUDirect filters: workload patch, catalog read-out and NCCL environments.
 
-Documentation: plugins/filter/gpudirect_workload.yml, gpudirect_profile.yml, gpudirect_conflicts.yml, nccl_env.yml.
+Documentation: plugins/filter/gpudirect_workload.yml, gpudirect_profile.yml, gpudirect_conflicts.yml, nccl_env.yml,
+compute_domain.yml.
 """
 
 from __future__ import annotations
@@ -40,10 +41,12 @@ def _has_pod_template(item):
 
 
 def gpudirect_workload(manifest, fabric, network_names, gke_version=None, sidecar="auto", registry=None,
-                       machine_type=None, interfaces=None, nccl_overrides=None, dranet=False, claim_template=None):
+                       machine_type=None, interfaces=None, nccl_overrides=None, dranet=False, claim_template=None,
+                       compute_domain=None):
     """Add GPUDirect to a workload manifest (or to every workload of a list of manifests)."""
     kwargs = dict(gke_version=gke_version, sidecar=sidecar, registry=registry, machine_type=machine_type,
-                  interfaces=interfaces, nccl_overrides=nccl_overrides, dranet=dranet, claim_template=claim_template)
+                  interfaces=interfaces, nccl_overrides=nccl_overrides, dranet=dranet, claim_template=claim_template,
+                  compute_domain=compute_domain)
     warnings = []
     try:
         _inputs.version_text("gke_version", gke_version)
@@ -69,6 +72,14 @@ def gpudirect_workload(manifest, fabric, network_names, gke_version=None, sideca
         raise AnsibleFilterError("gpudirect_workload: %s" % exc)
     _warn(warnings)
     return result
+
+
+def compute_domain(name, namespace=None, claim_template=None):
+    """The ComputeDomain of one job (multi-node NVLink through IMEX)."""
+    try:
+        return workload.compute_domain(name, namespace=namespace, claim_template=claim_template)
+    except ValueError as exc:
+        raise AnsibleFilterError("compute_domain: %s" % exc)
 
 
 def gpudirect_profile(name, gke_version=None, registry=None):
@@ -135,4 +146,5 @@ class FilterModule:
             "gpudirect_profile": gpudirect_profile,
             "gpudirect_conflicts": gpudirect_conflicts,
             "nccl_env": nccl_env,
+            "compute_domain": compute_domain,
         }

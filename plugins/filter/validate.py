@@ -21,6 +21,7 @@ _snapshot = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._va
 _suite = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.suite")
 _health = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.health")
 _merge = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.merge")
+_compute_domain = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.compute_domain")
 
 FORMATS = ("ctrf", "junit", "markdown", "counts")
 
@@ -36,18 +37,19 @@ def validate_snapshot(reads, name, kind="kubernetes", gke=None, captured_at=None
     if kind != "kubernetes":
         raise AnsibleFilterError("validate_snapshot: kind must be kubernetes or host, got %r" % (kind,))
     if not isinstance(reads, dict):
-        raise AnsibleFilterError("validate_snapshot: reads must map %s to k8s_info results" % ", ".join(_snapshot.KUBERNETES_KEYS))
-    unknown = sorted(set(reads) - set(_snapshot.KUBERNETES_KEYS))
+        raise AnsibleFilterError("validate_snapshot: reads must map %s to k8s_info results" % ", ".join(_snapshot.READ_KEYS))
+    unknown = sorted(set(reads) - set(_snapshot.READ_KEYS))
     if unknown:
-        raise AnsibleFilterError("validate_snapshot: unknown reads %s; allowed: %s" % (", ".join(unknown), ", ".join(_snapshot.KUBERNETES_KEYS)))
+        raise AnsibleFilterError("validate_snapshot: unknown reads %s; allowed: %s" % (", ".join(unknown), ", ".join(_snapshot.READ_KEYS)))
     if gke is not None and not isinstance(gke, dict):
         raise AnsibleFilterError("validate_snapshot: gke must be a dict (cluster, node_pools, nics) or null")
     if mig_parted_config is not None and not isinstance(mig_parted_config, dict):
         raise AnsibleFilterError("validate_snapshot: mig_parted_config must be a ConfigMap or a mig-parted document (a dict) or null")
     reads = plain(reads)
     return filtered(AnsibleFilterError, "validate_snapshot", _snapshot.build_kubernetes, name,
-                    *[reads.get(k) for k in _snapshot.KUBERNETES_KEYS], gke=plain(gke) if gke else None, captured_at=captured_at,
-                    mig_parted_config=plain(mig_parted_config) if mig_parted_config else None)
+                    gke=plain(gke) if gke else None, captured_at=captured_at,
+                    mig_parted_config=plain(mig_parted_config) if mig_parted_config else None,
+                    **dict((k, reads.get(k)) for k in _snapshot.READ_KEYS))
 
 
 def validate_snapshot_file(document, source="the snapshot file"):
@@ -130,6 +132,31 @@ def validate_snapshot_diff(old, new):
     return filtered(AnsibleFilterError, "validate_snapshot_diff", _snapshot.diff, plain(old), plain(new))
 
 
+def validate_compute_domain_reads(nodes):
+    """The NVIDIA DRA driver's kinds the role lists on a cluster whose Ready nodes carry the NVLink clique label."""
+    if not isinstance(nodes, (list, tuple)):
+        raise AnsibleFilterError("validate_compute_domain_reads: the input must be the list of Node objects read, got %s"
+                                 % type(nodes).__name__)
+    return filtered(AnsibleFilterError, "validate_compute_domain_reads", _compute_domain.dra_reads, plain(nodes))
+
+
+def validate_compute_domain_daemons(snapshot, logs=None):
+    """Without ``logs``: the ComputeDomain daemon pods of a snapshot that are not ready (namespace, pod, node), whose
+    logs the role reads. With ``logs`` (the role's registered k8s_log results over that list): the snapshot with the
+    lines of those logs that name a known cause."""
+    if not isinstance(snapshot, dict) or not isinstance(snapshot.get("target"), dict):
+        raise AnsibleFilterError("validate_compute_domain_daemons: the input must be a validation snapshot")
+    if logs is None:
+        return filtered(AnsibleFilterError, "validate_compute_domain_daemons", _snapshot.compute_domain_daemons, plain(snapshot))
+    if not isinstance(logs, (list, tuple)):
+        raise AnsibleFilterError("validate_compute_domain_daemons: logs must be a list, got %s" % type(logs).__name__)
+    try:
+        read = [dict(r["__validate_daemon"], log=r.get("log") or "") for r in plain(logs)]
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError("validate_compute_domain_daemons: not the validate role's registered log reads (%s missing)" % exc) from None
+    return filtered(AnsibleFilterError, "validate_compute_domain_daemons", _snapshot.with_daemon_logs, plain(snapshot), read)
+
+
 def validate_health_plan(snapshot, dcgm_image=None):
     """The nodes the health probes run on and the DCGM host engine they connect to, from a snapshot."""
     if not isinstance(snapshot, dict) or not isinstance(snapshot.get("target"), dict):
@@ -170,5 +197,7 @@ class FilterModule:
             "validate_snapshot_diff": validate_snapshot_diff,
             "validate_snapshot_file": validate_snapshot_file,
             "validate_health_plan": validate_health_plan,
+            "validate_compute_domain_daemons": validate_compute_domain_daemons,
+            "validate_compute_domain_reads": validate_compute_domain_reads,
             "validate_health_records": validate_health_records,
         }

@@ -110,6 +110,56 @@ def test_a4x_render_has_four_rdma_nics_hyperdisk_and_the_arm64_installer(renders
     assert any("/gpudirect-gib/nccl-plugin-gib-arm64:" in i and "@sha256:" in i for i in images), images
 
 
+# What GKE taints the demo pools' nodes with (written here from GKE's docs, not read from the catalog): every GPU node,
+# and the arm64 hosts of A4X
+GPU_TAINT = ("nvidia.com/gpu", "present", "NoSchedule")
+ARM64_TAINT = ("kubernetes.io/arch", "arm64", "NoSchedule")
+NODE_TAINTS = {"demo-rdma": [GPU_TAINT], "demo-rdma-a4x": [GPU_TAINT, ARM64_TAINT]}
+
+
+def _pod_specs(folder):
+    """(file, pod spec) of every manifest of a render that places pods (a Pod, or any object with a pod template)."""
+    found = []
+    for path in sorted((folder / "manifests").rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if not isinstance(doc, dict):
+                continue
+            if doc.get("kind") == "Pod":
+                found.append((path.name, doc["spec"]))
+            template = (doc.get("spec") or {}).get("template")
+            if isinstance(template, dict) and "spec" in template:
+                found.append((path.name, template["spec"]))
+    return found
+
+
+def _tolerated(taint, tolerations):
+    key, value, effect = taint
+    for one in tolerations or []:
+        if one.get("effect") not in (None, effect):
+            continue
+        if one.get("operator") == "Exists" and one.get("key") in (None, key):
+            return True
+        if one.get("key") == key and one.get("operator", "Equal") == "Equal" and one.get("value") == value:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("target", sorted(NODE_TAINTS))
+def test_every_rendered_pod_tolerates_the_taints_of_its_nodes(renders, target):
+    specs = _pod_specs(renders[target][0])
+    kinds = set(name.split("-", 2)[1] for name, _spec in specs)
+    assert {"pod", "daemonset"} <= kinds, kinds
+    missing = ["%s: %s=%s:%s" % ((name,) + taint) for name, spec in specs for taint in NODE_TAINTS[target]
+               if not _tolerated(taint, spec.get("tolerations"))]
+    assert not missing, "pods that never schedule on their nodes: %s" % "; ".join(missing)
+
+
+def test_the_toleration_check_catches_a_pod_without_the_arm64_one():
+    assert not _tolerated(ARM64_TAINT, [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
+    assert not _tolerated(ARM64_TAINT, [{"key": "kubernetes.io/arch", "operator": "Equal", "value": "amd64"}])
+    assert _tolerated(ARM64_TAINT, [{"operator": "Exists"}])
+
+
 def test_readme_table_is_what_the_renders_give_today(renders):
     generator = _generator()
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")

@@ -615,3 +615,31 @@ def test_verdict_of_rdma_checks_that_nccl_used_gib(run_playbook):
         "NCCL used network Socket, not gIB: the gIB plugin did not load and NCCL fell back"]
     _result, verdict = _verdict(run_playbook, "rdma", outputs, nccl_test_threshold_gbps=20.0, nccl_test_check_transport=False)
     assert verdict["passed"] is True
+
+
+def test_nccl_test_inside_a_compute_domain_renders_the_domain_the_channel_claims_and_nvls(run_playbook, tmp_path):
+    """nccl_test_compute_domain on A4X: the test's ComputeDomain first, each pod claiming its channel on a clique node,
+    tolerating the arm64 taint, with NVLS on; an A3 Ultra (single-node NVLink) is refused before anything is written."""
+    render = tmp_path / "render"
+    run_playbook(_play("nccl_test", {"nccl_test_gpudirect": "rdma-a4x", "nccl_test_compute_domain": True}),
+                 extra_vars={"gpu_ops_render_dir": str(render)}).assert_ok()
+    objects = _manifests(render / "manifests/40-nccl-test")
+    assert objects[0] == {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+                          "metadata": {"name": "nccl-cd", "namespace": "default"},
+                          "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "nccl-cd-channel"},
+                                                              "allocationMode": "Single"}}}
+    pods = [m for m in objects if m["kind"] == "Pod"]
+    assert len(pods) == 2
+    for pod in pods:
+        spec = pod["spec"]
+        assert spec["resourceClaims"] == [{"name": "compute-domain-channel", "resourceClaimTemplateName": "nccl-cd-channel"}]
+        assert spec["containers"][0]["resources"]["claims"] == [{"name": "compute-domain-channel"}]
+        terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert {"key": "nvidia.com/gpu.clique", "operator": "Exists"} in terms[0]["matchExpressions"]
+        assert {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"} in spec["tolerations"]
+        env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+        assert env["NCCL_NVLS_ENABLE"] == "1" and env["NCCL_MNNVL_ENABLE"] == "1"
+    refused = run_playbook(_play("nccl_test", {"nccl_test_gpudirect": "rdma", "nccl_test_compute_domain": True}),
+                           extra_vars={"gpu_ops_render_dir": str(tmp_path / "r")}).assert_failed()
+    assert "nccl_test_compute_domain: rdma runs on machines whose NVLink does not span nodes" in refused.stdout
+    assert not (tmp_path / "r").exists()

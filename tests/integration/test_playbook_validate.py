@@ -151,7 +151,7 @@ def test_the_sample_snapshot_validates_offline_and_fails_on_its_breaks(run_playb
     result.assert_failed()
     statuses = _statuses(tmp_path / "a3mega-us-central1" / "ctrf.json")
     assert sorted(k for k, v in statuses.items() if v == "failed") == ["gke.gpu_vpc", "gpudirect.fast_socket", "gpudirect.pod_whole_node"]
-    assert "a3mega-us-central1: 43 checks: 21 passed, 3 failed, 19 skipped, 0 other - NOT OK" in result.output
+    assert "a3mega-us-central1: 45 checks: 21 passed, 3 failed, 21 skipped, 0 other - NOT OK" in result.output
     page = (tmp_path / "a3mega-us-central1" / "report.md").read_text()
     assert page == (REPO_ROOT / "docs" / "validate-sample-report.md").read_text().split("-->\n\n", 1)[1]
 

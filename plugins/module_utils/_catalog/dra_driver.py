@@ -42,6 +42,12 @@ Sources (shared notes anchors-2026-11-29.md sections 1.3 and 2):
 - ``FEATURE_GATES_SINCE``, ``HOST_MANAGED_IMEX_SINCE``: the first releases whose values have ``featureGates`` and
   ``resources.computeDomains.imex.mode``.
 - ``GKE_DRA_MIN_VERSION``: the GKE version floor of an A4X cluster that runs the driver (DRA GA).
+- ``CHANNEL_CLAIM``, ``CHANNEL_TEMPLATE_SUFFIX``: how a workload names its channel claim and a ComputeDomain its
+  channel ResourceClaimTemplate; ``MULTI_NODE_NVLINK_MACHINES``: the GKE machines whose NVLink spans nodes.
+- ``DAEMON_CONTAINER``, ``DAEMON_LOG_CAUSES``: the ComputeDomain daemon's container and the log lines that name why a
+  ComputeDomain stays NotReady (validate's compute_domain.yml holds each cause's fix, by name).
+- ``NVLS_ALL_REDUCE``: the NCCL settings of an NVLS all-reduce inside a domain and its bus-bandwidth floor (and
+  the floor's standing: no published figure).
 """
 
 from __future__ import annotations
@@ -159,3 +165,39 @@ HOST_MANAGED_IMEX_SINCE = ("dra-driver-nvidia-gpu", "0.5.0")
 
 # DRA is GA from 1.34; Cluster Toolkit's A4X blueprint pins 1.35.x. Google's own A4X floor table was not found.
 GKE_DRA_MIN_VERSION = "1.34"
+# The workload side (cluster-toolkit@10470803 examples/gke-a4x/nccl-jobset-example.yaml: the pods' claim
+# "compute-domain-channel" names the ComputeDomain's template "<ComputeDomain>-channel"; CEA@992db812
+# gpudirect-rdma/nccl-test-imex-a4x.yaml the same). Each node publishes one channel (shared notes 1.4, NVIDIA/nvcf
+# PR #1515), so one pod per node holds the claim and that pod has every GPU of the node.
+CHANNEL_CLAIM = "compute-domain-channel"
+CHANNEL_TEMPLATE_SUFFIX = "-channel"
+# GKE machines whose NVLink spans nodes (an NVL72 rack, 18 nodes x 4 GB200): A4X (notes anchors-2026-11-29.md 2);
+# A4 / A3 Ultra are single-node NVLink and get no ComputeDomain.
+MULTI_NODE_NVLINK_MACHINES = ("a4x-highgpu-4g",)
+
+# The per-ComputeDomain daemon the controller starts on each node (a DaemonSet, container "compute-domain-daemon":
+# the driver's templates/compute-domain-daemon.tmpl.yaml, read through the code search 2026-11-29, commit not
+# recorded). Log lines that say why its ComputeDomain stays NotReady (notes 1.4: dra-driver-nvidia-gpu #524 and
+# AICR PR #2520 for the host IMEX service holding the session; the prerequisites' "No matching network interface").
+DAEMON_CONTAINER = "compute-domain-daemon"
+DAEMON_LOG_CAUSES = (
+    dict(name="host_imex", pattern=r"NV_ERR_IN_USE",
+         cause="the host's %s holds the IMEX session (NV_ERR_IN_USE)" % HOST_IMEX_SERVICE),
+    dict(name="no_interface", pattern=r"[Nn]o matching network interface",
+         cause="the IMEX daemon found no network interface matching its peers' addresses (no matching network interface)"),
+)
+
+# NVLS all-reduce inside a ComputeDomain. NCCL environment (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html):
+# NCCL_NVLS_ENABLE turns NVLink SHARP (NVLS) on, NCCL_MNNVL_ENABLE multi-node NVLink. The floor is NVIDIA AICR's GB200
+# "nccl-all-reduce-bw-nvls" constraint, peak bus bandwidth of all_reduce_perf on a two-node pair: >= 500 GB/s, which AICR
+# itself calls provisional (an effective 450 gate with its 10 % tolerance, about 40 % under its ~770 GB/s baseline,
+# NVIDIA/aicr #2784; shared notes anchors-2026-11-25.md "NCCL floors in AICR"). Neither NVIDIA nor Google publishes a
+# GB200 NVL72 NVLS pass figure, so this is a provisional vendor gate, not a published one: the verdict says so.
+NVLS_ALL_REDUCE = dict(
+    env={"NCCL_NVLS_ENABLE": "1", "NCCL_MNNVL_ENABLE": "1"},
+    benchmark="all_reduce_perf",
+    floor_gbps=500.0,
+    floor_source="NVIDIA AICR's provisional GB200 NVLS gate (peak busBW, 2-node all_reduce_perf; NVIDIA/aicr #2784); "
+                 "no published GB200 NVL72 NVLS figure exists",
+    floor_published=False,
+)

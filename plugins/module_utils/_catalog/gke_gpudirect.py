@@ -35,6 +35,8 @@ import copy
 import json
 import re
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import dra_driver
+
 
 DEFAULT_MTU = 8244
 MTU_RANGE = (1300, 8896)  # compute.v1 Network.mtu
@@ -390,6 +392,36 @@ ARCH_LABEL = "kubernetes.io/arch"
 INSTALLERS["rdma-a4x"] = dict(copy.deepcopy(INSTALLERS["rdma"]), accelerators=["nvidia-gb200"],
                               arch_label=ARCH_LABEL, node_arch=["arm64"])
 
+# The taints GKE puts on the nodes of a GPU pool, as (key, value, effect): every GPU node carries
+# nvidia.com/gpu=present:NoSchedule, and a node whose CPU is not x86 carries kubernetes.io/arch=<arch>:NoSchedule
+# (GKE "Prepare an Arm workload for deployment": Arm nodes are tainted kubernetes.io/arch=arm64:NoSchedule; the A4X
+# tolerations of GoogleCloudPlatform/cluster-toolkit@10470803 examples/gke-a4x and NVIDIA AICR
+# values-gke-cos-gb200.yaml, shared notes anchors-2026-11-29.md section 2). Which pools are arm64 is MACHINES' arch.
+GPU_NODE_TAINT = ("nvidia.com/gpu", "present", "NoSchedule")
+ARCH_TAINT_EFFECT = "NoSchedule"
+UNTAINTED_ARCH = "amd64"
+
+
+def node_taints(machine_type):
+    """The taints GKE puts on a GPU node of ``machine_type`` (KeyError for a machine the catalog lacks)."""
+    arch = MACHINES[machine_type]["arch"]
+    taints = [GPU_NODE_TAINT]
+    if arch != UNTAINTED_ARCH:
+        taints.append((ARCH_LABEL, arch, ARCH_TAINT_EFFECT))
+    return taints
+
+
+def pod_tolerations(profile_name):
+    """The tolerations a pod needs on every node of a profile (the union over its machines), in catalog order."""
+    tolerations = []
+    for machine_type in profile(profile_name)["machine_types"]:
+        for key, value, effect in node_taints(machine_type):
+            toleration = dict(key=key, operator="Equal", value=value, effect=effect)
+            if toleration not in tolerations:
+                tolerations.append(toleration)
+    return tolerations
+
+
 NRI_INJECTOR = dict(
     name="device-injector",
     namespace="kube-system",
@@ -736,6 +768,10 @@ def describe(profile_name, gke_version=None, registry=None):
     entry["nccl_env_script"] = TCPXO_ENV_SCRIPT if profile_name == "tcpxo" else (
         GIB_ENV_SCRIPT if entry["device_mode"] == "RDMA" else None)
     entry["node_arch"] = ARCH_IMAGES.get(profile_name, {}).get("arch", "amd64")
+    entry["tolerations"] = pod_tolerations(profile_name)
+    # multi-node NVLink (a ComputeDomain per job, NVLS all-reduce inside it): every machine of the profile has it
+    entry["multi_node_nvlink"] = all(m in dra_driver.MULTI_NODE_NVLINK_MACHINES for m in entry["machine_types"])
+    entry["nvls"] = copy.deepcopy(dra_driver.NVLS_ALL_REDUCE) if entry["multi_node_nvlink"] else None
     # the Network objects every pod attaches, in GPU NIC order (RDMA profiles: rdma-0..N-1; TCPX/TCPXO:
     # named by the fabric, so None here)
     entry["pod_networks"] = rdma_network_names(profile_name) if entry["device_mode"] == "RDMA" else None

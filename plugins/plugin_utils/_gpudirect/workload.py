@@ -23,9 +23,10 @@ from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.gke_gpudi
     dranet_claim_template,
     GPU_CONTAINER_MOUNTS, GPU_SHARING_LABELS, INTERFACES_ANNOTATION, MACHINES,
     MACHINE_TYPE_LABEL, NATIVE_SIDECAR_MIN_GKE, PROFILES, PROFILE_NAMES, WORKLOAD_VOLUMES, device_annotation,
-    gke_minor, image_ref, interface_names, interfaces_annotation, native_sidecar_supported, release,
+    gke_minor, image_ref, interface_names, interfaces_annotation, native_sidecar_supported, pod_tolerations, release,
     sharing_refusal,
 )
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import dra_driver
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.mig import GPU_RESOURCE
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog.nccl import NCCL_PLUGIN_KEYS, PATH_KEYS, nccl_environment
 
@@ -332,6 +333,110 @@ def _dranet_claims(where, spec, template_name):
     return dict(name=DRANET_CLAIM)
 
 
+def _tolerates(toleration, wanted):
+    """Whether one toleration of a pod spec already tolerates the taint of ``wanted`` (Kubernetes' own matching)."""
+    if not isinstance(toleration, dict):
+        return False
+    if toleration.get("effect") not in (None, "", wanted["effect"]):
+        return False
+    if toleration.get("operator") == "Exists":
+        return toleration.get("key") in (None, "", wanted["key"])
+    return toleration.get("key") == wanted["key"] and toleration.get("value") == wanted["value"]
+
+
+def _ensure_tolerations(where, spec, fabric):
+    """Add the tolerations the profile's nodes need (their taints: the catalog's, by machine architecture) that the
+    pod spec does not have yet; a pod without them never schedules there (A4X: arm64 nodes)."""
+    tolerations = spec.get("tolerations")
+    if tolerations is None:
+        tolerations = spec["tolerations"] = []
+    if not isinstance(tolerations, list):
+        raise WorkloadError("%s: spec.tolerations must be a list" % where)
+    for wanted in pod_tolerations(fabric):
+        if not any(_tolerates(t, wanted) for t in tolerations):
+            tolerations.append(dict(wanted))
+
+
+# --------------------------------------------------------------------------------------------
+# ComputeDomains (multi-node NVLink through IMEX; the NVIDIA DRA driver)
+# --------------------------------------------------------------------------------------------
+
+def _dns_name(field, value):
+    if not isinstance(value, str) or len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+        raise WorkloadError("%s: %r is not a Kubernetes object name (lower case letters, digits, '-' and '.')" % (field, value))
+    return value
+
+
+def compute_domain(name, namespace=None, claim_template=None):
+    """The ComputeDomain of one job: v1beta1, numNodes 0 (the driver's recommendation; the field is deprecated),
+    allocationMode Single (one IMEX channel per node), its channel ResourceClaimTemplate ``<name>-channel`` unless
+    ``claim_template`` names another. The controller creates that template in the same namespace; the spec is immutable,
+    so a job that needs another one gets a new ComputeDomain."""
+    api = dra_driver.COMPUTE_DOMAIN
+    _dns_name("name", name)
+    template = _dns_name("claim_template", claim_template if claim_template is not None
+                         else name + dra_driver.CHANNEL_TEMPLATE_SUFFIX)
+    metadata = dict(name=name)
+    if namespace is not None:
+        metadata["namespace"] = _dns_name("namespace", namespace)
+    return dict(apiVersion="%s/%s" % (api["group"], api["version"]), kind=api["kind"], metadata=metadata,
+                spec=dict(numNodes=api["default_num_nodes"],
+                          channel=dict(resourceClaimTemplate=dict(name=template),
+                                       allocationMode=api["default_allocation_mode"])))
+
+
+def _channel_template(domain, fabric):
+    """The channel ResourceClaimTemplate name a ComputeDomain (as ``compute_domain`` builds it, or as read) gives its pods."""
+    api = dra_driver.COMPUTE_DOMAIN
+    machines = [m for m in PROFILES[fabric]["machine_types"] if m not in dra_driver.MULTI_NODE_NVLINK_MACHINES]
+    if machines:
+        raise WorkloadError("compute_domain: %s runs on %s, whose NVLink does not span nodes; a ComputeDomain needs %s" % (
+            fabric, ", ".join(machines), ", ".join(dra_driver.MULTI_NODE_NVLINK_MACHINES)))
+    if not isinstance(domain, dict) or domain.get("kind") != api["kind"] \
+            or domain.get("apiVersion") != "%s/%s" % (api["group"], api["version"]):
+        raise WorkloadError("compute_domain: a %s object (apiVersion %s/%s) is required, as the compute_domain filter "
+                            "returns it" % (api["kind"], api["group"], api["version"]))
+    channel = (domain.get("spec") or {}).get("channel") or {}
+    mode = channel.get("allocationMode", api["default_allocation_mode"])
+    if mode != api["default_allocation_mode"]:
+        raise WorkloadError("compute_domain.spec.channel.allocationMode: %r gives a pod every IMEX channel of its node; "
+                            "allowed: %s (one channel per node)" % (mode, api["default_allocation_mode"]))
+    return _dns_name("compute_domain.spec.channel.resourceClaimTemplate.name",
+                     (channel.get("resourceClaimTemplate") or {}).get("name"))
+
+
+def _channel_claim(where, spec, template_name):
+    """Name the channel claim in spec.resourceClaims; refuse a pod that would claim a channel twice."""
+    claims = spec.setdefault("resourceClaims", [])
+    if not isinstance(claims, list):
+        raise WorkloadError("%s: spec.resourceClaims must be a list" % where)
+    for claim in claims:
+        if claim.get("name") == dra_driver.CHANNEL_CLAIM:
+            if claim.get("resourceClaimTemplateName") != template_name:
+                raise WorkloadError("%s: spec.resourceClaims entry %s exists with another source (%s); rename it" % (
+                    where, dra_driver.CHANNEL_CLAIM, json.dumps(claim, sort_keys=True)))
+            break
+        if claim.get("resourceClaimTemplateName") == template_name:
+            raise WorkloadError("%s: spec.resourceClaims entry %s already claims %s: a second claim would take the node's "
+                                "IMEX channel twice (a node has one); remove it" % (where, claim.get("name"), template_name))
+    else:
+        claims.append(dict(name=dra_driver.CHANNEL_CLAIM, resourceClaimTemplateName=template_name))
+    return dict(name=dra_driver.CHANNEL_CLAIM)
+
+
+def _require_clique(spec):
+    """Add a required node affinity term on the clique label (every term: terms are alternatives) unless present."""
+    affinity = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+    required = affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    terms = required.setdefault("nodeSelectorTerms", [])
+    if not terms:
+        terms.append({})
+    for term in terms:
+        expressions = term.setdefault("matchExpressions", [])
+        if not any(e.get("key") == dra_driver.CLIQUE_LABEL for e in expressions):
+            expressions.append(dict(key=dra_driver.CLIQUE_LABEL, operator="Exists"))
+
+
 def _ensure_claim(container, claim):
     claims = container.setdefault("resources", {}).setdefault("claims", [])
     if not any(c.get("name") == claim["name"] for c in claims):
@@ -340,7 +445,7 @@ def _ensure_claim(container, claim):
 
 def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="auto", registry=None,
                    machine_type=None, interfaces=None, nccl_overrides=None, warnings=None, dranet=False,
-                   claim_template=None):
+                   claim_template=None, compute_domain=None):
     """A copy of a Pod/Job/JobSet/Deployment/StatefulSet manifest with GPUDirect added.
 
     Adds what the guide's "add GPUDirect to your manifests" section adds: the NRI device annotation
@@ -358,6 +463,11 @@ def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="a
     default the catalog's name) in ``spec.resourceClaims`` and the GPU containers' ``resources.claims``, and get
     no multi-network annotation (``network_names`` must be empty). The template itself is the catalog's
     ``dranet_claim_template``, applied next to the workload.
+
+    ``compute_domain``: a ComputeDomain (as ``compute_domain`` builds it; multi-node NVLink machines only): every pod
+    that requests GPUs claims the domain's IMEX channel (``spec.resourceClaims`` and its GPU containers'
+    ``resources.claims``) and requires a node with the clique label. A node has one channel, so the pod must hold every
+    GPU of its node; a pod that would claim the channel twice is refused.
     """
     warnings = [] if warnings is None else warnings
     if fabric not in PROFILES:
@@ -397,6 +507,14 @@ def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="a
     elif native and gke_version is not None and not native_sidecar_supported(gke_version):
         raise WorkloadError("sidecar: native sidecars need GKE >= %s, the cluster runs %s" % (
             NATIVE_SIDECAR_MIN_GKE, gke_version))
+    channel_template = _channel_template(compute_domain, fabric) if compute_domain is not None else None
+    if channel_template is not None:
+        # the controller creates the channel template in the ComputeDomain's namespace: a pod elsewhere finds none
+        domain_namespace = (compute_domain.get("metadata") or {}).get("namespace")
+        namespace = (manifest.get("metadata") or {}).get("namespace")
+        if domain_namespace and namespace and domain_namespace != namespace:
+            raise WorkloadError("compute_domain.metadata.namespace: %s, but the workload runs in %s; the channel's "
+                                "ResourceClaimTemplate is created in the ComputeDomain's namespace" % (domain_namespace, namespace))
     daemon_name = DAEMONS[fabric]["name"] if fabric in DAEMONS else None
     daemon_image = image_ref(release(fabric, gke_version)["daemon"], registry) if daemon_name else None
 
@@ -407,6 +525,11 @@ def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="a
         gpus = _check_template(where, template, entry, fabric, daemon_name)
         if gpus == 0 and result["kind"] == "JobSet" and len(templates) > 1:
             continue  # a coordinator/driver job without GPUs stays as it is
+        if gpus != entry["gpus_per_node"] and channel_template is not None:
+            raise WorkloadError(
+                "%s: requests %d of the %d GPUs of a %s node; with compute_domain a node's single IMEX channel goes to one "
+                "pod, so pods per node (1) x GPUs per pod (%d) must be the node's %d GPUs" % (
+                    where, gpus, entry["gpus_per_node"], entry["machine_type"], gpus, entry["gpus_per_node"]))
         if gpus != entry["gpus_per_node"]:
             raise WorkloadError(
                 "%s: requests %d of the %d GPUs of a %s node; GPUDirect-%s needs all GPUs of the node "
@@ -438,6 +561,11 @@ def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="a
             annotations[DEFAULT_INTERFACE_ANNOTATION] = CONTROL_INTERFACE
             annotations[INTERFACES_ANNOTATION] = interfaces_annotation(fabric, names, used_interfaces)
 
+        _ensure_tolerations(where, spec, fabric)
+        channel = None
+        if channel_template is not None:
+            channel = _channel_claim(where, spec, channel_template)
+            _require_clique(spec)
         volumes = spec.setdefault("volumes", [])
         for volume in WORKLOAD_VOLUMES[fabric]:
             _ensure_volume(where, volumes, volume)
@@ -450,6 +578,8 @@ def patch_workload(manifest, fabric, network_names, gke_version=None, sidecar="a
                 _ensure_mount(where, container, name, path, read_only)
             if dranet:
                 _ensure_claim(container, claim)
+            if channel is not None:
+                _ensure_claim(container, channel)
             owned |= _merge_env(where, container, env, previous, warnings)
         annotations[MANAGED_ENV_ANNOTATION] = ",".join(k for k in env if k not in owned)
 

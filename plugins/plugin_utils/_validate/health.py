@@ -23,11 +23,13 @@ waived, no floor for its GPU model) makes the check ``other`` with what would le
 
 from __future__ import annotations
 
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import dra_driver as _dra
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import health as _catalog
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import mig as _mig
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import dcgm_diag as _dcgm
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nccl_tests as _nccl_tests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf import nvbandwidth as _nvbandwidth
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.compute_domain import clique_nodes
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip, described_by, probe_record
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import View, node_labels, node_name
 
@@ -253,7 +255,9 @@ def probe_plan(snapshot, dcgm_image=None):
         gpus = (view.snapshot.get("host") or {}).get("gpus") or []
         return dict(nodes=[dict(name=view.snapshot["target"]["name"], model=(gpus[0].get("name") if gpus else None), gpus=len(gpus))],
                     shared=[], dcgm=None, dcgm_error=None, nvbandwidth_testcases=testcases, gpu_resource=_mig.GPU_RESOURCE,
-                    no_nodes=None if gpus else "nvidia-smi lists no GPU on the host")
+                    no_nodes=None if gpus else "nvidia-smi lists no GPU on the host",
+                    imex=dict(nodes=[], claim=None, command=None,
+                              skipped="the target is a host: the IMEX probe claims a ComputeDomain channel on a Kubernetes cluster"))
     nodes = []
     for node in view.gpu_nodes():
         labels = node_labels(node)
@@ -276,7 +280,18 @@ def probe_plan(snapshot, dcgm_image=None):
     whole = [n for n in nodes if n["gpus"] > 0]
     return dict(nodes=whole, dcgm=dcgm, dcgm_error=error, shared=sorted(n["name"] for n in nodes if n["gpus"] == 0),
                 nvbandwidth_testcases=testcases, gpu_resource=_mig.GPU_RESOURCE,
-                no_nodes=None if whole else "no node advertises whole GPUs (%s): nothing to probe" % _mig.GPU_RESOURCE)
+                no_nodes=None if whole else "no node advertises whole GPUs (%s): nothing to probe" % _mig.GPU_RESOURCE,
+                imex=_imex_plan(view.kubernetes("nodes")))
+
+
+def _imex_plan(nodes):
+    """The IMEX channel probe: a pod per Ready clique node that claims a ComputeDomain channel (no GPU) and lists the
+    channels it sees; ``skipped`` says why it does not run where no such node exists."""
+    cliques = clique_nodes(nodes)
+    return dict(nodes=[dict(name=name, model=None, gpus=0) for name in sorted(cliques)], claim=_dra.CHANNEL_CLAIM,
+                command=["ls", "-1", _dra.IMEX_CHANNEL_DIR],
+                skipped=None if cliques else "not applicable: no Ready node carries the %s label, so no multi-node NVLink "
+                                             "domain exists to probe" % _dra.CLIQUE_LABEL)
 
 
 def _exit_code(pod):

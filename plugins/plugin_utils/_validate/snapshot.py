@@ -11,8 +11,11 @@ Shape (``format``/``version`` name it)::
 
     target: {name, kind: kubernetes|host}
     kubernetes: {nodes, daemonsets, pods, cluster_policies, nic_cluster_policies,
-                 network_param_sets, networks}                                   (k8s targets; the last two: GKE
+                 network_param_sets, networks,                                   (k8s targets; GKE
                                                                                  GKENetworkParamSet / Network)
+                 resource_slices, compute_domains,                               (the NVIDIA DRA driver's ResourceSlices
+                 compute_domain_daemon_logs}                                     and ComputeDomains; the cause lines of
+                                                                                 its daemons' logs)
     gke: {cluster, node_pools, nics}                                             (GKE targets, optional)
     mig_parted: {source, config}      (optional: the MIG manager's mig-parted config, for custom MIG configs)
     host: <gpu_host facts>                                                       (host targets)
@@ -36,7 +39,7 @@ import re
 
 import yaml
 
-from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import dra_driver, gke_gpudirect
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._k8s.names import is_secret_kind
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._sharing.gpu_sharing import pod_gpu_requests
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import Missing, Skip
@@ -44,7 +47,10 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry
 FORMAT = "gpu_ops.cluster/validate-snapshot"
 VERSION = 1
 KINDS = ("kubernetes", "host")
-KUBERNETES_KEYS = ("nodes", "daemonsets", "pods", "cluster_policies", "nic_cluster_policies", "network_param_sets", "networks")
+KUBERNETES_KEYS = ("nodes", "daemonsets", "pods", "cluster_policies", "nic_cluster_policies", "network_param_sets", "networks",
+                   "resource_slices", "compute_domains", "compute_domain_daemon_logs")
+# the collections read with k8s_info (the daemons' log lines are added after the snapshot is built: with_daemon_logs)
+READ_KEYS = tuple(k for k in KUBERNETES_KEYS if k != "compute_domain_daemon_logs")
 _KEPT_ENV = re.compile(r"^(NCCL_|LD_LIBRARY_PATH\Z|NVIDIA_VISIBLE_DEVICES\Z|CUDA_VISIBLE_DEVICES\Z)")
 _ENV_SCRIPTS = (gke_gpudirect.TCPXO_ENV_SCRIPT, gke_gpudirect.GIB_ENV_SCRIPT)
 # (sources_nccl_env_script: what a snapshot keeps of a command, so that a snapshot file loads back unchanged)
@@ -220,6 +226,60 @@ def _network_object(doc):
                 spec=copy.deepcopy(doc.get("spec") or {}), status=copy.deepcopy(doc.get("status") or {}))
 
 
+def _resource_slice(doc):
+    """A ResourceSlice: its name, driver, node and pool, and how many devices it publishes (not the devices)."""
+    spec = doc.get("spec") or {}
+    devices = spec.get("devices")
+    # a slice kept here (a snapshot file read back) already holds the count
+    count = devices if isinstance(devices, int) and not isinstance(devices, bool) else len(devices if isinstance(devices, list) else [])
+    return dict(metadata=dict(name=(doc.get("metadata") or {}).get("name")),
+                spec=dict(driver=spec.get("driver"), nodeName=spec.get("nodeName"), pool=copy.deepcopy(spec.get("pool")),
+                          devices=count))
+
+
+# a daemon log line keeps at most this much: it is evidence, not the log
+_LOG_LINE = 300
+_LOG_LINES = 20
+
+
+def cause_lines(text):
+    """The lines of a ComputeDomain daemon's log that name a known cause (the catalog's), shortened: nothing else of
+    the log is kept."""
+    patterns = [re.compile(c["pattern"]) for c in dra_driver.DAEMON_LOG_CAUSES]
+    lines = [" ".join(line.split())[:_LOG_LINE] for line in str(text or "").splitlines() if any(p.search(line) for p in patterns)]
+    return lines[-_LOG_LINES:]
+
+
+def _daemon_log(doc):
+    return dict(pod=doc.get("pod"), namespace=doc.get("namespace"), node=doc.get("node"),
+                lines=[" ".join(str(line).split())[:_LOG_LINE] for line in (doc.get("lines") or [])][-_LOG_LINES:])
+
+
+def compute_domain_daemons(snapshot):
+    """The ComputeDomain daemon pods (a container named as the catalog's) that are not Running with every container
+    ready: [dict(namespace, pod, node, container)], the pods whose logs say why their domain is NotReady."""
+    daemons = []
+    for pod in (snapshot.get("kubernetes") or {}).get("pods") or []:
+        spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, pod.get("metadata") or {}
+        if not any(c.get("name") == dra_driver.DAEMON_CONTAINER for c in spec.get("containers") or []):
+            continue
+        ready = status.get("phase") == "Running" and all(c.get("ready") for c in status.get("containerStatuses") or [{}])
+        if not ready:
+            daemons.append(dict(namespace=meta.get("namespace"), pod=meta.get("name"), node=spec.get("nodeName"),
+                                container=dra_driver.DAEMON_CONTAINER))
+    return daemons
+
+
+def with_daemon_logs(snapshot, logs):
+    """A copy of ``snapshot`` with the cause lines of the daemons' logs (``logs``: [dict(namespace, pod, node, log)],
+    a log that could not be read has none) as ``kubernetes.compute_domain_daemon_logs``."""
+    result = copy.deepcopy(snapshot)
+    kept = [dict(namespace=e.get("namespace"), pod=e.get("pod"), node=e.get("node"), lines=cause_lines(e.get("log")))
+            for e in logs or []]
+    result.setdefault("kubernetes", {})["compute_domain_daemon_logs"] = kept
+    return result
+
+
 def _kept(documents, scrub):
     """``documents`` scrubbed, without any Secret; None (not read), or anything that is not a list, as it is."""
     if not isinstance(documents, list):
@@ -237,6 +297,9 @@ def _kubernetes(collections):
     kept = dict(nodes=nodes, pods=_kept(pods, scrub_pod))
     kept.update((k, _kept(collections.get(k), scrub_object)) for k in ("daemonsets", "cluster_policies", "nic_cluster_policies"))
     kept.update((k, _kept(collections.get(k), _network_object)) for k in ("network_param_sets", "networks"))
+    kept.update(resource_slices=_kept(collections.get("resource_slices"), _resource_slice),
+                compute_domains=_kept(collections.get("compute_domains"), scrub_object),
+                compute_domain_daemon_logs=_kept(collections.get("compute_domain_daemon_logs"), _daemon_log))
     return kept
 
 
@@ -264,12 +327,16 @@ def mig_parted(document):
 
 
 def build_kubernetes(name, nodes, daemonsets, pods, cluster_policies=None, nic_cluster_policies=None,
-                     network_param_sets=None, networks=None, gke=None, captured_at=None, mig_parted_config=None):
+                     network_param_sets=None, networks=None, gke=None, captured_at=None, mig_parted_config=None,
+                     resource_slices=None, compute_domains=None):
     """A Kubernetes snapshot from k8s_info results (or lists of documents); pods are kept only on GPU nodes.
     ``mig_parted_config``: the MIG manager's mig-parted ConfigMap (or document) that custom MIG configs are judged by."""
     reads = dict(nodes=nodes, daemonsets=daemonsets, pods=pods, cluster_policies=cluster_policies,
-                 nic_cluster_policies=nic_cluster_policies, network_param_sets=network_param_sets, networks=networks)
-    errors = dict(("kubernetes." + k, _read_error(v)) for k, v in reads.items() if _read_error(v))
+                 nic_cluster_policies=nic_cluster_policies, network_param_sets=network_param_sets, networks=networks,
+                 resource_slices=resource_slices, compute_domains=compute_domains)
+    # the DRA reads are optional arguments: a caller that does not pass them has no DRA objects to report as unread
+    errors = dict(("kubernetes." + k, _read_error(v)) for k, v in reads.items()
+                  if _read_error(v) and not (v is None and k in ("resource_slices", "compute_domains")))
     collections = dict((k, _resources(v)) for k, v in reads.items())
     snapshot = dict(format=FORMAT, version=VERSION, target=dict(name=name, kind="kubernetes"), captured_at=captured_at,
                     kubernetes=_kubernetes(collections))

@@ -10,6 +10,7 @@ performance probes' outputs) run over one snapshot, with the counts and the exit
 from __future__ import annotations
 
 # the check modules register their checks on import
+from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import compute_domain as _compute_domain
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import gke as _gke
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import health as _health
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import host as _host
@@ -19,7 +20,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate import s
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.registry import CHECKS, PHASES, exit_status, run_checks, summary
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot import View
 
-CHECK_MODULES = (_gke, _operators, _sharing, _host, _health, _performance)
+CHECK_MODULES = (_gke, _operators, _sharing, _compute_domain, _host, _health, _performance)
 CHECKS_BY_ID = dict((c.id, c) for c in CHECKS)
 
 

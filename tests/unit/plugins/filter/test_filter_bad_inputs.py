@@ -169,6 +169,12 @@ CASES = [
      lambda: gpudirect.gpudirect_workload(POD, "tcpx", TCPX_NETS, gke_version=GKE,
                                           nccl_overrides={"NCCL_DEBUG": float("nan")}),
      "overrides.NCCL_DEBUG: must be a finite number"),
+    ("compute_domain: null name", lambda: gpudirect.compute_domain(None), "compute_domain: name: None is not a Kubernetes"),
+    ("compute_domain: namespace as a number", lambda: gpudirect.compute_domain("cd", namespace=7), "namespace: 7 is not"),
+    ("gpudirect_workload: compute_domain as a name",
+     lambda: gpudirect.gpudirect_workload(dict(POD, spec={"containers": [{"name": "c", "image": "x", "resources": {
+         "limits": {"nvidia.com/gpu": 4}}}]}), "rdma-a4x", ["rdma-%d" % i for i in range(4)], compute_domain="cd"),
+     "compute_domain: a ComputeDomain object"),
     ("gpudirect_profile: null name", lambda: gpudirect.gpudirect_profile(None), "name: must be a non-empty string"),
     ("gpudirect_profile: name as a list", lambda: gpudirect.gpudirect_profile(["tcpx"]), "name: must be"),
     ("gpudirect_profile: unquoted GKE version", lambda: gpudirect.gpudirect_profile("tcpx", gke_version=1.3),

@@ -198,3 +198,132 @@ def test_dranet_refuses_an_interfaces_annotation_and_a_clashing_claim():
     clash = pod(resourceClaims=[{"name": "rdma", "resourceClaimTemplateName": "other"}])
     with pytest.raises(w.WorkloadError, match="resourceClaims entry rdma exists with another source"):
         w.patch_workload(clash, "rdma", [], dranet=True)
+
+
+# ------------------------------------------------------------------ node taints (A4X: arm64 hosts)
+
+# what GKE taints the nodes with, written here (not read from the catalog)
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+ARM64_TOLERATION = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}
+A4X_NETWORKS = ["rdma-%d" % i for i in range(4)]
+
+
+def test_an_a4x_pod_tolerates_the_arm64_taint_and_an_a3_ultra_pod_only_the_gpu_one():
+    a4x = w.patch_workload(pod(gpus=4), "rdma-a4x", A4X_NETWORKS)
+    assert a4x["spec"]["tolerations"] == [GPU_TOLERATION, ARM64_TOLERATION]
+    assert w.patch_workload(copy.deepcopy(a4x), "rdma-a4x", A4X_NETWORKS) == a4x
+    assert w.patch_workload(pod(), "rdma", RDMA_NETWORKS)["spec"]["tolerations"] == [GPU_TOLERATION]
+
+
+@pytest.mark.parametrize("own, added", [
+    ([{"operator": "Exists"}], []),                                                    # tolerates every taint
+    ([{"key": "kubernetes.io/arch", "operator": "Exists"}], [GPU_TOLERATION]),         # any value, any effect
+    ([{"key": "kubernetes.io/arch", "operator": "Exists", "effect": "NoExecute"}], [GPU_TOLERATION, ARM64_TOLERATION]),
+    ([{"key": "kubernetes.io/arch", "operator": "Equal", "value": "amd64", "effect": "NoSchedule"}],
+     [GPU_TOLERATION, ARM64_TOLERATION]),
+    ([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}], [ARM64_TOLERATION]),
+    ([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": ""}], [ARM64_TOLERATION]),
+    ([{"operator": "Exists", "key": "team"}], [GPU_TOLERATION, ARM64_TOLERATION]),
+    (["not-a-toleration"], [GPU_TOLERATION, ARM64_TOLERATION]),
+])
+def test_only_the_tolerations_a_pod_lacks_are_added(own, added):
+    patched = w.patch_workload(pod(gpus=4, tolerations=copy.deepcopy(own)), "rdma-a4x", A4X_NETWORKS)
+    assert patched["spec"]["tolerations"] == own + added
+
+
+def test_tolerations_that_are_not_a_list_are_refused():
+    with pytest.raises(w.WorkloadError, match="Pod/train-0: spec.tolerations must be a list"):
+        w.patch_workload(pod(gpus=4, tolerations={"key": "x"}), "rdma-a4x", A4X_NETWORKS)
+
+
+# ------------------------------------------------------------------ ComputeDomains (multi-node NVLink, IMEX)
+
+def test_compute_domain_is_one_v1beta1_domain_with_zero_nodes_and_a_single_channel():
+    assert w.compute_domain("train-42", namespace="ml") == {
+        "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+        "metadata": {"name": "train-42", "namespace": "ml"},
+        "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "train-42-channel"}, "allocationMode": "Single"}}}
+    own = w.compute_domain("train-42", claim_template="imex")
+    assert own["metadata"] == {"name": "train-42"} and own["spec"]["channel"]["resourceClaimTemplate"] == {"name": "imex"}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(name="Train"), "name: 'Train' is not a Kubernetes object name"),
+    (dict(name="t", namespace="a/b"), "namespace: 'a/b' is not"),
+    (dict(name="t", claim_template=""), "claim_template: '' is not"),
+    (dict(name=None), "name: None is not"),
+])
+def test_compute_domain_refuses_bad_names(kwargs, message):
+    with pytest.raises(w.WorkloadError, match=message):
+        w.compute_domain(**kwargs)
+
+
+def test_an_a4x_pod_claims_its_channel_and_requires_a_clique_node():
+    domain = w.compute_domain("train-42")
+    job = dict(apiVersion="batch/v1", kind="Job", metadata=dict(name="train", namespace="ml"), spec=dict(template=dict(
+        metadata={}, spec=dict(containers=[dict(name="trainer", image="t", resources=dict(limits={"nvidia.com/gpu": 4})),
+                                           dict(name="logger", image="busybox")],
+                               affinity=dict(nodeAffinity=dict(requiredDuringSchedulingIgnoredDuringExecution=dict(
+                                   nodeSelectorTerms=[dict(matchExpressions=[dict(key="pool", operator="In", values=["a"])]),
+                                                      dict(matchExpressions=[dict(key="pool", operator="In", values=["b"])])])))))))
+    patched = w.patch_workload(job, "rdma-a4x", A4X_NETWORKS, compute_domain=domain)
+    spec = patched["spec"]["template"]["spec"]
+    assert spec["resourceClaims"] == [{"name": "compute-domain-channel", "resourceClaimTemplateName": "train-42-channel"}]
+    trainer, logger = spec["containers"]
+    assert trainer["resources"]["claims"] == [{"name": "compute-domain-channel"}] and "resources" not in logger
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert [t["matchExpressions"][-1] for t in terms] == [{"key": "nvidia.com/gpu.clique", "operator": "Exists"}] * 2
+    assert [len(t["matchExpressions"]) for t in terms] == [2, 2]
+    assert w.patch_workload(copy.deepcopy(patched), "rdma-a4x", A4X_NETWORKS, compute_domain=domain) == patched
+
+
+def test_a_channel_and_dranet_claim_together_and_a_pod_without_affinity_gets_one_term():
+    patched = w.patch_workload(pod(gpus=4), "rdma-a4x", [], dranet=True, compute_domain=w.compute_domain("cd"))
+    spec = patched["spec"]
+    assert spec["resourceClaims"] == [{"name": "rdma", "resourceClaimTemplateName": "default-rdma"},
+                                      {"name": "compute-domain-channel", "resourceClaimTemplateName": "cd-channel"}]
+    assert spec["containers"][0]["resources"]["claims"] == [{"name": "rdma"}, {"name": "compute-domain-channel"}]
+    assert spec["affinity"] == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "nvidia.com/gpu.clique", "operator": "Exists"}]}]}}}
+
+
+def _domain(**channel):
+    domain = w.compute_domain("cd")
+    domain["spec"]["channel"].update(channel)
+    return domain
+
+
+@pytest.mark.parametrize("fabric, manifest, domain, message", [
+    ("rdma", pod(), w.compute_domain("cd"), "compute_domain: rdma runs on a3-ultragpu-8g, a4-highgpu-8g, whose NVLink does "
+                                            "not span nodes; a ComputeDomain needs a4x-highgpu-4g"),
+    ("rdma-a4x", pod(gpus=2), w.compute_domain("cd"),
+     "requests 2 of the 4 GPUs of a a4x-highgpu-4g node; with compute_domain a node's single IMEX channel goes to one pod, "
+     "so pods per node \\(1\\) x GPUs per pod \\(2\\) must be the node's 4 GPUs"),
+    ("rdma-a4x", pod(gpus=4), _domain(allocationMode="All"),
+     "compute_domain.spec.channel.allocationMode: 'All' gives a pod every IMEX channel of its node; allowed: Single"),
+    ("rdma-a4x", pod(gpus=4), _domain(resourceClaimTemplate={}),
+     "compute_domain.spec.channel.resourceClaimTemplate.name: None is not"),
+    ("rdma-a4x", pod(gpus=4), {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ResourceClaimTemplate"},
+     "compute_domain: a ComputeDomain object \\(apiVersion resource.nvidia.com/v1beta1\\) is required"),
+    ("rdma-a4x", pod(gpus=4), dict(w.compute_domain("cd"), apiVersion="resource.nvidia.com/v1beta2"),
+     "compute_domain: a ComputeDomain object"),
+    ("rdma-a4x", pod(gpus=4, resourceClaims=[{"name": "imex", "resourceClaimTemplateName": "cd-channel"}]),
+     w.compute_domain("cd"), "spec.resourceClaims entry imex already claims cd-channel: a second claim would take the "
+                             "node's IMEX channel twice"),
+    ("rdma-a4x", pod(gpus=4, resourceClaims=[{"name": "compute-domain-channel", "resourceClaimName": "shared"}]),
+     w.compute_domain("cd"), "spec.resourceClaims entry compute-domain-channel exists with another source"),
+    ("rdma-a4x", pod(gpus=4, resourceClaims={"name": "x"}), w.compute_domain("cd"), "spec.resourceClaims must be a list"),
+    ("rdma-a4x", dict(pod(gpus=4), metadata={"name": "p", "namespace": "b"}), w.compute_domain("cd", namespace="a"),
+     "compute_domain.metadata.namespace: a, but the workload runs in b"),
+])
+def test_compute_domain_refusals_name_the_field(fabric, manifest, domain, message):
+    networks = A4X_NETWORKS if fabric == "rdma-a4x" else RDMA_NETWORKS
+    with pytest.raises(w.WorkloadError, match=message):
+        w.patch_workload(manifest, fabric, networks, compute_domain=domain)
+
+
+def test_a_domain_in_the_workloads_namespace_or_without_one_is_taken():
+    for domain in (w.compute_domain("cd", namespace="a"), w.compute_domain("cd")):
+        patched = w.patch_workload(dict(pod(gpus=4), metadata={"name": "p", "namespace": "a"}), "rdma-a4x", A4X_NETWORKS,
+                                   compute_domain=domain)
+        assert patched["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] == "cd-channel"

@@ -33,8 +33,13 @@ def build(data):
     if "host" in data:
         return snap.build_host(data["name"], data["host"])
     k8s = data["kubernetes"]
-    return snap.build_kubernetes(data["name"], k8s["nodes"], k8s["daemonsets"], k8s["pods"], k8s["cluster_policies"],
-                                 k8s["nic_cluster_policies"], k8s.get("network_param_sets"), k8s.get("networks"), gke=data.get("gke"))
+    built = snap.build_kubernetes(data["name"], k8s["nodes"], k8s["daemonsets"], k8s["pods"], k8s["cluster_policies"],
+                                  k8s["nic_cluster_policies"], k8s.get("network_param_sets"), k8s.get("networks"), gke=data.get("gke"),
+                                  resource_slices=k8s.get("resource_slices"), compute_domains=k8s.get("compute_domains"))
+    if "compute_domain_daemon_logs" in k8s:
+        # what the role reads after the snapshot: the logs of the daemons that are not ready
+        built = snap.with_daemon_logs(built, k8s["compute_domain_daemon_logs"])
+    return built
 
 
 def statuses(result):

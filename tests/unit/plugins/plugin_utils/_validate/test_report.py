@@ -59,7 +59,7 @@ def test_junit_counts_failures_and_errors(load_raw, build_snapshot):
 def test_markdown_puts_failures_first_with_the_fix(load_raw, build_snapshot):
     result = _broken(load_raw, build_snapshot)
     page = report.markdown(result["results"], result["target"])
-    assert page.splitlines()[2] == "%d checks: 19 passed, 1 failed, 19 skipped, 4 other - NOT OK" % len(result["results"])
+    assert page.splitlines()[2] == "%d checks: 19 passed, 1 failed, 21 skipped, 4 other - NOT OK" % len(result["results"])
     conformance = page.split("## conformance")[1].splitlines()
     assert conformance[4].startswith("| FAILED | `gke.gpu_vpc` |")
     assert "gcp_gpu_vpcs_mtu" in conformance[4]
