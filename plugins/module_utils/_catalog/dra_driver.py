@@ -113,8 +113,7 @@ GKE_VALUES = dict(
     nvidiaDriverRoot=DRIVER_ROOTS["gke"],
     gpus_enabled=False,                          # GKE's device plugin keeps nvidia.com/gpu
     accelerator="nvidia-gb200",
-    arch="arm64",
-    tolerations=(("nvidia.com/gpu", "present", "NoSchedule"), ("kubernetes.io/arch", "arm64", "NoSchedule")),
+    arch="arm64",                                # the kubelet plugin tolerates these nodes' taints: gke_gpudirect.node_taints
 )
 GKE_RESOURCE_QUOTA = dict(pods=100, priority_classes=("system-node-critical", "system-cluster-critical"))
 

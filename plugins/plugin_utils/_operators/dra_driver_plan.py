@@ -18,13 +18,14 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import dra_driver as _catalog
+from ansible_collections.gpu_ops.cluster.plugins.module_utils._catalog import gke_gpudirect as _gke
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.inputs import (
     OperatorInputError, _choice, _dns_label, _merge, require,
 )
 
 IMEX_MODES = ("driver-managed", "host-managed")
-GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
-ARCH_LABEL = "kubernetes.io/arch"
+GKE_ACCELERATOR_LABEL = _gke.ACCELERATOR_LABEL
+ARCH_LABEL = _gke.ARCH_LABEL
 GPU_RESOURCE_LABEL = "nvidia.com/gpu"
 _OPTIONS = ("chart_version", "chart_ref", "chart_repo_url", "release_name", "namespace", "platform", "gpu_allocation",
             "imex_mode", "disable_host_imex", "kubernetes_version", "gpu_operator", "values", "gpu_node_selector")
@@ -88,13 +89,15 @@ def _affinity(expressions):
 
 def _gke_values():
     gke = _catalog.GKE_VALUES
+    # the taints GKE gives the nodes of the machines whose NVLink spans nodes (the GPU taint, and the arm64 one)
+    taints = [taint for machine in _catalog.MULTI_NODE_NVLINK_MACHINES for taint in _gke.node_taints(machine)]
     return {
         "nvidiaDriverRoot": gke["nvidiaDriverRoot"],
         "controller": {"affinity": _affinity([(GPU_RESOURCE_LABEL, "DoesNotExist", None)])},
         "kubeletPlugin": {
             "affinity": _affinity([(GKE_ACCELERATOR_LABEL, "In", [gke["accelerator"]]), (ARCH_LABEL, "In", [gke["arch"]])]),
             "tolerations": [{"key": key, "operator": "Equal", "value": value, "effect": effect}
-                            for key, value, effect in gke["tolerations"]]},
+                            for key, value, effect in dict.fromkeys(taints)]},
     }
 
 

@@ -49,6 +49,5 @@ def test_floors_and_gke_values():
     assert _key(catalog.MIN_KUBERNETES) == (1, 34)
     assert catalog.GKE_VALUES["nvidiaDriverRoot"] == "/home/kubernetes/bin/nvidia"
     assert catalog.GKE_VALUES["gpus_enabled"] is False
-    assert ("kubernetes.io/arch", "arm64", "NoSchedule") in catalog.GKE_VALUES["tolerations"]
     assert catalog.DRIVER_ROOTS["gpu-operator"] == "/run/nvidia/driver"
     assert catalog.HOST_IMEX_SERVICE == "nvidia-imex.service"
