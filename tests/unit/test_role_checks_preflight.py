@@ -46,6 +46,8 @@ ROLES_WITHOUT_PREFLIGHT = {
 # (role, tasks file, task name): why the preflight cannot judge it - it needs the cluster's state, or what an earlier
 # step of the play or of the role returned.
 CLUSTER_STATE = {
+    ("gpu_operator", "upgrade.yml", "Fail when a driver node did not finish its upgrade"):
+        "the driver rollout the upgrade has just started: the nodes' upgrade states and driver pods",
     ("mps", "_host_present.yml", "Check that the MPS control daemon answers"):
         "the answer of the daemon the role has just started on the host",
     ("validate", "_report.yml", "Counts of {{ __validate_result.target }}"):

@@ -104,14 +104,19 @@ def _crd_problems(crds):
 def upgrade_plan(install_plan, installed, options):
     """The upgrade plan; OperatorInputError listing every refusal. ``install_plan``: gpu_operator_plan at the target
     version; ``installed``: helm_info's ``status`` (empty or None without a release); ``options``: upgrade_policy,
-    crds (documents), node_timeout, allow_downgrade."""
+    crds (documents), node_timeout, allow_downgrade, render (render mode: no release was read, the CRDs may be
+    unknown), refusals (problems the caller found before, such as the failing checks of the validation before,
+    refused with the plan's own)."""
     options = dict(options or {})
     chart = dict(install_plan["chart"])
     target = chart["chart_version"]
     problems = []
     installed = installed or {}
     current = installed_version(installed)
-    if not installed:
+    render = bool(options.get("render"))
+    if render:
+        pass     # render mode reads nothing: the release is judged when the plan runs against the cluster
+    elif not installed:
         problems.append("no release %s in namespace %s: install the GPU Operator first (playbooks/gpu_operator.yml)"
                         % (chart["release_name"], chart["release_namespace"]))
     elif current is None:
@@ -126,10 +131,16 @@ def upgrade_plan(install_plan, installed, options):
         problems.append("chart_version %s is older than the installed %s: the GPU Operator does not support downgrades" % (target, current))
     policy = upgrade_policy(options.get("upgrade_policy") or {}, problems)
     crds = list(options.get("crds") or [])
-    problems += _crd_problems(crds)
+    if crds or not render:
+        problems += _crd_problems(crds)
     timeout = options.get("node_timeout")
     if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1:
         problems.append("node_timeout must be a whole number of seconds >= 1, got %r" % (timeout,))
+    refusals = options.get("refusals") or []
+    if not isinstance(refusals, list):
+        problems.append("refusals must be a list of problems found before the upgrade, got %r" % (refusals,))
+    else:
+        problems += [str(r) for r in refusals]
     if problems:
         raise OperatorInputError("; ".join(problems))
     values = dict(chart.get("values") or {})
@@ -144,8 +155,10 @@ def upgrade_plan(install_plan, installed, options):
     dummy, entry = gpu_operator_chart(target)
     expected_driver = str(driver.get("version") or entry["driver_version"])
     action = "none" if current == target else "upgrade"
-    names = sorted((d.get("metadata") or {}).get("name") or "?" for d in crds)
-    steps = ["release %s in %s: chart %s -> %s" % (chart["release_name"], chart["release_namespace"], current, target)
+    names = sorted((d.get("metadata") or {}).get("name") or "?" for d in crds) or [
+        "the crds/ folder of chart %s (render mode pulls no chart)" % target]
+    steps = ["release %s in %s: chart %s -> %s" % (chart["release_name"], chart["release_namespace"],
+                                                   current or "(not read in render mode)", target)
              if action == "upgrade" else "release %s in %s: already chart %s, not upgraded again" % (
                  chart["release_name"], chart["release_namespace"], target),
              "CRDs first (helm never upgrades them): %s" % ", ".join(names)]
@@ -234,7 +247,8 @@ def _node_row(node, pods, watch, before, now):
 
 
 def upgrade_progress(nodes, pods, watch, previous=None, now=0):
-    """One poll: {nodes: {name: row}, lines (what moved since ``previous``), finished, ok, counts}. ``nodes``: Node
+    """One poll: {nodes: {name: row}, lines (what moved since ``previous``), finished, ok, counts, moved (a node changed
+    state, or one upgrading since ``previous`` ran past its timeout; the watch waits for that between two full polls)}. ``nodes``: Node
     documents; ``pods``: the driver pods; ``previous``: the last poll's result (or None); ``now``: epoch seconds."""
     before = ((previous or {}).get("nodes") or {})
     rows, lines = {}, []
@@ -254,7 +268,11 @@ def upgrade_progress(nodes, pods, watch, previous=None, now=0):
                                                                   row["status"], int(now - old.get("since", now)), old.get("state") or "-"))
     counts = dict((s, sorted(n for n, r in rows.items() if r["status"] == s)) for s in ("done", "upgrading", "stuck", "failed", "skipped"))
     finished = not counts["upgrading"]
-    return dict(nodes=rows, lines=lines, finished=finished, ok=finished and not counts["stuck"] and not counts["failed"],
+    # what a wait between two full polls ends on: a node changed state, or one still upgrading ran past its timeout
+    moved = previous is None or set(rows) != set(before) or any(
+        row["state"] != before[name].get("state") or (row["status"] == "stuck" and before[name].get("status") == "upgrading")
+        for name, row in rows.items() if name in before)
+    return dict(nodes=rows, lines=lines, finished=finished, moved=moved, ok=finished and not counts["stuck"] and not counts["failed"],
                 counts=counts, summary="%d driver nodes: %s" % (len(rows), ", ".join(
                     "%d %s" % (len(v), k) for k, v in counts.items() if v) or "none"))
 
@@ -270,13 +288,16 @@ def why_line(log):
 
 
 def upgrade_report(progress, logs=None):
-    """One line per stuck or failed node (its state, time there, the held container and its log's line that says why)
-    and one per skipped node; ``logs``: {node: log text} of the containers named in the progress rows."""
+    """One line per stuck or failed node (its state, time there, the held container and its log's line that says why),
+    one per node still upgrading when the watch ended, and one per skipped node; ``logs``: {node: log text} of the containers named in the progress rows."""
     logs = logs or {}
     lines = []
     for name, row in sorted(progress["nodes"].items()):
         if row["status"] == "skipped":
             lines.append("node %s skipped: labelled %s=true (its driver is not upgraded)" % (name, DRIVER_UPGRADE_SKIP_LABEL))
+        elif row["status"] == "upgrading":
+            lines.append("node %s still in %s after the watch ended (%d s there): raise gpu_operator_upgrade_timeout or run again "
+                         "to go on watching" % (name, row["state"] or "no upgrade state", row["seconds"]))
         elif row["status"] in ("stuck", "failed"):
             where = ("driver pod %s, container %s (%s)" % (row["pod"], row["log_container"], row["held"])) if row["pod"] else "no driver pod on the node"
             why = why_line(logs.get(name)) if row["pod"] else ""

@@ -79,6 +79,9 @@ def test_without_the_operators_driver_there_is_nothing_to_watch():
     (RELEASE, {"upgrade_policy": {"drain": {"pod_selector": 3}}}, "upgrade_policy.drain.pod_selector must be text"),
     (RELEASE, {"upgrade_policy": {"drain": {"enable": 1}}}, "upgrade_policy.drain.enable must be true or false"),
     (RELEASE, {"upgrade_policy": {"drain": "yes"}}, "upgrade_policy.drain must be a mapping (enable, force,"),
+    (RELEASE, {"refusals": ["validation before the upgrade: gpu.allocatable failed: node x advertises no GPU resource"]},
+     "validation before the upgrade: gpu.allocatable failed"),
+    (RELEASE, {"refusals": "x"}, "refusals must be a list of problems found before the upgrade, got 'x'"),
 ])
 def test_refusals(installed, options, words):
     with pytest.raises(OperatorInputError) as caught:
@@ -139,6 +142,8 @@ def test_a_rollout_polled_to_its_end_with_a_stuck_node_and_a_skipped_one():
     third = up.upgrade_progress(nodes, pods, WATCH, second, 1600)
     assert third["nodes"]["gpu-0"]["status"] == "done" and third["nodes"]["gpu-1"]["status"] == "upgrading"
     assert third["nodes"]["gpu-1"]["since"] == 1030
+    assert up.upgrade_report(third)[0] == ("node gpu-1 still in upgrade-required after the watch ended (570 s there): raise "
+                                           "gpu_operator_upgrade_timeout or run again to go on watching")
     fourth = up.upgrade_progress(nodes, pods, WATCH, third, 1631)
     assert fourth["nodes"]["gpu-1"]["status"] == "stuck" and fourth["finished"] and not fourth["ok"]
     assert fourth["counts"] == {"done": ["gpu-0"], "upgrading": [], "stuck": ["gpu-1"], "failed": [], "skipped": ["gpu-2"]}
@@ -188,3 +193,27 @@ def test_the_target_driver_by_tag_and_precompiled_branch_and_unknown_states():
     assert up.why_line("") == ""
     # a node with a state but no deploy label is still watched (the operator labelled it); without either it is not
     assert list(up.upgrade_progress([_node("a", "upgrade-required", deploy=False), _node("b", deploy=False)], [], WATCH)["nodes"]) == ["a"]
+
+
+def test_render_mode_reads_no_release_and_may_know_no_crds():
+    plan = up.upgrade_plan(_plan(), None, {"crds": [], "node_timeout": 60, "render": True})
+    assert plan["action"] == "upgrade" and plan["from_version"] is None
+    assert plan["steps"][:2] == ["release gpu-operator in gpu-operator: chart (not read in render mode) -> v26.3.0",
+                                 "CRDs first (helm never upgrades them): the crds/ folder of chart v26.3.0 (render mode pulls no chart)"]
+    # CRDs that were given are still checked
+    with pytest.raises(OperatorInputError, match="crds.0. is not a nvidia.com CustomResourceDefinition"):
+        up.upgrade_plan(_plan(), None, {"crds": [{"kind": "Pod"}], "node_timeout": 60, "render": True})
+
+
+def test_moved_is_a_new_state_a_new_node_or_a_timeout_reached_while_upgrading():
+    nodes = [_node("gpu-0", "upgrade-done"), _node("gpu-1", "cordon-required")]
+    pods = [_pod("gpu-0"), _pod("gpu-1", "580.105.08")]
+    first = up.upgrade_progress(nodes, pods, WATCH, None, 0)
+    assert first["moved"] and first["nodes"]["gpu-0"]["status"] == "done"
+    # the nodes alone (no pods), as the wait between two polls reads them: the done node does not count as moved
+    assert not up.upgrade_progress(nodes, [], WATCH, first, 10)["moved"]
+    assert not up.upgrade_progress(nodes, [], WATCH, first, 700)["nodes"]["gpu-0"]["status"] == "done"
+    assert up.upgrade_progress(nodes, [], WATCH, first, 700)["moved"] is True   # gpu-1 ran past its 600 s
+    assert up.upgrade_progress([nodes[0], _node("gpu-1", "drain-required")], [], WATCH, first, 10)["moved"]
+    assert up.upgrade_progress(nodes + [_node("gpu-2", "upgrade-required")], [], WATCH, first, 10)["moved"]
+    assert up.upgrade_progress(nodes[:1], [], WATCH, first, 10)["moved"]
