@@ -248,7 +248,8 @@ def _node_row(node, pods, watch, before, now):
 
 def upgrade_progress(nodes, pods, watch, previous=None, now=0):
     """One poll: {nodes: {name: row}, lines (what moved since ``previous``), finished, ok, counts, moved (a node changed
-    state, or one upgrading since ``previous`` ran past its timeout; the watch waits for that between two full polls)}. ``nodes``: Node
+    state, or one upgrading since ``previous`` ran past its timeout; the watch waits for that between two full polls),
+    settled (every node done, failed, stuck, skipped or in upgrade-done: what the watch's last wait waits for)}. ``nodes``: Node
     documents; ``pods``: the driver pods; ``previous``: the last poll's result (or None); ``now``: epoch seconds."""
     before = ((previous or {}).get("nodes") or {})
     rows, lines = {}, []
@@ -263,16 +264,21 @@ def upgrade_progress(nodes, pods, watch, previous=None, now=0):
         old = before.get(name)
         if old is None:
             lines.append("node %s: %s (%s)" % (name, row["state"] or "not processed yet", row["status"]))
-        elif (old.get("state"), old.get("status")) != (row["state"], row["status"]):
-            lines.append("node %s: %s -> %s (%s, %d s in %s)" % (name, old.get("state") or "not processed yet", row["state"] or "not processed yet",
-                                                                  row["status"], int(now - old.get("since", now)), old.get("state") or "-"))
+        elif old.get("state") != row["state"]:
+            was = old.get("state") or "not processed yet"
+            lines.append("node %s: %s -> %s (%s, %d s in %s)" % (
+                name, was, row["state"] or "not processed yet", row["status"], int(now - old.get("since", now)), old.get("state") or "-"))
+        elif old.get("status") != row["status"]:
+            lines.append("node %s: %s in %s (%d s)" % (name, row["status"], row["state"] or "no upgrade state", row["seconds"]))
     counts = dict((s, sorted(n for n, r in rows.items() if r["status"] == s)) for s in ("done", "upgrading", "stuck", "failed", "skipped"))
     finished = not counts["upgrading"]
     # what a wait between two full polls ends on: a node changed state, or one still upgrading ran past its timeout
     moved = previous is None or set(rows) != set(before) or any(
         row["state"] != before[name].get("state") or (row["status"] == "stuck" and before[name].get("status") == "upgrading")
         for name, row in rows.items() if name in before)
-    return dict(nodes=rows, lines=lines, finished=finished, moved=moved, ok=finished and not counts["stuck"] and not counts["failed"],
+    # read from the nodes alone (the wait between two full polls has no pods): every node at an end of the rollout
+    settled = all(r["status"] != "upgrading" or r["state"] == DRIVER_UPGRADE_DONE for r in rows.values())
+    return dict(nodes=rows, lines=lines, finished=finished, moved=moved, settled=settled, ok=finished and not counts["stuck"] and not counts["failed"],
                 counts=counts, summary="%d driver nodes: %s" % (len(rows), ", ".join(
                     "%d %s" % (len(v), k) for k, v in counts.items() if v) or "none"))
 
@@ -305,4 +311,3 @@ def upgrade_report(progress, logs=None):
                 name, "failed" if row["status"] == "failed" else "stuck", row["state"] or "no upgrade state", row["seconds"], where,
                 (": " + why) if why else ": (no log line)" if row["pod"] else ""))
     return lines
-

@@ -217,3 +217,18 @@ def test_moved_is_a_new_state_a_new_node_or_a_timeout_reached_while_upgrading():
     assert up.upgrade_progress([nodes[0], _node("gpu-1", "drain-required")], [], WATCH, first, 10)["moved"]
     assert up.upgrade_progress(nodes + [_node("gpu-2", "upgrade-required")], [], WATCH, first, 10)["moved"]
     assert up.upgrade_progress(nodes[:1], [], WATCH, first, 10)["moved"]
+    # settled: from the nodes alone, every one at an end (upgrade-done counts; its pod is judged by the full poll)
+    assert not first["settled"] and up.upgrade_progress(nodes, [], WATCH, first, 700)["settled"]
+    assert up.upgrade_progress([nodes[0], _node("gpu-1", "upgrade-done")], [], WATCH, first, 10)["settled"]
+
+
+def test_the_smallest_values_are_accepted_and_a_pod_without_the_driver_container_is_not_done():
+    plan = _upgrade(node_timeout=1, upgrade_policy={"max_parallel_upgrades": 0, "max_unavailable": 0,
+                                                    "wait_for_completion": {"timeout_seconds": 0}})
+    assert plan["chart"]["values"]["driver"]["upgradePolicy"] == {"maxParallelUpgrades": 0, "maxUnavailable": 0,
+                                                                  "waitForCompletion": {"timeoutSeconds": 0}}
+    assert _upgrade(upgrade_policy={"max_unavailable": "0%"})["chart"]["values"]["driver"]["upgradePolicy"] == {"maxUnavailable": "0%"}
+    pod = _pod("gpu-0")
+    pod["spec"]["containers"] = [{"name": "nvidia-peermem-ctr", "image": "nvcr.io/nvidia/driver:580.126.20-ubuntu22.04"}]
+    row = up.upgrade_progress([_node("gpu-0", "upgrade-done")], [pod], WATCH, None, 0)["nodes"]["gpu-0"]
+    assert (row["status"], row["image"]) == ("upgrading", "")
