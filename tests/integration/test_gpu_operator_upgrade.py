@@ -66,7 +66,7 @@ def test_upgrade_watched_stuck_node_reported_diffed_and_converging(run_playbook,
     inventory.write_text(yaml.safe_dump({"all": {"children": {"k8s_clusters": {"hosts": {"lab": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}, "gpu_hosts": {"hosts": {}}}}}))
     upgrade = dict(COMMON, gpu_operator_chart_ref=chart_path("gpu-operator-v26.3.0"), gpu_operator_chart_version="v26.3.0",
-                   gpu_operator_upgrade_crds_dir=_crds(k8s, tmp_path / "crds"), gpu_operator_upgrade_node_timeout=6,
+                   gpu_operator_upgrade_crds_dir=_crds(k8s, tmp_path / "crds"), gpu_operator_upgrade_node_timeout=8,
                    gpu_operator_upgrade_poll_delay=1, gpu_operator_upgrade_timeout=90,
                    gpu_operator_upgrade_policy={"max_parallel_upgrades": 1, "drain": {"enable": True, "timeout_seconds": 120}},
                    gpu_operator_upgrade_report_dir=str(tmp_path / "reports"),
@@ -82,6 +82,7 @@ def test_upgrade_watched_stuck_node_reported_diffed_and_converging(run_playbook,
 
         # 1. the upgrade: CRDs first, the release, the watch; nvnode2 stuck, nvnode3 skipped; the diff; a failed run
         result = run_playbook(PLAYBOOK, extra_vars=upgrade, env=helm_env, extra_args=["-i", str(inventory)]).assert_failed()
+        (tmp_path / "upgrade-run.txt").write_text(result.output)
         plan = result.task("Show the plan")["result"]["msg"]
         assert plan[0] == "release gpu-operator in gpu-operator: chart v25.10.1 -> v26.3.0"
         assert plan[1] == "CRDs first (helm never upgrades them): clusterpolicies.nvidia.com, nvidiadrivers.nvidia.com"

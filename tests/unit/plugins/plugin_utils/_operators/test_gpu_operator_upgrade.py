@@ -232,3 +232,13 @@ def test_the_smallest_values_are_accepted_and_a_pod_without_the_driver_container
     pod["spec"]["containers"] = [{"name": "nvidia-peermem-ctr", "image": "nvcr.io/nvidia/driver:580.126.20-ubuntu22.04"}]
     row = up.upgrade_progress([_node("gpu-0", "upgrade-done")], [pod], WATCH, None, 0)["nodes"]["gpu-0"]
     assert (row["status"], row["image"]) == ("upgrading", "")
+
+
+def test_a_node_is_stuck_only_past_its_timeout_and_a_clean_rollout_is_ok():
+    nodes = [_node("gpu-0", "drain-required")]
+    first = up.upgrade_progress(nodes, [], WATCH, None, 100)
+    assert up.upgrade_progress(nodes, [], WATCH, first, 700)["nodes"]["gpu-0"]["status"] == "upgrading"   # 600 s: not past
+    assert up.upgrade_progress(nodes, [], WATCH, first, 701)["nodes"]["gpu-0"]["status"] == "stuck"
+    done = up.upgrade_progress([_node("gpu-0", "upgrade-done"), _node("gpu-1", skip=True)], [_pod("gpu-0")], WATCH, first, 110)
+    assert done["finished"] and done["ok"] and done["summary"] == "2 driver nodes: 1 done, 1 skipped"
+    assert up.upgrade_progress([], [], WATCH)["summary"] == "0 driver nodes: none"
