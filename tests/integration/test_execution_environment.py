@@ -270,7 +270,7 @@ def test_every_binary_the_roles_need_is_in_the_ee():
     calls = module_calls(REPO_ROOT)
     assert all(documented_requirements(m) is not None for dummy, m, dummy_args in calls), "a module was not found"
     needed = needed_binaries(calls)
-    assert needed.get("helm") == {"kubernetes.core.helm"}, needed
+    assert needed.get("helm") == {"kubernetes.core.helm", "kubernetes.core.helm_info"}, needed
     definition = yaml.safe_load((REPO_ROOT / "meta/execution-environment.yml").read_text(encoding="utf-8"))
     missing = sorted(set(needed) - ee_binaries(definition))
     assert not missing, "the EE installs no %s, which %s run" % (missing, sorted(m for b in missing for m in needed[b]))
