@@ -242,3 +242,11 @@ def test_a_node_is_stuck_only_past_its_timeout_and_a_clean_rollout_is_ok():
     done = up.upgrade_progress([_node("gpu-0", "upgrade-done"), _node("gpu-1", skip=True)], [_pod("gpu-0")], WATCH, first, 110)
     assert done["finished"] and done["ok"] and done["summary"] == "2 driver nodes: 1 done, 1 skipped"
     assert up.upgrade_progress([], [], WATCH)["summary"] == "0 driver nodes: none"
+
+
+def test_a_done_node_read_without_its_pod_is_no_move_and_a_node_the_operator_never_labelled_is_stuck_by_name():
+    done = up.upgrade_progress([_node("gpu-0", "upgrade-done")], [_pod("gpu-0")], WATCH, None, 0)
+    later = up.upgrade_progress([_node("gpu-0", "upgrade-done")], [], WATCH, done, 700)
+    assert later["nodes"]["gpu-0"]["status"] == "stuck" and not later["moved"]
+    never = up.upgrade_progress([_node("gpu-1")], [], WATCH, None, 0)
+    assert up.upgrade_progress([_node("gpu-1")], [], WATCH, never, 601)["lines"] == ["node gpu-1: stuck in no upgrade state (601 s)"]
