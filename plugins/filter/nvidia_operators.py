@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU Operator / Network Operator filters: plans from the chart catalog, readiness reports, RDMA test.
 
-Documentation: plugins/filter/gpu_hosts_inventory.yml, gpu_operator_plan.yml, network_operator_plan.yml, operator_readiness.yml,
+Documentation: plugins/filter/gpu_hosts_inventory.yml, gpu_operator_plan.yml, gpu_operator_upgrade_plan.yml, gpu_operator_upgrade_progress.yml,
+gpu_operator_upgrade_report.yml, network_operator_plan.yml, operator_readiness.yml,
 driver_pod_problems.yml, gpu_operator_node_problems.yml, dra_driver_plan.yml, dra_driver_readiness.yml,
 gpudirect_rdma_mode.yml, ib_write_bw_parse.yml, rdma_threshold.yml.
 """
@@ -16,6 +17,7 @@ from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import 
 ops = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.gpu_operator_plan")
 network_plan = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.network_operator_plan")
 dra = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.dra_driver_plan")
+upgrade = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.gpu_operator_upgrade")
 readiness = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._operators.readiness")
 _perftest = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._perf.perftest")
 
@@ -47,6 +49,32 @@ def gpu_hosts_inventory(hosts, hostvars, node_var="k8s_node_name"):
 def gpu_operator_plan(options, hosts=None):
     """Chart values, objects and expectations of the GPU Operator for ``options`` on the GPU hosts' facts."""
     return _guard("gpu_operator_plan", ops.gpu_operator_plan, options, hosts)
+
+
+def gpu_operator_upgrade_plan(install_plan, installed, options):
+    """The upgrade from the installed release to the target chart's install plan: CRDs first, values, the watch."""
+    if not isinstance(install_plan, dict) or not isinstance(install_plan.get("chart"), dict):
+        raise AnsibleFilterError("gpu_operator_upgrade_plan: the input must be a gpu_operator_plan result (at the target version)")
+    if installed is not None and not isinstance(installed, dict):
+        raise AnsibleFilterError("gpu_operator_upgrade_plan: installed must be kubernetes.core.helm_info's status (a dict) or null")
+    return _guard("gpu_operator_upgrade_plan", upgrade.upgrade_plan, install_plan, installed, options)
+
+
+def gpu_operator_upgrade_progress(nodes, pods, watch, previous=None, now=0):
+    """One poll of the driver rollout: each driver node's upgrade state, time there and verdict."""
+    for name, value in (("nodes", nodes), ("pods", pods)):
+        if not isinstance(value, list):
+            raise AnsibleFilterError("gpu_operator_upgrade_progress: %s must be a list of k8s_info resources" % name)
+    if not isinstance(watch, dict) or "state_label" not in watch:
+        raise AnsibleFilterError("gpu_operator_upgrade_progress: watch must be the upgrade plan's watch")
+    return _guard("gpu_operator_upgrade_progress", upgrade.upgrade_progress, nodes, pods, watch, previous, float(now))
+
+
+def gpu_operator_upgrade_report(progress, logs=None):
+    """The stuck, failed and skipped nodes, each stuck or failed one with its driver pod's log line that says why."""
+    if not isinstance(progress, dict) or "nodes" not in progress:
+        raise AnsibleFilterError("gpu_operator_upgrade_report: the input must be a gpu_operator_upgrade_progress result")
+    return _guard("gpu_operator_upgrade_report", upgrade.upgrade_report, progress, logs)
 
 
 def network_operator_plan(options, hosts=None):
@@ -112,6 +140,9 @@ class FilterModule:
             "dra_driver_plan": dra_driver_plan,
             "dra_driver_readiness": dra_driver_readiness,
             "network_operator_plan": network_operator_plan,
+            "gpu_operator_upgrade_plan": gpu_operator_upgrade_plan,
+            "gpu_operator_upgrade_progress": gpu_operator_upgrade_progress,
+            "gpu_operator_upgrade_report": gpu_operator_upgrade_report,
             "operator_readiness": operator_readiness,
             "driver_pod_problems": driver_pod_problems,
             "gpu_operator_node_problems": gpu_operator_node_problems,

@@ -16,6 +16,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.inputs import filtered, plain
 from ansible_collections.gpu_ops.cluster.plugins.plugin_utils._core.lazy import engine
 
+_compare = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.compare")
 _report = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.report")
 _snapshot = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.snapshot")
 _suite = engine("ansible_collections.gpu_ops.cluster.plugins.plugin_utils._validate.suite")
@@ -125,11 +126,12 @@ def validate_merge(reports, format="ctrf", expected=None):
     return json.dumps(merged, indent=2, sort_keys=True) + "\n"
 
 
-def validate_snapshot_diff(old, new):
-    """What changed between two snapshots of one target (lines)."""
+def validate_snapshot_diff(old, new, old_results=None, new_results=None):
+    """What changed between two snapshots of one target, and which checks changed verdict (lines)."""
     if not isinstance(old, dict) or not isinstance(new, dict):
         raise AnsibleFilterError("validate_snapshot_diff: both snapshots must be mappings (snapshot files read back)")
-    return filtered(AnsibleFilterError, "validate_snapshot_diff", _snapshot.diff, plain(old), plain(new))
+    return filtered(AnsibleFilterError, "validate_snapshot_diff", _compare.compare, plain(old), plain(new),
+                    plain(old_results) if old_results is not None else None, plain(new_results) if new_results is not None else None)
 
 
 def validate_compute_domain_reads(nodes):

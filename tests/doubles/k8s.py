@@ -818,6 +818,7 @@ class K8sDouble:
         self._log = []
         self._faults = []
         self._never_ready = set()
+        self._held_init = {}  # node name -> the waiting reason of the init containers of DaemonSet pods there
         self._scripts = []
         self._exec_scripts = []
         self._pod_logs = {}
@@ -1102,6 +1103,16 @@ class K8sDouble:
         """Pods on this node never become ready (a DaemonSet covering it never gets ready)."""
         with self._lock:
             self._never_ready.add(node_name)
+            self._reconcile()
+
+    def hold_init(self, node_name, reason="CrashLoopBackOff"):
+        """The first init container of DaemonSet pods on this node keeps waiting with ``reason`` (the pod is not ready),
+        as a driver manager that cannot unload the old driver does; ``None`` lets them start again."""
+        with self._lock:
+            if reason is None:
+                self._held_init.pop(node_name, None)
+            else:
+                self._held_init[node_name] = reason
             self._reconcile()
 
     def script_pod(self, match, phase="Succeeded", logs="", ready=True, delay=0.0, exit_code=None):
@@ -1860,7 +1871,9 @@ class K8sDouble:
             container = containers[0]
         elif container not in containers + [c["name"] for c in pod["spec"].get("initContainers") or []]:
             raise ApiError(400, "BadRequest", "container %s is not valid for pod %s" % (container, name))
-        if (pod.get("status") or {}).get("phase") in (None, "Pending"):
+        # an init container that has run (restarted: CrashLoopBackOff) has a log while its pod is still Pending
+        has_run = any(s.get("name") == container and s.get("restartCount") for s in (pod.get("status") or {}).get("initContainerStatuses") or [])
+        if (pod.get("status") or {}).get("phase") in (None, "Pending") and not has_run:
             raise ApiError(400, "BadRequest", 'container "%s" in pod "%s" is waiting to start: ContainerCreating'
                            % (container, name))
         text = self._pod_logs.get((namespace, name, container), self._pod_logs.get((namespace, name, None), ""))
@@ -1912,8 +1925,9 @@ class K8sDouble:
     def _set_crd_status(self, crd):
         status = {"acceptedNames": copy.deepcopy((crd.get("spec") or {}).get("names") or {}),
                   "storedVersions": [v["name"] for v in (crd.get("spec") or {}).get("versions") or [] if v.get("storage")]}
+        # a CustomResourceDefinitionCondition has no observedGeneration (apiextensions.k8s.io/v1)
         for cond_type, reason in (("NamesAccepted", "NoConflicts"), ("Established", "InitialNamesAccepted")):
-            _put_condition(status, crd, cond_type, "True", reason, "the initial names have been accepted")
+            _put_condition(status, crd, cond_type, "True", reason, "the initial names have been accepted", observed=False)
         crd["status"] = status
 
     def _write_status(self, obj, status):
@@ -2012,7 +2026,9 @@ class K8sDouble:
             pods = {}
             for pod_key, pod in self._owned_pods(ds):
                 node = pod["spec"].get("nodeName")
-                stale = (pod["metadata"].get("labels") or {}).get("pod-template-generation") != generation
+                # OnDelete: a pod of an older template stays until it is deleted (the GPU Operator's driver upgrade)
+                stale = ((pod["metadata"].get("labels") or {}).get("pod-template-generation") != generation
+                         and ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type") != "OnDelete")
                 if node not in eligible_names or stale or node in pods:
                     self._objects.pop(pod_key, None)
                     self._next_rv()
@@ -2028,9 +2044,10 @@ class K8sDouble:
                     suffix = "".join(rng.choice(_NAME_CHARS) for _i in range(5))
                     pod = self._new_pod(ds, template, "%s-%s" % (ds["metadata"]["name"], suffix), node_name,
                                         {"pod-template-generation": generation, "controller-revision-hash": generation})
-                is_ready = settled and self._node_ready(node)
+                held = self._held_init.get(node_name) if pod["spec"].get("initContainers") else None
+                is_ready = settled and self._node_ready(node) and not held
                 ready += 1 if is_ready else 0
-                self._set_status_if_changed(pod, _pod_status(pod, "Running", is_ready))
+                self._set_status_if_changed(pod, _pod_status(pod, "Pending" if held else "Running", is_ready, held_init=held))
             desired = len(eligible)
             status = {"currentNumberScheduled": desired, "desiredNumberScheduled": desired, "numberMisscheduled": 0,
                       "numberReady": ready, "numberAvailable": ready, "updatedNumberScheduled": desired,
@@ -2350,10 +2367,20 @@ def _pod_is_ready(pod):
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
 
 
-def _pod_status(pod, phase, ready, exit_code=0):
-    """A kubelet-like pod status."""
+def _pod_status(pod, phase, ready, exit_code=0, held_init=None):
+    """A kubelet-like pod status; ``held_init``: the first init container waits with this reason."""
     started = pod["metadata"]["creationTimestamp"]
     statuses = []
+    init_statuses = []
+    for index, container in enumerate(pod["spec"].get("initContainers") or []):
+        if held_init:
+            state = {"waiting": {"reason": held_init}} if index == 0 else {"waiting": {"reason": "PodInitializing"}}
+        elif phase in ("Running", "Succeeded", "Failed"):
+            state = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": started}}
+        else:
+            state = {"waiting": {"reason": "PodInitializing"}}
+        init_statuses.append({"name": container["name"], "image": container.get("image"), "imageID": "", "ready": "terminated" in state,
+                              "restartCount": 3 if held_init and index == 0 else 0, "started": False, "state": state})
     for container in pod["spec"].get("containers") or []:
         if phase == "Running":
             state = {"running": {"startedAt": started}}
@@ -2374,6 +2401,8 @@ def _pod_status(pod, phase, ready, exit_code=0):
     conditions.append({"type": "Ready", "status": "True" if ready and phase == "Running" else "False",
                        "lastTransitionTime": started})
     status = {"phase": phase, "conditions": conditions, "containerStatuses": statuses, "qosClass": "BestEffort"}
+    if init_statuses:
+        status["initContainerStatuses"] = init_statuses
     if scheduled:
         status.update({"hostIP": "10.0.0.1", "podIP": "10.64.0.%d" % (sum(map(ord, pod["metadata"]["name"])) % 250 + 2),
                        "startTime": started})

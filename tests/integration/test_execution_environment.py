@@ -282,7 +282,7 @@ def test_every_binary_the_roles_need_is_in_the_ee():
     calls = module_calls(REPO_ROOT)
     assert all(documented_requirements(m) is not None for dummy, m, dummy_args in calls), "a module was not found"
     needed = needed_binaries(calls)
-    assert needed.get("helm") == {"kubernetes.core.helm"}, needed
+    assert needed.get("helm") == {"kubernetes.core.helm", "kubernetes.core.helm_info"}, needed
     for name in DEFINITIONS:
         definition = yaml.safe_load((REPO_ROOT / name).read_text(encoding="utf-8"))
         missing = sorted(set(needed) - ee_binaries(definition))

@@ -115,6 +115,9 @@ def test_the_test_charts_have_every_key_the_catalog_allows():
     version, schema = _chart("gpu-operator")
     assert [k for k in sorted(ops.gpu_operator_keys(version)) if not _schema_accepts(schema, k)] == []
     assert not _schema_accepts(schema, "driver.rdma.useHostMOFED") and not _schema_accepts(schema, "driver.useOpenKernelModules")
+    version, schema = _chart("gpu-operator-v26.3.0")
+    assert version == "v26.3.0" and [k for k in sorted(ops.gpu_operator_keys(version)) if not _schema_accepts(schema, k)] == []
+    assert not _schema_accepts(schema, "operator.initContainer")
     version, schema = _chart("gpu-operator-v24.9.2")
     assert [k for k in sorted(ops.gpu_operator_keys(version)) if not _schema_accepts(schema, k)] == []
     v25_only = ("driver.kernelModuleType", "driver.secretEnv", "dcgmExporter.hostPID", "dcgmExporter.service")

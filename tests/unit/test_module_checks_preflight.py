@@ -108,6 +108,8 @@ BUILT_BY_ROLES = {
 
 # (playbook, module, file, function): why that playbook's preflight need not make the check of that function there.
 AT_THE_CALL = {
+    ("gpu_operator_upgrade.yml", "gpu_host_facts", "plugins/module_utils/_host/facts.py", "run"):
+        "as in validate.yml: the facts of the GPU hosts (the upgrade's host checks), with the module's defaults",
     ("validate.yml", "gpu_host_facts", "plugins/module_utils/_host/facts.py", "run"):
         "procfs_root and sysfs_root, the folders it checks, are the module's defaults there (the validate role passes "
         "nvidia_smi only): nothing a user sets",
@@ -126,6 +128,9 @@ REFUSAL_IS_A_RESULT = {
         "its report as an `other` result naming the read; validate_gke is checked by the preflight (the validate role's "
         "__validate_gke_problems)",
     ("validate.yml", "gpu_nodepool_info"): "as gke_multinetwork_info",
+    ("gpu_operator_upgrade.yml", "gke_multinetwork_info"):
+        "the validate role's reads before and after the upgrade, as in validate.yml (its preflight runs in the upgrade's)",
+    ("gpu_operator_upgrade.yml", "gpu_nodepool_info"): "as gke_multinetwork_info",
 }
 
 # (playbook, role): a role a playbook runs inside another role, whose preflight checks what it hands on
@@ -134,6 +139,8 @@ ROLE_IN_ROLE = {
         "the validate role's NCCL probe, imported with options the validate preflight checks (validate_performance_* "
         "through validate_option_problems) and values of its own; a refusal is rescued and recorded as the probe's result",
     ("validate.yml", "rdma_test"): "the validate role's ib_write_bw probe, as nccl_test",
+    ("gpu_operator_upgrade.yml", "nccl_test"): "the validate role's NCCL probe, as in validate.yml",
+    ("gpu_operator_upgrade.yml", "rdma_test"): "the validate role's ib_write_bw probe, as in validate.yml",
 }
 
 # (module, file, function): the role file of the preflight that makes the same check (YAML over the same option: the
@@ -182,7 +189,7 @@ class Walk:
                 self.task(task, role, known, base)
 
     def task(self, task, role, known, base):
-        here = dict(known, **{k: v for k, v in (task.get("vars") or {}).items()})
+        here = dict(known, **(task.get("vars") or {}))
         own = {k: v for k, v in task.items() if k not in ("block", "rescue", "always")}
         self.filters.update(FILTER.findall(yaml.safe_dump(own)))
         for module in MODULES:

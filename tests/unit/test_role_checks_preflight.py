@@ -57,6 +57,8 @@ CLUSTER_STATE = {
         "the results of the checks the slices ran",
     ("dra_driver", "_verify.yml", "Report what is missing, node by node"):
         "what the release the role has just installed publishes (controller, kubelet plugins, ResourceSlices, labels)",
+    ("gpu_operator", "upgrade.yml", "Fail when a driver node did not finish its upgrade"):
+        "the driver rollout the upgrade has just started: the nodes' upgrade states and driver pods",
     ("mps", "_host_present.yml", "Check that the MPS control daemon answers"):
         "the answer of the daemon the role has just started on the host",
     ("validate", "_report.yml", "Counts of {{ __validate_result.target }}"):

@@ -180,3 +180,40 @@ POD_SECURITY_LABELS = {
     "pod-security.kubernetes.io/audit": "privileged",
     "pod-security.kubernetes.io/warn": "privileged",
 }
+
+# The driver upgrade controller (NVIDIA/k8s-operator-libs@1090aefa pkg/upgrade/consts.go, used by the GPU Operator
+# with driver name "gpu"): the node label it moves through the states below, the label that keeps a node out of the
+# upgrade, and the order of the states (node-maintenance-required / post-maintenance-required only with the
+# maintenance operator). A node without the state label has not been processed yet.
+DRIVER_UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+DRIVER_UPGRADE_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
+DRIVER_UPGRADE_STATES = (
+    "upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-deletion-required", "drain-required",
+    "node-maintenance-required", "post-maintenance-required", "pod-restart-required", "validation-required",
+    "uncordon-required", "upgrade-done", "upgrade-failed",
+)
+DRIVER_UPGRADE_DONE = "upgrade-done"
+DRIVER_UPGRADE_FAILED = "upgrade-failed"
+# The node label of the operator's driver DaemonSet (controllers/state_manager.go), which marks the nodes whose driver
+# the upgrade controller manages.
+DRIVER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"
+# The driver pod's containers: the init container that unloads the old driver before the new one loads (its log says
+# why a node cannot move on: modules in use, pods still on the GPUs) and the driver container.
+DRIVER_MANAGER_CONTAINER = "k8s-driver-manager"
+DRIVER_CONTAINER = "nvidia-driver-ctr"
+
+# driver.upgradePolicy of the chart (deployments/gpu-operator/values.yaml at v25.10.1 and v26.3.0): option -> chart key,
+# with the kind of each value; the chart's defaults are autoUpgrade true, maxParallelUpgrades 1, maxUnavailable 25%,
+# waitForCompletion.timeoutSeconds 0, gpuPodDeletion {force false, timeoutSeconds 300, deleteEmptyDir false},
+# drain {enable false, force false, timeoutSeconds 300, deleteEmptyDir false}.
+DRIVER_UPGRADE_POLICY = {
+    "auto_upgrade": ("autoUpgrade", "bool"),
+    "max_parallel_upgrades": ("maxParallelUpgrades", "count"),
+    "max_unavailable": ("maxUnavailable", "count_or_percent"),
+    "wait_for_completion": ("waitForCompletion", {"timeout_seconds": ("timeoutSeconds", "count"),
+                                                  "pod_selector": ("podSelector", "str")}),
+    "gpu_pod_deletion": ("gpuPodDeletion", {"force": ("force", "bool"), "timeout_seconds": ("timeoutSeconds", "count"),
+                                            "delete_empty_dir": ("deleteEmptyDir", "bool")}),
+    "drain": ("drain", {"enable": ("enable", "bool"), "force": ("force", "bool"), "pod_selector": ("podSelector", "str"),
+                        "timeout_seconds": ("timeoutSeconds", "count"), "delete_empty_dir": ("deleteEmptyDir", "bool")}),
+}

@@ -122,7 +122,7 @@ def _loopback_of(name, loopbacks):
     a node's name when the pod runs in the host's network), else None."""
     if name in loopbacks:
         return loopbacks[name]
-    short = [node for node in loopbacks if node.split(".")[0] == str(name).split(".")[0]]
+    short = [node for node in loopbacks if node.split(".", maxsplit=1)[0] == str(name).split(".", maxsplit=1)[0]]
     return loopbacks[short[0]] if len(short) == 1 else None
 
 

@@ -550,9 +550,35 @@ def diff(old, new):
             states = [((p.get(name) or {}).get("status") or {}).get("state") if name in p else "(none)" for p in (p_old, p_new)]
             if states[0] != states[1]:
                 lines.append("%s %s: state %s -> %s" % (key.replace("_", " ")[:-3] + "y", name, states[0], states[1]))
+        for name in sorted(set(p_old) & set(p_new)):
+            lines += _changes("%s %s" % (key.replace("_", " ")[:-3] + "y", name), _versions(p_old[name]), _versions(p_new[name]))
+    lines += _gke_changes(old.get("gke") or {}, new.get("gke") or {})
     lines += _changes("host", dict((k, v) for k, v in (old.get("host") or {}).items() if k in _HOST_KEYS),
                       dict((k, v) for k, v in (new.get("host") or {}).items() if k in _HOST_KEYS))
     return lines
+
+
+def _versions(policy):
+    """{component.version: value} of an operator policy's spec (the versions an operator upgrade changes)."""
+    spec = policy.get("spec") or {}
+    return dict(("%s.version" % name, part["version"]) for name, part in sorted(spec.items())
+                if isinstance(part, dict) and part.get("version") not in (None, ""))
+
+
+def _gke_changes(old, new):
+    """The GKE control plane's version and each node pool's version (added and removed pools are nodes' lines)."""
+    lines = []
+    versions = [(g.get("cluster") or {}).get("current_master_version") for g in (old, new)]
+    if versions[0] != versions[1] and None not in versions:
+        lines.append("GKE control plane: %s -> %s" % tuple(versions))
+    pools = [dict((p.get("name"), p) for p in g.get("node_pools") or [] if isinstance(p, dict)) for g in (old, new)]
+    for name in sorted(set(pools[0]) & set(pools[1])):
+        lines += _changes("GKE node pool %s" % name, dict((k, pools[0][name].get(k)) for k in _POOL_KEYS if k in pools[0][name]),
+                          dict((k, pools[1][name].get(k)) for k in _POOL_KEYS if k in pools[1][name]))
+    return lines
+
+
+_POOL_KEYS = ("version", "image_type", "machine_type")
 
 
 _HOST_KEYS = ("driver_version", "cuda_version", "kernel_version")

@@ -142,3 +142,15 @@ def test_bad_health_input_is_refused_by_name(call, words):
     with pytest.raises(AnsibleFilterError) as error:
         call()
     assert str(error.value).startswith("validate_health_") and words in str(error.value)
+
+
+def test_a_diff_with_both_runs_results_names_the_checks_that_changed_verdict():
+    before = validate.validate_snapshot(_reads(), "c1")
+    node = dict(NODE, status=dict(NODE["status"], allocatable={"nvidia.com/gpu": "0"}))
+    after = validate.validate_snapshot(_reads(nodes={"resources": [node]}), "c1")
+    old, new = validate.validate_results(before), validate.validate_results(after)
+    lines = validate.validate_snapshot_diff(before, after, old, json.loads(validate.validate_report(new, "ctrf")))
+    assert lines[0] == "node gpu-0 allocatable: nvidia.com/gpu 1 -> 0"
+    assert "check gpu.allocatable: passed -> failed: node gpu-0 advertises no GPU resource" in lines
+    with pytest.raises(AnsibleFilterError, match="^validate_snapshot_diff: give both runs' results"):
+        validate.validate_snapshot_diff(before, after, old)
