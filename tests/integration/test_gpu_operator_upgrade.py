@@ -48,7 +48,7 @@ def _crds(k8s, folder):
     for name in ("clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"):
         crd = k8s.get("CustomResourceDefinition", name)
         doc = {"apiVersion": crd["apiVersion"], "kind": crd["kind"], "metadata": {"name": name}, "spec": crd["spec"]}
-        (folder / ("nvidia.com_%s.yaml" % name.split(".")[0])).write_text(yaml.safe_dump(doc), encoding="utf-8")
+        (folder / ("nvidia.com_%s.yaml" % name.split(".", maxsplit=1)[0])).write_text(yaml.safe_dump(doc), encoding="utf-8")
     return str(folder)
 
 

@@ -202,7 +202,7 @@ def runs_target(image, watch):
     tag = image.rsplit("/", 1)[-1].partition(":")[2]
     version = str(watch["driver_version"])
     if watch.get("precompiled"):
-        return tag.startswith(version.split(".")[0] + "-")
+        return tag.startswith(version.split(".", maxsplit=1)[0] + "-")
     return tag == version or tag.startswith(version + "-")
 
 

@@ -23,7 +23,11 @@ def _plan(version="v26.3.0", **options):
     return gpu_operator_plan(dict({"chart_version": version, "rdma": {"mode": "off"}}, **options))
 
 
-def _upgrade(installed=RELEASE, version="v26.3.0", **options):
+_INSTALLED = object()
+
+
+def _upgrade(installed=_INSTALLED, version="v26.3.0", **options):
+    installed = dict(RELEASE) if installed is _INSTALLED else installed
     return up.upgrade_plan(_plan(version), installed, dict({"crds": CRDS, "node_timeout": 600}, **options))
 
 
