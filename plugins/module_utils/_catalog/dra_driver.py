@@ -21,8 +21,8 @@ Sources (shared notes anchors-2026-11-29.md sections 1.3 and 2):
   The chart was renamed when the code moved to kubernetes-sigs; the move is forward only (``UPGRADE_ORDER``).
 - ``NAMESPACE``: the namespace (and release name) Cluster Toolkit and the upgrade guide use.
 - ``DRIVER_ROOTS``: ``nvidiaDriverRoot`` by how the GPU driver is installed.
-- ``DEVICE_CLASSES``, ``COMPUTE_DOMAIN_DRIVER``, ``GPU_DRIVER``: what a working install publishes
-  (``RESOURCE_API_VERSION``: through which API).
+- ``COMPUTE_DOMAIN_DRIVER``, ``GPU_DRIVER``: the ResourceSlice drivers a working install publishes (its DeviceClasses:
+  ``DEVICE_CLASS_SOURCES``; ``RESOURCE_API_VERSION``: through which API).
 - ``COMPUTE_DOMAIN``: the ComputeDomain API (namespaced, immutable spec) and its defaults.
 - ``CLIQUE_LABEL``, ``IMEX_CHANNEL_DIR``: the GFD clique label and where the driver injects IMEX channels.
 - ``MIN_DRIVER_COMPUTE_DOMAINS``, ``MIN_DRIVER_GPU_ALLOCATION``, ``MIN_KUBERNETES``: the version floors.
@@ -75,13 +75,6 @@ DRIVER_ROOTS = {
     "gke": "/home/kubernetes/bin/nvidia",    # GKE's managed driver (COS)
 }
 
-DEVICE_CLASSES = (
-    "compute-domain-daemon.nvidia.com",
-    "compute-domain-default-channel.nvidia.com",
-    "gpu.nvidia.com",
-    "mig.nvidia.com",
-    "vfio.gpu.nvidia.com",
-)
 # the DRA API (GA from Kubernetes 1.34) its DeviceClasses and ResourceSlices are served through
 RESOURCE_API_VERSION = "resource.k8s.io/v1"
 COMPUTE_DOMAIN_DRIVER = "compute-domain.nvidia.com"   # ResourceSlice .spec.driver of the IMEX channels

@@ -33,10 +33,10 @@ def test_the_migration_runs_from_the_ngc_name_to_the_sigs_name():
 
 def test_what_a_working_install_publishes():
     # install.md "verify": five DeviceClasses, IMEX channels published under the compute-domain driver
-    assert len(catalog.DEVICE_CLASSES) == 5
-    assert "compute-domain-default-channel.nvidia.com" in catalog.DEVICE_CLASSES
+    assert len(catalog.DEVICE_CLASS_SOURCES) == 5
+    assert "compute-domain-default-channel.nvidia.com" in catalog.DEVICE_CLASS_SOURCES
     assert catalog.COMPUTE_DOMAIN_DRIVER == "compute-domain.nvidia.com"
-    assert catalog.GPU_DRIVER in catalog.DEVICE_CLASSES
+    assert catalog.GPU_DRIVER in catalog.DEVICE_CLASS_SOURCES
     assert catalog.COMPUTE_DOMAIN["group"] == "resource.nvidia.com"
     assert catalog.COMPUTE_DOMAIN["version"] == "v1beta1"
     assert catalog.COMPUTE_DOMAIN["default_allocation_mode"] in catalog.COMPUTE_DOMAIN["allocation_modes"]
